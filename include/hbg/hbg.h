@@ -1,0 +1,389 @@
+/*
+ * hbg -- host-built graphs.
+ *
+ * Public API for applications: runtimes, device buffers, binds (rounds),
+ * ordinary tasks, graph submissions recorded once and replayed per layer, and
+ * the per-bind phase records.
+ *
+ * Conventions
+ *   - Every function that can fail returns 0 or a negative hbg error code
+ *     (HBG_E_*). Codes are pinned forever; hbg_err_name() / hbg_strerror()
+ *     turn them into text.
+ *   - Output pointers come last and are written only on success.
+ *   - Every *_destroy / *_close accepts NULL.
+ *   - Thread safety: a runtime and its binds are used from one thread at a
+ *     time (the orchestration thread). Backends run their own threads
+ *     internally. Distinct runtimes are independent.
+ */
+#ifndef HBG_HBG_H
+#define HBG_HBG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(HBG_STATIC_DEFINE)
+#define HBG_API
+#elif defined(HBG_BUILDING_LIBRARY)
+#define HBG_API __attribute__((visibility("default")))
+#else
+#define HBG_API
+#endif
+
+/* ------------------------------------------------------------------ */
+/* Version                                                             */
+/* ------------------------------------------------------------------ */
+
+#define HBG_VERSION_MAJOR 0
+#define HBG_VERSION_MINOR 1
+#define HBG_VERSION_PATCH 0
+#define HBG_VERSION_NUMBER \
+  (HBG_VERSION_MAJOR * 10000 + HBG_VERSION_MINOR * 100 + HBG_VERSION_PATCH)
+#define HBG_VERSION_STRING "0.1.0"
+
+/* @return HBG_VERSION_NUMBER of the library actually linked. */
+HBG_API unsigned hbg_version_number(void);
+/* @return HBG_VERSION_STRING of the library actually linked (static storage). */
+HBG_API const char *hbg_version_string(void);
+
+/* ------------------------------------------------------------------ */
+/* Errors                                                              */
+/* ------------------------------------------------------------------ */
+
+/* X(name, value, message). Values are pinned: never renumber, only append. */
+#define HBG_ERRNO_MAP(X)                                                       \
+  X(INVAL, -1, "invalid argument")                                            \
+  X(NOMEM, -2, "out of host memory")                                          \
+  X(DEVMEM, -3, "out of device memory")                                       \
+  X(DEVICE, -4, "device backend error (see the native error)")                \
+  X(UNSUPPORTED, -5, "operation not supported by this backend")               \
+  X(NOTFOUND, -6, "not found")                                                \
+  X(STATE, -7, "call not valid in the current state")                         \
+  X(RANGE, -8, "device address or size out of range")                         \
+  X(AGAIN, -9, "not complete yet")                                            \
+  X(FATAL, -10, "bind latched a fatal error and was not launched")            \
+  X(RECORD, -11, "graph record callback failed")                              \
+  X(EMPTY, -12, "graph record callback submitted no task")                    \
+  X(NESTED, -13, "graph submitted from inside a record callback")             \
+  X(SIGNATURE, -14, "boundary does not match the recorded signature")         \
+  X(LIMIT, -15, "a count or size exceeds a limit")                            \
+  X(IO, -16, "input/output error")                                            \
+  X(LOAD, -17, "backend library or symbol could not be loaded")               \
+  X(INJECTED, -18, "injected fault")                                          \
+  X(VERIFY, -19, "device output differs from the host reference")             \
+  X(KERNEL, -20, "unknown kernel or bad kernel arguments")                    \
+  X(BUSY, -21, "resource still in use")                                       \
+  X(IMG_TRUNCATED, -32, "image truncated")                                    \
+  X(IMG_MAGIC, -33, "bad image magic")                                        \
+  X(IMG_VERSION, -34, "unsupported image version")                            \
+  X(IMG_SIZE, -35, "image size field inconsistent")                           \
+  X(IMG_OFFSET, -36, "image offset out of bounds")                            \
+  X(IMG_ALIGN, -37, "image offset misaligned")                                \
+  X(IMG_COUNT, -38, "image count out of range")                               \
+  X(IMG_CSR, -39, "inconsistent fanin/fanout tables")                         \
+  X(IMG_CYCLE, -40, "graph has a cycle")                                      \
+  X(IMG_ROOTS, -41, "root list wrong")                                        \
+  X(IMG_REF, -42, "bad source reference")                                     \
+  X(IMG_HASH, -43, "content hash mismatch")                                   \
+  X(IMG_KIND, -44, "wrong image kind")                                        \
+  X(IMG_DEF, -45, "submission does not match its definition")                 \
+  X(IMG_FIELD, -46, "bad field value in image")
+
+typedef enum hbg_err {
+  HBG_OK = 0,
+#define HBG__ERR_ENUM(name, val, msg) HBG_E_##name = (val),
+  HBG_ERRNO_MAP(HBG__ERR_ENUM)
+#undef HBG__ERR_ENUM
+} hbg_err;
+
+/* @return "HBG_E_INVAL" style name, "HBG_OK", or "HBG_E_UNKNOWN". Static. */
+HBG_API const char *hbg_err_name(int err);
+/* @return human-readable message for an error code. Static storage. */
+HBG_API const char *hbg_strerror(int err);
+
+/* ------------------------------------------------------------------ */
+/* Tensors, scalars, tasks                                             */
+/* ------------------------------------------------------------------ */
+
+#define HBG_MAX_DIMS 4
+
+typedef enum hbg_dtype {
+  HBG_DTYPE_F32 = 1,
+  HBG_DTYPE_F16 = 2,
+  HBG_DTYPE_BF16 = 3,
+  HBG_DTYPE_I32 = 4,
+  HBG_DTYPE_I64 = 5,
+  HBG_DTYPE_U8 = 6
+} hbg_dtype;
+
+/* @return bytes per element of dtype, 0 for an unknown dtype. */
+HBG_API uint32_t hbg_dtype_size(uint32_t dtype);
+
+enum {
+  HBG_ACCESS_IN = 1,
+  HBG_ACCESS_OUT = 2,
+  HBG_ACCESS_INOUT = 3
+};
+
+/* A tensor argument: a view into a device buffer.
+ * addr is a device address from hbg_buffer_alloc(). Inside a record callback,
+ * an output (mode has HBG_ACCESS_OUT) with addr == 0 is allocated in the
+ * graph's internal heap block; hbg_record_task() writes the address it got
+ * back into the caller's struct, and later inner tasks pass that tensor to
+ * read it. Strides are in elements; shape[i] and strides[i] for i >= ndim
+ * must be 0. */
+typedef struct hbg_tensor {
+  uint64_t addr;
+  uint64_t offset; /* bytes from addr to element 0 */
+  uint32_t shape[HBG_MAX_DIMS];
+  uint32_t strides[HBG_MAX_DIMS];
+  uint8_t dtype; /* hbg_dtype */
+  uint8_t ndim;  /* 1..HBG_MAX_DIMS */
+  uint8_t mode;  /* HBG_ACCESS_* */
+  uint8_t reserved;
+} hbg_tensor;
+
+/* Fill t as a contiguous row-major tensor of ndim dims (dims[0] outermost).
+ * @return 0, or HBG_E_INVAL (NULL t/dims, ndim 0 or > HBG_MAX_DIMS, bad dtype,
+ * a zero dim). */
+HBG_API int hbg_tensor_contig(hbg_tensor *t, uint64_t addr, uint64_t offset,
+                              uint32_t dtype, uint32_t ndim,
+                              const uint32_t *dims, uint32_t mode);
+/* @return bytes from element 0 to one past the last element (0 if invalid). */
+HBG_API uint64_t hbg_tensor_extent(const hbg_tensor *t);
+
+enum {
+  HBG_SCALAR_STATIC = 0,   /* value is baked into the Definition */
+  HBG_SCALAR_BOUNDARY = 1  /* index names a boundary scalar of the graph */
+};
+
+typedef struct hbg_scalar {
+  uint64_t value;
+  uint32_t kind;  /* HBG_SCALAR_* */
+  uint32_t index; /* boundary scalar index when kind == HBG_SCALAR_BOUNDARY */
+} hbg_scalar;
+
+typedef uint32_t hbg_task_id;
+#define HBG_TASK_NONE UINT32_MAX
+
+/* Built-in kernel ids understood by the sim device (see docs). */
+typedef enum hbg_kernel_id {
+  HBG_KERNEL_NOP = 0,
+  HBG_KERNEL_COPY = 1,     /* out = in */
+  HBG_KERNEL_ADD = 2,      /* out = a + b */
+  HBG_KERNEL_MUL = 3,      /* out = a * b */
+  HBG_KERNEL_SCALE = 4,    /* out = in * f32(scalar0) */
+  HBG_KERNEL_RMSNORM = 5,  /* out = in / rms(in) * w ; scalar0 = f32 eps */
+  HBG_KERNEL_GEMV = 6,     /* out[n] = sum_k W[n][k] * x[k] */
+  HBG_KERNEL_ROPE = 7,     /* rotary embedding, scalar0 = position */
+  HBG_KERNEL_SILU_MUL = 8, /* out = silu(a) * b */
+  HBG_KERNEL_SOFTMAX = 9,  /* softmax over the last dim */
+  HBG_KERNEL_ATTN = 10,    /* tiny single-query attention over a KV cache */
+  HBG_KERNEL_FILL = 11,    /* out = f32(scalar0) */
+  HBG_KERNEL__COUNT
+} hbg_kernel_id;
+
+/* One kernel launch. args are the tensors (inputs and outputs, mode says
+ * which), scalars the scalar arguments, deps earlier task ids this task waits
+ * for (inside a record callback: earlier inner node ids). */
+typedef struct hbg_task {
+  uint32_t kernel;
+  uint32_t n_args;
+  hbg_tensor *args; /* in/out: see hbg_tensor about addr == 0 outputs */
+  uint32_t n_scalars;
+  uint32_t n_deps;
+  const hbg_scalar *scalars;
+  const hbg_task_id *deps;
+} hbg_task;
+
+/* ------------------------------------------------------------------ */
+/* Runtime                                                             */
+/* ------------------------------------------------------------------ */
+
+typedef struct hbg_runtime hbg_runtime;
+typedef struct hbg_bind hbg_bind;
+typedef struct hbg_recorder hbg_recorder;
+struct hbg_device;
+
+typedef enum hbg_policy {
+  HBG_POLICY_DEFERRED = 0,
+  HBG_POLICY_PINNED_EAGER = 1,
+  HBG_POLICY_COALESCED = 2,
+  HBG_POLICY__COUNT
+} hbg_policy;
+
+/* @return "deferred", "pinned-eager", "coalesced", or NULL. */
+HBG_API const char *hbg_policy_name(int policy);
+/* @return 0 and *out, or HBG_E_INVAL for an unknown name. */
+HBG_API int hbg_policy_parse(const char *name, int *out);
+
+enum {
+  HBG_CFG_POISON_STAGING = 1u << 0, /* overwrite host staging after upload */
+  HBG_CFG_NO_LAUNCH = 1u << 1       /* upload only; do not execute (timing) */
+};
+
+typedef struct hbg_config {
+  uint32_t struct_size;       /* sizeof(hbg_config), set by hbg_config_init */
+  uint32_t policy;            /* hbg_policy; env HBG_POLICY */
+  const char *device;         /* backend name, default "sim"; env HBG_DEVICE */
+  const char *device_options; /* backend options "k=v,k=v"; env HBG_DEVICE_OPTIONS */
+  struct hbg_device *device_handle; /* optional: an open device to use
+                                       (not owned; outlives the runtime) */
+  uint64_t arena_bytes;       /* pinned staging arena per slot; 0 = 16 MiB;
+                                 env HBG_ARENA_BYTES */
+  uint32_t pipeline_depth;    /* binds in flight, 0 = 2; env HBG_PIPELINE_DEPTH */
+  uint32_t coalesce_chunk_bytes; /* coalesced: start async chunks of at
+                                    least this size during orchestration;
+                                    0 = one copy at launch */
+  uint64_t orch_id;           /* orchestration identity, part of full keys */
+  uint32_t flags;             /* HBG_CFG_* */
+  uint32_t reserved;
+} hbg_config;
+
+/* Fill cfg with defaults, then apply HBG_* environment overrides. */
+HBG_API void hbg_config_init(hbg_config *cfg);
+
+/* Open the device and create a runtime on it.
+ * @return 0, HBG_E_INVAL (bad config), HBG_E_NOTFOUND (unknown device),
+ * HBG_E_NOMEM, or a device error. */
+HBG_API int hbg_runtime_create(const hbg_config *cfg, hbg_runtime **out);
+/* Wait for binds in flight, release retained device buffers, arenas and
+ * Definitions (reverse order of creation), then close the device if the
+ * runtime opened it. Accepts NULL. */
+HBG_API void hbg_runtime_destroy(hbg_runtime *rt);
+/* @return the device the runtime uses (owned by the runtime or the caller). */
+HBG_API struct hbg_device *hbg_runtime_device(hbg_runtime *rt);
+/* @return the runtime's policy. */
+HBG_API int hbg_runtime_policy(const hbg_runtime *rt);
+/* Last backend-native error seen by the runtime's device.
+ * @return 0 and *code, *msg (msg valid until the next device call), or
+ * HBG_E_NOTFOUND when none was recorded. */
+HBG_API int hbg_runtime_last_native_error(hbg_runtime *rt, int64_t *code,
+                                          const char **msg);
+
+/* Device buffers for tensor data (inputs, weights, outputs). */
+HBG_API int hbg_buffer_alloc(hbg_runtime *rt, uint64_t bytes, uint64_t *out);
+HBG_API int hbg_buffer_free(hbg_runtime *rt, uint64_t addr);
+HBG_API int hbg_buffer_write(hbg_runtime *rt, uint64_t dst, const void *src,
+                             uint64_t bytes);
+HBG_API int hbg_buffer_read(hbg_runtime *rt, void *dst, uint64_t src,
+                            uint64_t bytes);
+
+/* ------------------------------------------------------------------ */
+/* Binds                                                               */
+/* ------------------------------------------------------------------ */
+
+/* Start a bind on the next pipeline slot. Waits for the device to finish the
+ * bind that last used that slot, then reclaims its staging space.
+ * @return 0, HBG_E_STATE (all slots held by binds not yet ended), or a device
+ * error. */
+HBG_API int hbg_bind_begin(hbg_runtime *rt, hbg_bind **out);
+
+/* Append an ordinary task. *out (optional) receives its task id.
+ * @return 0, HBG_E_INVAL, HBG_E_KERNEL, HBG_E_STATE, HBG_E_FATAL. */
+HBG_API int hbg_submit_task(hbg_bind *b, const hbg_task *t, hbg_task_id *out);
+
+typedef int (*hbg_record_fn)(hbg_recorder *rec, void *user);
+
+typedef struct hbg_graph_submit {
+  uint64_t key;                 /* caller's graph key */
+  const uint64_t *variant;      /* config values selecting a variant */
+  uint32_t n_variant;
+  uint32_t n_tensors;           /* boundary tensors */
+  const hbg_tensor *tensors;
+  const uint64_t *scalars;      /* boundary scalars */
+  uint32_t n_scalars;
+  uint32_t n_deps;              /* earlier task ids of this bind */
+  const hbg_task_id *deps;
+  hbg_record_fn record;         /* called only when the key is recorded */
+  void *user;
+} hbg_graph_submit;
+
+/* Submit one replay of a graph. On the key's first submission in this
+ * runtime the record callback runs and its inner tasks become the
+ * Definition; later submissions only build a Submission.
+ * @return 0, HBG_E_INVAL, HBG_E_NESTED, HBG_E_RECORD (callback returned
+ * non-zero; its code is not kept), HBG_E_EMPTY, HBG_E_SIGNATURE, HBG_E_LIMIT,
+ * HBG_E_FATAL (the bind latched a fatal error), or a device error (which
+ * latches HBG_E_FATAL on the bind). */
+HBG_API int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
+                             hbg_task_id *out);
+
+/* Inside a record callback: append an inner task. Outputs with addr == 0 are
+ * placed in the graph's heap block and t->args[i].addr is updated.
+ * @return 0, HBG_E_INVAL, HBG_E_KERNEL, HBG_E_NESTED (used outside a
+ * callback), HBG_E_LIMIT. */
+HBG_API int hbg_record_task(hbg_recorder *rec, hbg_task *t, hbg_task_id *out);
+/* Inside a record callback: the boundary of the submission being recorded. */
+HBG_API const hbg_tensor *hbg_record_tensors(hbg_recorder *rec, uint32_t *n);
+HBG_API const uint64_t *hbg_record_scalars(hbg_recorder *rec, uint32_t *n);
+
+/* Finish orchestration: upload what is left and launch the bind on the
+ * device (asynchronously).
+ * @return 0, HBG_E_FATAL (latched earlier: nothing is launched), HBG_E_STATE,
+ * or a device error (the bind is not launched). */
+HBG_API int hbg_bind_launch(hbg_bind *b);
+
+/* Wait for a launched bind to complete and collect the device status.
+ * @return 0, the device-side error (e.g. HBG_E_IMG_HASH) or a device error. */
+HBG_API int hbg_bind_wait(hbg_bind *b);
+
+/* Per-bind records. Times in nanoseconds (monotonic clock). */
+typedef struct hbg_phase_bytes {
+  uint64_t bytes;
+  uint64_t copies;
+} hbg_phase_bytes;
+
+typedef struct hbg_bind_stats {
+  uint32_t struct_size;
+  uint32_t policy;
+  uint64_t host_orch_ns;     /* orchestration minus upload time nested in it */
+  uint64_t graph_upload_ns;  /* Submissions and Definitions */
+  uint64_t window_upload_ns; /* task window and the rest */
+  uint64_t control_plane_ns; /* sum of the three */
+  uint64_t exec_ns;          /* launch to completion (after hbg_bind_wait) */
+  hbg_phase_bytes graph;     /* graph images (Submissions + Definitions) */
+  hbg_phase_bytes window;    /* task window */
+  uint64_t def_bytes;        /* Definition bytes uploaded (part of graph) */
+  uint64_t h2d_bytes;        /* all H2D bytes of the bind */
+  uint64_t h2d_copies;       /* all H2D copies of the bind */
+  uint32_t n_tasks;          /* task window entries */
+  uint32_t n_graphs;         /* graph submissions */
+  uint32_t n_recorded;       /* Definitions recorded in this bind */
+  uint32_t leftover;         /* images uploaded by the leftover scan */
+  uint32_t fallback;         /* images that fell back to heap memory */
+  uint32_t dev_allocs;       /* device allocations made by the bind */
+  uint64_t arena_high_water; /* bytes of pinned arena used */
+  int32_t fatal;             /* latched fatal error, 0 if none */
+  int32_t device_status;     /* device-side status after wait */
+} hbg_bind_stats;
+
+/* @return 0 and *out, or HBG_E_INVAL. */
+HBG_API int hbg_bind_stats_get(const hbg_bind *b, hbg_bind_stats *out);
+/* @return the latched fatal error of the bind, 0 if none. */
+HBG_API int hbg_bind_fatal(const hbg_bind *b);
+
+/* End a bind: release the slot for reuse. A launched bind may still run on
+ * the device; the slot's next hbg_bind_begin waits for it. A bind never
+ * launched (or latched fatal) is rolled back. Accepts NULL. */
+HBG_API void hbg_bind_end(hbg_bind *b);
+
+/* ------------------------------------------------------------------ */
+/* Images                                                              */
+/* ------------------------------------------------------------------ */
+
+/* Validate a Definition, Submission or task-window image and print it in
+ * readable form (json != 0: one JSON object) to out.
+ * @return 0, or the validator's HBG_E_IMG_* code (still prints what it
+ * could read). */
+HBG_API int hbg_image_dump(const void *img, size_t len, int json, FILE *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HBG_HBG_H */

@@ -1,0 +1,254 @@
+/*
+ * hbg device ABI -- for backend authors and for tests that drive a device
+ * directly.
+ *
+ * A backend is one ops table (struct of function pointers with a leading
+ * size and ABI version). The core wraps each open backend in an hbg_device,
+ * which owns the backend's private state and its last native error.
+ *
+ * Device addresses (hbg_devptr) are opaque 64-bit values; the host never
+ * dereferences them. 0 is the null device address.
+ *
+ * Thread safety: the dispatch functions below may be called from one thread
+ * at a time per device, except hbg_dev_event_query / hbg_dev_event_wait /
+ * hbg_dev_get_stats, which are safe from any thread.
+ */
+#ifndef HBG_HBG_DEVICE_H
+#define HBG_HBG_DEVICE_H
+
+#include <hbg/hbg.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HBG_DEV_ABI_VERSION 1
+
+typedef uint64_t hbg_devptr;
+typedef struct hbg_device hbg_device;
+typedef struct hbg_dev_queue hbg_dev_queue; /* backend-defined */
+typedef struct hbg_dev_event hbg_dev_event; /* backend-defined */
+
+enum {
+  HBG_DEV_CAP_ASYNC_NEEDS_PINNED = 1u << 0, /* async H2D only from pinned */
+  HBG_DEV_CAP_EXECUTES = 1u << 1,           /* launch runs the task window */
+  HBG_DEV_CAP_VERIFIES = 1u << 2,           /* launch validates images only */
+  HBG_DEV_CAP_HOST_REGISTER = 1u << 3       /* host_register supported */
+};
+
+typedef struct hbg_dev_caps {
+  uint32_t struct_size;
+  uint32_t flags;           /* HBG_DEV_CAP_* */
+  uint32_t stage_align;     /* start alignment of staged pieces (64) */
+  uint32_t piece_pad_align; /* each piece's length rounded up to this (1) */
+  uint32_t piece_pad_extra; /* plus this many bytes per piece (0) */
+  uint32_t dev_align;       /* alignment of mem_alloc results */
+  uint32_t max_batch;       /* most copies one batch may carry (0 = none) */
+  uint32_t reserved;
+  uint64_t mem_bytes;       /* device memory size */
+} hbg_dev_caps;
+
+/* Launch descriptor: the task window the device executes (or verifies). */
+typedef struct hbg_dev_launch_desc {
+  uint32_t struct_size;
+  uint32_t flags;
+  hbg_devptr window;        /* device address of the task window image */
+  uint64_t window_bytes;
+  hbg_devptr status;        /* device address of an hbg_dev_status the device
+                               writes when the launch completes */
+} hbg_dev_launch_desc;
+
+/* Written by the device at launch completion (little-endian). */
+typedef struct hbg_dev_status {
+  int32_t error;        /* 0 or a negative hbg error code */
+  uint32_t task;        /* task index that failed, UINT32_MAX if none */
+  uint32_t node;        /* inner node that failed, UINT32_MAX if none */
+  uint32_t tasks_done;  /* tasks completed */
+  uint64_t nodes_done;  /* kernels run (ordinary tasks + graph nodes) */
+  uint64_t defs_verified; /* Definitions verified in this launch */
+} hbg_dev_status;
+
+/* Counters a backend keeps (monotonic since open). */
+typedef struct hbg_dev_stats {
+  uint32_t struct_size;
+  uint32_t reserved;
+  uint64_t h2d_copies, h2d_bytes;   /* sync + async */
+  uint64_t d2h_copies, d2h_bytes;
+  uint64_t async_copies;            /* issued as async */
+  uint64_t async_degraded;          /* async from pageable, done sync */
+  uint64_t pinned_direct;           /* copies read straight from pinned */
+  uint64_t bounce_chunks;           /* pageable copies: bounce-buffer chunks */
+  uint64_t handshakes;              /* submit/complete round trips with the
+                                       copy engine */
+  uint64_t mem_allocs, mem_frees;
+  uint64_t mem_in_use;              /* device bytes allocated now */
+  uint64_t host_allocs, host_frees;
+  uint64_t host_in_use;             /* pinned host bytes allocated now */
+  uint64_t launches;
+} hbg_dev_stats;
+
+/* Op indices, for fault injection and call counting. */
+#define HBG_DEV_OP_MAP(X)                                                      \
+  X(HOST_ALLOC, host_alloc)                                                    \
+  X(HOST_FREE, host_free)                                                      \
+  X(HOST_REGISTER, host_register)                                              \
+  X(HOST_UNREGISTER, host_unregister)                                          \
+  X(MEM_ALLOC, mem_alloc)                                                      \
+  X(MEM_FREE, mem_free)                                                        \
+  X(COPY_H2D, copy_h2d)                                                        \
+  X(COPY_D2H, copy_d2h)                                                        \
+  X(QUEUE_CREATE, queue_create)                                                \
+  X(QUEUE_DESTROY, queue_destroy)                                              \
+  X(COPY_H2D_ASYNC, copy_h2d_async)                                            \
+  X(QUEUE_SYNC, queue_sync)                                                    \
+  X(EVENT_CREATE, event_create)                                                \
+  X(EVENT_DESTROY, event_destroy)                                              \
+  X(EVENT_RECORD, event_record)                                                \
+  X(EVENT_QUERY, event_query)                                                  \
+  X(EVENT_WAIT, event_wait)                                                    \
+  X(LAUNCH, launch)
+
+typedef enum hbg_dev_op {
+#define HBG__DEV_OP_ENUM(up, low) HBG_DEV_OP_##up,
+  HBG_DEV_OP_MAP(HBG__DEV_OP_ENUM)
+#undef HBG__DEV_OP_ENUM
+  HBG_DEV_OP__COUNT,
+  HBG_DEV_OP_ANY = 255 /* fault injection: count every op */
+} hbg_dev_op;
+
+/* @return "mem_alloc" style name of an op, or NULL. */
+HBG_API const char *hbg_dev_op_name(int op);
+
+typedef struct hbg_dev_ops {
+  uint32_t struct_size; /* sizeof(hbg_dev_ops) the backend was built with */
+  uint32_t abi_version; /* HBG_DEV_ABI_VERSION */
+  const char *name;
+  const char *summary;
+
+  /* Availability for `hbg devices`: 0 available, or an error with a line of
+   * text in buf saying why not. May be NULL (always available). */
+  int (*probe)(char *buf, size_t len);
+  /* Set private state with hbg_device_set_impl(). */
+  int (*open)(hbg_device *dev, const char *options);
+  void (*close)(hbg_device *dev);
+  int (*get_caps)(hbg_device *dev, hbg_dev_caps *caps);
+  int (*get_stats)(hbg_device *dev, hbg_dev_stats *st);
+
+  int (*host_alloc)(hbg_device *dev, size_t bytes, void **out);
+  int (*host_free)(hbg_device *dev, void *p);
+  int (*host_register)(hbg_device *dev, void *p, size_t bytes);
+  int (*host_unregister)(hbg_device *dev, void *p);
+  int (*mem_alloc)(hbg_device *dev, size_t bytes, hbg_devptr *out);
+  int (*mem_free)(hbg_device *dev, hbg_devptr p);
+  int (*copy_h2d)(hbg_device *dev, hbg_devptr dst, const void *src,
+                  size_t bytes);
+  int (*copy_d2h)(hbg_device *dev, void *dst, hbg_devptr src, size_t bytes);
+  int (*queue_create)(hbg_device *dev, hbg_dev_queue **out);
+  int (*queue_destroy)(hbg_device *dev, hbg_dev_queue *q);
+  /* Async H2D on q. src must stay valid and unchanged until an event
+   * recorded after it completes. */
+  int (*copy_h2d_async)(hbg_device *dev, hbg_dev_queue *q, hbg_devptr dst,
+                        const void *src, size_t bytes);
+  int (*queue_sync)(hbg_device *dev, hbg_dev_queue *q);
+  int (*event_create)(hbg_device *dev, hbg_dev_event **out);
+  int (*event_destroy)(hbg_device *dev, hbg_dev_event *ev);
+  int (*event_record)(hbg_device *dev, hbg_dev_event *ev, hbg_dev_queue *q);
+  /* @return 0 complete, HBG_E_AGAIN pending, or an error. */
+  int (*event_query)(hbg_device *dev, hbg_dev_event *ev);
+  int (*event_wait)(hbg_device *dev, hbg_dev_event *ev);
+  /* Enqueue execution of a task window on q (after earlier work on q). */
+  int (*launch)(hbg_device *dev, hbg_dev_queue *q, const hbg_dev_launch_desc *l);
+} hbg_dev_ops;
+
+/* ---- registry ---- */
+
+/* @return the number of built-in backends; *out the i-th (static). */
+HBG_API uint32_t hbg_device_count(void);
+HBG_API const hbg_dev_ops *hbg_device_backend(uint32_t i);
+/* @return the backend named name, or NULL. */
+HBG_API const hbg_dev_ops *hbg_device_find(const char *name);
+
+/* ---- open / close ---- */
+
+/* Open a built-in backend by name with "k=v,k=v" options (may be NULL).
+ * @return 0, HBG_E_INVAL, HBG_E_NOTFOUND, HBG_E_NOMEM, or the backend's error
+ * (a failed open records its native error in the thread-local slot read by
+ * hbg_device_open_error()). */
+HBG_API int hbg_device_open(const char *name, const char *options,
+                            hbg_device **out);
+/* Same, for any ops table (a backend outside the registry). */
+HBG_API int hbg_device_open_ops(const hbg_dev_ops *ops, const char *options,
+                                hbg_device **out);
+/* Close the backend. Accepts NULL. */
+HBG_API void hbg_device_close(hbg_device *dev);
+/* The message of the last failed open on this thread ("" if none). */
+HBG_API const char *hbg_device_open_error(void);
+
+HBG_API const hbg_dev_ops *hbg_device_ops(const hbg_device *dev);
+HBG_API const char *hbg_device_name(const hbg_device *dev);
+
+/* ---- for backends: private state and native errors ---- */
+
+HBG_API void hbg_device_set_impl(hbg_device *dev, void *impl);
+HBG_API void *hbg_device_impl(const hbg_device *dev);
+/* Record the backend-native error (code and formatted message). */
+HBG_API void hbg_device_set_native(hbg_device *dev, int64_t code,
+                                   const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* @return 0 and the last native error, or HBG_E_NOTFOUND if none. */
+HBG_API int hbg_device_native_error(const hbg_device *dev, int64_t *code,
+                                    const char **msg);
+
+/* ---- dispatch: one call per op; NULL op -> HBG_E_UNSUPPORTED ---- */
+
+HBG_API int hbg_dev_caps_get(hbg_device *dev, hbg_dev_caps *caps);
+HBG_API int hbg_dev_stats_get(hbg_device *dev, hbg_dev_stats *st);
+HBG_API int hbg_dev_host_alloc(hbg_device *dev, size_t bytes, void **out);
+HBG_API int hbg_dev_host_free(hbg_device *dev, void *p);
+HBG_API int hbg_dev_host_register(hbg_device *dev, void *p, size_t bytes);
+HBG_API int hbg_dev_host_unregister(hbg_device *dev, void *p);
+HBG_API int hbg_dev_mem_alloc(hbg_device *dev, size_t bytes, hbg_devptr *out);
+HBG_API int hbg_dev_mem_free(hbg_device *dev, hbg_devptr p);
+HBG_API int hbg_dev_copy_h2d(hbg_device *dev, hbg_devptr dst, const void *src,
+                             size_t bytes);
+HBG_API int hbg_dev_copy_d2h(hbg_device *dev, void *dst, hbg_devptr src,
+                             size_t bytes);
+HBG_API int hbg_dev_queue_create(hbg_device *dev, hbg_dev_queue **out);
+HBG_API int hbg_dev_queue_destroy(hbg_device *dev, hbg_dev_queue *q);
+HBG_API int hbg_dev_copy_h2d_async(hbg_device *dev, hbg_dev_queue *q,
+                                   hbg_devptr dst, const void *src,
+                                   size_t bytes);
+HBG_API int hbg_dev_queue_sync(hbg_device *dev, hbg_dev_queue *q);
+HBG_API int hbg_dev_event_create(hbg_device *dev, hbg_dev_event **out);
+HBG_API int hbg_dev_event_destroy(hbg_device *dev, hbg_dev_event *ev);
+HBG_API int hbg_dev_event_record(hbg_device *dev, hbg_dev_event *ev,
+                                 hbg_dev_queue *q);
+HBG_API int hbg_dev_event_query(hbg_device *dev, hbg_dev_event *ev);
+HBG_API int hbg_dev_event_wait(hbg_device *dev, hbg_dev_event *ev);
+HBG_API int hbg_dev_launch(hbg_device *dev, hbg_dev_queue *q,
+                           const hbg_dev_launch_desc *l);
+
+/* ---- fault injection ---- */
+
+/* The "fault" backend wraps another: options "inner=NAME[,inner options
+ * after ';']", e.g. hbg_device_open("fault", "inner=sim", &d). Every call is
+ * forwarded and counted per op. */
+
+/* Arm: the k-th call (1-based, counted from now) of op (or HBG_DEV_OP_ANY)
+ * fails with err (HBG_E_INJECTED when 0) and is not forwarded.
+ * k == 0 disarms. @return 0, or HBG_E_INVAL if dev is not a fault device. */
+HBG_API int hbg_fault_arm(hbg_device *dev, int op, uint64_t k, int err);
+/* @return calls of op (or HBG_DEV_OP_ANY: all) since open or the last
+ * hbg_fault_reset(); 0 if dev is not a fault device. */
+HBG_API uint64_t hbg_fault_calls(const hbg_device *dev, int op);
+/* @return how many injected failures have fired since the last reset. */
+HBG_API uint64_t hbg_fault_fired(const hbg_device *dev);
+HBG_API void hbg_fault_reset(hbg_device *dev);
+/* @return the inner device of a fault device, NULL otherwise. */
+HBG_API hbg_device *hbg_fault_inner(hbg_device *dev);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HBG_HBG_DEVICE_H */

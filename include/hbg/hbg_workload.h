@@ -1,0 +1,72 @@
+/*
+ * Built-in reference workloads (decode-step shapes from the upstream scenes)
+ * and their host reference, for benchmarks and end-to-end checks.
+ *
+ * A workload owns device buffers (weights, inputs, outputs, KV cache) on one
+ * runtime. Each bind submits one decode step: a few ordinary tasks, then one
+ * graph submission per layer, then a few ordinary tasks. The decode position
+ * is a boundary scalar, so the Definitions never change across steps while
+ * the outputs do.
+ *
+ * Thread safety: as for the runtime it was created on.
+ */
+#ifndef HBG_HBG_WORKLOAD_H
+#define HBG_HBG_WORKLOAD_H
+
+#include <hbg/hbg.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct hbg_workload hbg_workload;
+
+typedef struct hbg_workload_config {
+  uint32_t struct_size;
+  uint32_t layers;    /* 0 = the workload's default */
+  const char *name;   /* "qwen3-14b" or "dsv4" */
+  uint64_t seed;      /* input/weight generator seed, 0 = fixed default */
+} hbg_workload_config;
+
+typedef struct hbg_workload_info {
+  uint32_t struct_size;
+  uint32_t layers;
+  uint32_t n_defs;            /* distinct Definitions (graph keys) */
+  uint32_t min_nodes, max_nodes; /* nodes per Definition */
+  uint32_t max_btensors;      /* boundary tensors per layer, max */
+  uint32_t max_bscalars;
+  uint32_t tasks_before, tasks_after; /* ordinary tasks around the layers */
+  uint64_t device_bytes;      /* tensor memory the workload allocated */
+} hbg_workload_info;
+
+HBG_API void hbg_workload_config_init(hbg_workload_config *cfg);
+/* @return the number of built-in workloads; names are static strings. */
+HBG_API uint32_t hbg_workload_count(void);
+HBG_API const char *hbg_workload_name(uint32_t i);
+
+/* Allocate and fill the workload's device buffers on rt.
+ * @return 0, HBG_E_INVAL, HBG_E_NOTFOUND (unknown name), HBG_E_LIMIT, or a
+ * device error. */
+HBG_API int hbg_workload_create(hbg_runtime *rt, const hbg_workload_config *cfg,
+                                hbg_workload **out);
+/* Free device buffers. Accepts NULL. Call before hbg_runtime_destroy. */
+HBG_API void hbg_workload_destroy(hbg_workload *w);
+HBG_API int hbg_workload_get_info(const hbg_workload *w,
+                                  hbg_workload_info *out);
+
+/* Orchestrate decode step `step` into bind b (all tasks and graphs).
+ * @return 0 or the first submission error. */
+HBG_API int hbg_workload_submit(hbg_workload *w, hbg_bind *b, uint32_t step);
+
+/* After the bind of `step` completed: read the outputs back and compare
+ * with a host reference run of the same DAG (same kernels, same order).
+ * *max_abs_err (optional) receives the largest difference.
+ * @return 0 (match), HBG_E_VERIFY, or a device error. */
+HBG_API int hbg_workload_verify(hbg_workload *w, uint32_t step,
+                                double *max_abs_err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

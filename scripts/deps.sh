@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Install what the build needs, when it is missing. As root: apt-get.
+# Otherwise print the exact command to run and fail.
+set -eu
+PKGS="build-essential cmake pkg-config libxxhash-dev libcjson-dev"
+[ "${1:-}" = "--with-clang" ] && PKGS="$PKGS clang libclang-rt-14-dev llvm"
+
+missing=0
+for tool in cc make cmake pkg-config; do
+  command -v "$tool" >/dev/null 2>&1 || missing=1
+done
+if [ $missing = 0 ]; then
+  pkg-config --exists libxxhash libcjson 2>/dev/null || missing=1
+fi
+if [ $missing = 0 ] && [ "${1:-}" = "--with-clang" ]; then
+  command -v clang >/dev/null 2>&1 || missing=1
+fi
+[ $missing = 0 ] && exit 0
+
+cmd="apt-get update && apt-get install -y --no-install-recommends $PKGS"
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "hbg: installing build dependencies: $PKGS" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends $PKGS >/dev/null
+else
+  echo "hbg: missing build dependencies; run as root:" >&2
+  echo "  $cmd" >&2
+  exit 1
+fi

@@ -1,0 +1,69 @@
+#include "common/util.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int hbg__opt_get(const char *opts, const char *key, char *buf, size_t len) {
+  if (!opts || !key)
+    return 0;
+  size_t klen = strlen(key);
+  const char *p = opts;
+  while (*p) {
+    const char *end = strchr(p, ',');
+    size_t n = end ? (size_t)(end - p) : strlen(p);
+    if (n > klen && strncmp(p, key, klen) == 0 && p[klen] == '=') {
+      size_t vlen = n - klen - 1;
+      if (vlen + 1 > len)
+        return -1;
+      memcpy(buf, p + klen + 1, vlen);
+      buf[vlen] = '\0';
+      return 1;
+    }
+    if (!end)
+      break;
+    p = end + 1;
+  }
+  return 0;
+}
+
+int hbg__parse_u64(const char *s, uint64_t *out) {
+  if (!s || !*s || *s == '-')
+    return HBG_E_INVAL;
+  errno = 0;
+  char *end = NULL;
+  unsigned long long v = strtoull(s, &end, 0);
+  if (errno || end == s)
+    return HBG_E_INVAL;
+  uint64_t mul = 1;
+  if (*end == 'K' || *end == 'k')
+    mul = 1ull << 10, end++;
+  else if (*end == 'M' || *end == 'm')
+    mul = 1ull << 20, end++;
+  else if (*end == 'G' || *end == 'g')
+    mul = 1ull << 30, end++;
+  if (*end != '\0')
+    return HBG_E_INVAL;
+  uint64_t r;
+  if (hbg__mul_u64((uint64_t)v, mul, &r))
+    return HBG_E_INVAL;
+  *out = r;
+  return 0;
+}
+
+int hbg__opt_u64(const char *opts, const char *key, uint64_t *out) {
+  char buf[64];
+  int f = hbg__opt_get(opts, key, buf, sizeof buf);
+  if (f < 0)
+    return HBG_E_INVAL;
+  if (f == 0)
+    return 0;
+  return hbg__parse_u64(buf, out);
+}
+
+int hbg__env_u64(const char *name, uint64_t *out) {
+  const char *v = getenv(name);
+  if (!v || !*v)
+    return 0;
+  return hbg__parse_u64(v, out);
+}

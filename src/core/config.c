@@ -1,0 +1,109 @@
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+
+static const char *const policy_names[HBG_POLICY__COUNT] = {
+    [HBG_POLICY_DEFERRED] = "deferred",
+    [HBG_POLICY_PINNED_EAGER] = "pinned-eager",
+    [HBG_POLICY_COALESCED] = "coalesced",
+};
+
+const char *hbg_policy_name(int policy) {
+  if (policy < 0 || policy >= HBG_POLICY__COUNT)
+    return NULL;
+  return policy_names[policy];
+}
+
+int hbg_policy_parse(const char *name, int *out) {
+  HBG__RETURN_IF(!name || !out, HBG_E_INVAL);
+  for (int i = 0; i < HBG_POLICY__COUNT; i++)
+    if (strcmp(name, policy_names[i]) == 0) {
+      *out = i;
+      return 0;
+    }
+  return HBG_E_INVAL;
+}
+
+void hbg_config_init(hbg_config *cfg) {
+  if (!cfg)
+    return;
+  memset(cfg, 0, sizeof *cfg);
+  cfg->struct_size = sizeof *cfg;
+  cfg->policy = HBG_POLICY_COALESCED;
+  cfg->device = "sim";
+  cfg->arena_bytes = 16u << 20;
+  cfg->pipeline_depth = 2;
+
+  const char *v;
+  int p;
+  if ((v = getenv("HBG_POLICY")) && hbg_policy_parse(v, &p) == 0)
+    cfg->policy = (uint32_t)p;
+  if ((v = getenv("HBG_DEVICE")) && *v)
+    cfg->device = v;
+  if ((v = getenv("HBG_DEVICE_OPTIONS")) && *v)
+    cfg->device_options = v;
+  uint64_t u;
+  if (hbg__env_u64("HBG_ARENA_BYTES", &u) == 0 && getenv("HBG_ARENA_BYTES"))
+    cfg->arena_bytes = u;
+  if (hbg__env_u64("HBG_PIPELINE_DEPTH", &u) == 0 &&
+      getenv("HBG_PIPELINE_DEPTH") && u > 0 && u <= 64)
+    cfg->pipeline_depth = (uint32_t)u;
+}
+
+uint32_t hbg_dtype_size(uint32_t dtype) {
+  switch (dtype) {
+  case HBG_DTYPE_F32:
+  case HBG_DTYPE_I32:
+    return 4;
+  case HBG_DTYPE_F16:
+  case HBG_DTYPE_BF16:
+    return 2;
+  case HBG_DTYPE_I64:
+    return 8;
+  case HBG_DTYPE_U8:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+int hbg_tensor_contig(hbg_tensor *t, uint64_t addr, uint64_t offset,
+                      uint32_t dtype, uint32_t ndim, const uint32_t *dims,
+                      uint32_t mode) {
+  HBG__RETURN_IF(!t || !dims || ndim == 0 || ndim > HBG_MAX_DIMS,
+                 HBG_E_INVAL);
+  HBG__RETURN_IF(hbg_dtype_size(dtype) == 0, HBG_E_INVAL);
+  HBG__RETURN_IF(mode < HBG_ACCESS_IN || mode > HBG_ACCESS_INOUT, HBG_E_INVAL);
+  hbg_tensor r;
+  memset(&r, 0, sizeof r);
+  uint64_t stride = 1;
+  for (uint32_t i = ndim; i-- > 0;) {
+    HBG__RETURN_IF(dims[i] == 0 || stride > UINT32_MAX, HBG_E_INVAL);
+    r.shape[i] = dims[i];
+    r.strides[i] = (uint32_t)stride;
+    stride *= dims[i];
+  }
+  r.addr = addr;
+  r.offset = offset;
+  r.dtype = (uint8_t)dtype;
+  r.ndim = (uint8_t)ndim;
+  r.mode = (uint8_t)mode;
+  *t = r;
+  return 0;
+}
+
+uint64_t hbg_tensor_extent(const hbg_tensor *t) {
+  if (!t || t->ndim == 0 || t->ndim > HBG_MAX_DIMS)
+    return 0;
+  uint64_t es = hbg_dtype_size(t->dtype);
+  if (!es)
+    return 0;
+  uint64_t last = 0;
+  for (uint32_t i = 0; i < t->ndim; i++) {
+    if (t->shape[i] == 0)
+      return 0;
+    last += (uint64_t)(t->shape[i] - 1) * t->strides[i];
+  }
+  return (last + 1) * es;
+}

@@ -1,0 +1,216 @@
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "device/device_internal.h"
+
+static const hbg_dev_ops *const builtin[] = {
+    &hbg__sim_ops,
+#ifdef HBG_HAVE_CUDA
+    &hbg__cuda_ops,
+#endif
+#ifdef HBG_HAVE_ACL
+    &hbg__acl_ops,
+#endif
+    &hbg__fault_ops,
+};
+
+static _Thread_local char open_error[512];
+
+uint32_t hbg_device_count(void) { return (uint32_t)HBG__ARRAY_LEN(builtin); }
+
+const hbg_dev_ops *hbg_device_backend(uint32_t i) {
+  return i < HBG__ARRAY_LEN(builtin) ? builtin[i] : NULL;
+}
+
+const hbg_dev_ops *hbg_device_find(const char *name) {
+  if (!name)
+    return NULL;
+  for (size_t i = 0; i < HBG__ARRAY_LEN(builtin); i++)
+    if (strcmp(builtin[i]->name, name) == 0)
+      return builtin[i];
+  return NULL;
+}
+
+const char *hbg_dev_op_name(int op) {
+  switch (op) {
+#define HBG__OP_NAME(up, low)                                                  \
+  case HBG_DEV_OP_##up:                                                        \
+    return #low;
+    HBG_DEV_OP_MAP(HBG__OP_NAME)
+#undef HBG__OP_NAME
+  case HBG_DEV_OP_ANY:
+    return "any";
+  default:
+    return NULL;
+  }
+}
+
+const char *hbg_device_open_error(void) { return open_error; }
+
+int hbg_device_open_ops(const hbg_dev_ops *ops, const char *options,
+                        hbg_device **out) {
+  HBG__RETURN_IF(!ops || !out, HBG_E_INVAL);
+  HBG__RETURN_IF(ops->struct_size < sizeof(hbg_dev_ops) ||
+                     ops->abi_version != HBG_DEV_ABI_VERSION || !ops->open ||
+                     !ops->close || !ops->name,
+                 HBG_E_INVAL);
+  open_error[0] = '\0';
+  hbg_device *d = calloc(1, sizeof *d);
+  if (!d)
+    return HBG_E_NOMEM;
+  d->ops = ops;
+  int rc = ops->open(d, options);
+  if (rc < 0) {
+    if (d->has_native)
+      snprintf(open_error, sizeof open_error, "%s: %s (native %lld)",
+               ops->name, d->native_msg, (long long)d->native_code);
+    else
+      snprintf(open_error, sizeof open_error, "%s: %s", ops->name,
+               hbg_strerror(rc));
+    free(d);
+    return rc;
+  }
+  *out = d;
+  return 0;
+}
+
+int hbg_device_open(const char *name, const char *options, hbg_device **out) {
+  HBG__RETURN_IF(!name || !out, HBG_E_INVAL);
+  const hbg_dev_ops *ops = hbg_device_find(name);
+  if (!ops) {
+    snprintf(open_error, sizeof open_error, "unknown device '%s'", name);
+    return HBG_E_NOTFOUND;
+  }
+  return hbg_device_open_ops(ops, options, out);
+}
+
+void hbg_device_close(hbg_device *dev) {
+  if (!dev)
+    return;
+  dev->ops->close(dev);
+  free(dev);
+}
+
+const hbg_dev_ops *hbg_device_ops(const hbg_device *dev) {
+  return dev ? dev->ops : NULL;
+}
+const char *hbg_device_name(const hbg_device *dev) {
+  return dev ? dev->ops->name : NULL;
+}
+void hbg_device_set_impl(hbg_device *dev, void *impl) { dev->impl = impl; }
+void *hbg_device_impl(const hbg_device *dev) { return dev->impl; }
+
+void hbg_device_set_native(hbg_device *dev, int64_t code, const char *fmt,
+                           ...) {
+  if (!dev)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(dev->native_msg, sizeof dev->native_msg, fmt, ap);
+  va_end(ap);
+  dev->native_code = code;
+  dev->has_native = 1;
+}
+
+int hbg_device_native_error(const hbg_device *dev, int64_t *code,
+                            const char **msg) {
+  HBG__RETURN_IF(!dev, HBG_E_INVAL);
+  if (!dev->has_native)
+    return HBG_E_NOTFOUND;
+  if (code)
+    *code = dev->native_code;
+  if (msg)
+    *msg = dev->native_msg;
+  return 0;
+}
+
+#define HBG__DISPATCH(fn, ...)                                                 \
+  do {                                                                         \
+    if (!dev)                                                                  \
+      return HBG_E_INVAL;                                                      \
+    if (!dev->ops->fn)                                                         \
+      return HBG_E_UNSUPPORTED;                                                \
+    return dev->ops->fn(dev, __VA_ARGS__);                                     \
+  } while (0)
+
+int hbg_dev_caps_get(hbg_device *dev, hbg_dev_caps *caps) {
+  HBG__RETURN_IF(!caps, HBG_E_INVAL);
+  HBG__DISPATCH(get_caps, caps);
+}
+int hbg_dev_stats_get(hbg_device *dev, hbg_dev_stats *st) {
+  HBG__RETURN_IF(!st, HBG_E_INVAL);
+  HBG__DISPATCH(get_stats, st);
+}
+int hbg_dev_host_alloc(hbg_device *dev, size_t bytes, void **out) {
+  HBG__RETURN_IF(!out || bytes == 0, HBG_E_INVAL);
+  HBG__DISPATCH(host_alloc, bytes, out);
+}
+int hbg_dev_host_free(hbg_device *dev, void *p) { HBG__DISPATCH(host_free, p); }
+int hbg_dev_host_register(hbg_device *dev, void *p, size_t bytes) {
+  HBG__RETURN_IF(!p || bytes == 0, HBG_E_INVAL);
+  HBG__DISPATCH(host_register, p, bytes);
+}
+int hbg_dev_host_unregister(hbg_device *dev, void *p) {
+  HBG__RETURN_IF(!p, HBG_E_INVAL);
+  HBG__DISPATCH(host_unregister, p);
+}
+int hbg_dev_mem_alloc(hbg_device *dev, size_t bytes, hbg_devptr *out) {
+  HBG__RETURN_IF(!out || bytes == 0, HBG_E_INVAL);
+  HBG__DISPATCH(mem_alloc, bytes, out);
+}
+int hbg_dev_mem_free(hbg_device *dev, hbg_devptr p) {
+  HBG__DISPATCH(mem_free, p);
+}
+int hbg_dev_copy_h2d(hbg_device *dev, hbg_devptr dst, const void *src,
+                     size_t bytes) {
+  HBG__RETURN_IF(!src && bytes, HBG_E_INVAL);
+  HBG__DISPATCH(copy_h2d, dst, src, bytes);
+}
+int hbg_dev_copy_d2h(hbg_device *dev, void *dst, hbg_devptr src,
+                     size_t bytes) {
+  HBG__RETURN_IF(!dst && bytes, HBG_E_INVAL);
+  HBG__DISPATCH(copy_d2h, dst, src, bytes);
+}
+int hbg_dev_queue_create(hbg_device *dev, hbg_dev_queue **out) {
+  HBG__RETURN_IF(!out, HBG_E_INVAL);
+  HBG__DISPATCH(queue_create, out);
+}
+int hbg_dev_queue_destroy(hbg_device *dev, hbg_dev_queue *q) {
+  HBG__DISPATCH(queue_destroy, q);
+}
+int hbg_dev_copy_h2d_async(hbg_device *dev, hbg_dev_queue *q, hbg_devptr dst,
+                           const void *src, size_t bytes) {
+  HBG__RETURN_IF(!q || (!src && bytes), HBG_E_INVAL);
+  HBG__DISPATCH(copy_h2d_async, q, dst, src, bytes);
+}
+int hbg_dev_queue_sync(hbg_device *dev, hbg_dev_queue *q) {
+  HBG__RETURN_IF(!q, HBG_E_INVAL);
+  HBG__DISPATCH(queue_sync, q);
+}
+int hbg_dev_event_create(hbg_device *dev, hbg_dev_event **out) {
+  HBG__RETURN_IF(!out, HBG_E_INVAL);
+  HBG__DISPATCH(event_create, out);
+}
+int hbg_dev_event_destroy(hbg_device *dev, hbg_dev_event *ev) {
+  HBG__DISPATCH(event_destroy, ev);
+}
+int hbg_dev_event_record(hbg_device *dev, hbg_dev_event *ev,
+                         hbg_dev_queue *q) {
+  HBG__RETURN_IF(!ev || !q, HBG_E_INVAL);
+  HBG__DISPATCH(event_record, ev, q);
+}
+int hbg_dev_event_query(hbg_device *dev, hbg_dev_event *ev) {
+  HBG__RETURN_IF(!ev, HBG_E_INVAL);
+  HBG__DISPATCH(event_query, ev);
+}
+int hbg_dev_event_wait(hbg_device *dev, hbg_dev_event *ev) {
+  HBG__RETURN_IF(!ev, HBG_E_INVAL);
+  HBG__DISPATCH(event_wait, ev);
+}
+int hbg_dev_launch(hbg_device *dev, hbg_dev_queue *q, const hbg_dev_launch_desc *l) {
+  HBG__RETURN_IF(!q || !l, HBG_E_INVAL);
+  HBG__DISPATCH(launch, q, l);
+}

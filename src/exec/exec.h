@@ -1,0 +1,32 @@
+/*
+ * Device-side execution for the sim device (internal).
+ *
+ * The sim's scheduler thread calls hbg__exec_run() for each launch, in queue
+ * order. The exec layer reads only device memory (through
+ * hbg__sim_resolve), validates the task window, each Submission and each
+ * Definition (once per Definition; hbg__exec_invalidate() drops cached
+ * verdicts for memory the host rewrites or frees), expands graph nodes,
+ * tracks dependencies and runs kernels on its worker threads.
+ */
+#ifndef HBG_EXEC_EXEC_H
+#define HBG_EXEC_EXEC_H
+
+#include <hbg/hbg_device.h>
+
+#include "device/sim/sim.h"
+
+typedef struct hbg__exec hbg__exec;
+
+/* workers == 0 picks a default. */
+int hbg__exec_create(hbg__sim *s, uint32_t workers, hbg__exec **out);
+void hbg__exec_destroy(hbg__exec *e); /* accepts NULL */
+
+/* Run one launch to completion on the calling thread (plus workers) and
+ * fill *st. @return st->error (0 or a negative code). Never crashes or
+ * hangs on bad device data. */
+int hbg__exec_run(hbg__exec *e, const hbg_dev_launch_desc *l, hbg_dev_status *st);
+
+/* Device memory [addr, addr+len) was written or freed. Thread-safe. */
+void hbg__exec_invalidate(hbg__exec *e, hbg_devptr addr, uint64_t len);
+
+#endif

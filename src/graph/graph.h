@@ -1,0 +1,125 @@
+/*
+ * Graph layer (internal): recording, Definition and Submission images, and
+ * the validator the device side runs on untrusted bytes.
+ *
+ * Ownership: a recorder is owned by the bind that opened it; a finished
+ * Definition (hbg__def) is owned by the runtime's graph cache; views point
+ * into caller memory and own nothing.
+ */
+#ifndef HBG_GRAPH_GRAPH_H
+#define HBG_GRAPH_GRAPH_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include <hbg/hbg.h>
+
+#include "graph/image.h"
+
+/* ---- host side: a finished Definition ---- */
+
+typedef struct hbg__def {
+  uint8_t *image;      /* HBG_IMG_ALIGN-aligned, size bytes, owned */
+  uint32_t size;
+  uint64_t hash;       /* == header hash */
+  uint64_t heap_size;
+  uint32_t n_nodes;
+  uint32_t n_btensors;
+  uint32_t n_bscalars;
+  const hbg_def_bsig *bsig; /* into image */
+} hbg__def;
+
+void hbg__def_free(hbg__def *d); /* accepts NULL */
+
+/* ---- recording ---- */
+
+/* Start recording a graph whose boundary is (bt, nbt) tensors and
+ * (bs, nbs) scalars. The arrays are borrowed until finish/abort. */
+int hbg__rec_begin(const hbg_tensor *bt, uint32_t nbt, const uint64_t *bs,
+                   uint32_t nbs, hbg_recorder **out);
+/* Build the Definition from the recorded inner tasks.
+ * @return 0, HBG_E_EMPTY (no task), HBG_E_NOMEM, HBG_E_LIMIT. The recorder
+ * is freed in every case. */
+int hbg__rec_finish(hbg_recorder *r, hbg__def **out);
+/* Free a recorder without building (callback failed). Accepts NULL. */
+void hbg__rec_abort(hbg_recorder *r);
+/* Build a Definition directly from an image (copies it; validates it).
+ * Used by tests and `hbg inspect`. */
+int hbg__def_from_image(const void *img, uint64_t len, hbg__def **out);
+
+/* Check a replay's boundary against the recorded signature (dtype, ndim,
+ * mode, shape, strides of each tensor; tensor and scalar counts).
+ * @return 0 or HBG_E_SIGNATURE. */
+int hbg__def_check_boundary(const hbg__def *d, const hbg_tensor *bt,
+                            uint32_t nbt, uint32_t nbs);
+
+/* ---- Submission images ---- */
+
+/* @return bytes of a Submission for d (with the Definition inline when
+ * inline_def), a multiple of HBG_IMG_ALIGN. */
+uint32_t hbg__sub_size(const hbg__def *d, int inline_def);
+/* Write a Submission into dst (cap bytes, 8-byte aligned). The boundary must
+ * already have passed hbg__def_check_boundary.
+ * @return bytes written (> 0) or HBG_E_LIMIT when cap is too small. */
+int hbg__sub_write(void *dst, uint32_t cap, const hbg__def *d,
+                   uint64_t full_key, uint32_t occurrence,
+                   const hbg_tensor *bt, const uint64_t *bs, int inline_def);
+
+/* ---- validator (untrusted bytes; never reads out of [img, img+len)) ---- */
+
+typedef struct hbg__def_view {
+  const uint8_t *base;
+  const hbg_def_hdr *hdr;
+  const hbg_def_node *nodes;
+  const uint32_t *fanin_ptr, *fanin;
+  const uint32_t *fanout_ptr, *fanout;
+  const uint32_t *roots;
+  const hbg_def_tensor *tensors;
+  const hbg_def_scalar *scalars;
+  const hbg_def_bsig *bsig;
+} hbg__def_view;
+
+typedef struct hbg__sub_view {
+  const uint8_t *base;
+  const hbg_sub_hdr *hdr;
+  const hbg_sub_tensor *tensors;
+  const uint64_t *scalars;
+  const uint8_t *inline_def; /* NULL unless HBG_SUB_INLINE_DEF */
+} hbg__sub_view;
+
+typedef struct hbg__win_view {
+  const uint8_t *base;
+  const hbg_win_hdr *hdr;
+  const uint32_t *index;
+} hbg__win_view;
+
+/* Full Definition check: magic, version, sizes, offsets, alignment, counts,
+ * CSR consistency (indices, fanin/fanout mirror, acyclic, roots), tensor and
+ * scalar source references, heap ranges, hash.
+ * @return 0 (and *out) or a specific HBG_E_IMG_* code. */
+int hbg__def_validate(const void *img, uint64_t len, hbg__def_view *out);
+/* Same checks without the hash (for callers that verified it already). */
+int hbg__def_validate_nohash(const void *img, uint64_t len,
+                             hbg__def_view *out);
+/* Submission structure and its own hash (not the inline Definition's
+ * contents; validate that with hbg__def_validate on sub->inline_def). */
+int hbg__sub_validate(const void *img, uint64_t len, hbg__sub_view *out);
+/* Submission against its Definition: def_hash, counts, each boundary
+ * tensor's dtype/ndim/mode/shape/strides equal to the signature.
+ * @return 0 or HBG_E_IMG_DEF. */
+int hbg__sub_check_def(const hbg__sub_view *s, const hbg__def_view *d);
+/* Task window structure: header, index, each entry's bounds and counts,
+ * deps pointing at earlier tasks. */
+int hbg__win_validate(const void *img, uint64_t len, hbg__win_view *out);
+/* Entry i of a validated window. */
+const hbg_win_task *hbg__win_task(const hbg__win_view *w, uint32_t i);
+
+/* ---- content hash ---- */
+uint64_t hbg__hash(const void *p, uint64_t len);
+/* Hash of an image whose 8-byte hash field sits at hash_off, as if zero. */
+uint64_t hbg__hash_skip(const void *p, uint64_t len, uint64_t hash_off);
+
+/* ---- readable dump (hbg inspect) ---- */
+int hbg__image_dump(const void *img, uint64_t len, int json, FILE *out);
+
+#endif

@@ -1,0 +1,11 @@
+#include <stdio.h>
+
+#include "cli.h"
+
+/* TODO(owner): placeholder until the issue that builds it lands. */
+int hbg_cmd_selfcheck(int argc, char **argv) {
+  (void)argc;
+  (void)argv;
+  fprintf(stderr, "hbg selfcheck: not built yet\n");
+  return 1;
+}
