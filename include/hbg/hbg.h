@@ -373,6 +373,37 @@ HBG_API int hbg_bind_fatal(const hbg_bind *b);
 HBG_API void hbg_bind_end(hbg_bind *b);
 
 /* ------------------------------------------------------------------ */
+/* Tracing                                                             */
+/* ------------------------------------------------------------------ */
+
+enum {
+  HBG_TRACK_ORCH = 0,   /* host orchestration (binds, record, build) */
+  HBG_TRACK_UPLOAD = 1, /* host-side upload calls */
+  HBG_TRACK_COPY = 2,   /* the device's copy engine */
+  HBG_TRACK_DEVICE = 3  /* device execution of a launch */
+};
+
+typedef struct hbg_trace_event {
+  uint32_t track;    /* HBG_TRACK_* */
+  uint32_t reserved;
+  const char *name;  /* static string */
+  uint64_t start_ns; /* CLOCK_MONOTONIC */
+  uint64_t dur_ns;
+  uint64_t bytes;    /* bytes moved, 0 if not a copy */
+  uint64_t bind_seq; /* bind sequence number, 0 if unknown */
+} hbg_trace_event;
+
+/* Trace callbacks run on the thread that did the work: the orchestration
+ * thread for ORCH/UPLOAD, the device's threads for COPY/DEVICE, so the
+ * callback must be thread-safe and quick. */
+typedef void (*hbg_trace_fn)(void *user, const hbg_trace_event *ev);
+
+/* Install (fn != NULL) or remove a trace callback on the runtime and its
+ * device. @return 0 or HBG_E_INVAL. */
+HBG_API int hbg_runtime_set_trace(hbg_runtime *rt, hbg_trace_fn fn,
+                                  void *user);
+
+/* ------------------------------------------------------------------ */
 /* Images                                                              */
 /* ------------------------------------------------------------------ */
 

@@ -199,6 +199,17 @@ HBG_API void hbg_device_set_native(hbg_device *dev, int64_t code,
 HBG_API int hbg_device_native_error(const hbg_device *dev, int64_t *code,
                                     const char **msg);
 
+/* ---- tracing (for backends: emit COPY and DEVICE events) ---- */
+
+/* Install or remove a trace callback on the device. Not thread-safe against
+ * concurrent device activity: set it while the device is idle. */
+HBG_API void hbg_device_set_trace(hbg_device *dev, hbg_trace_fn fn,
+                                  void *user);
+/* Emit ev to the device's trace callback, if any (any thread). */
+HBG_API void hbg_device_trace(hbg_device *dev, const hbg_trace_event *ev);
+/* @return non-zero when a trace callback is installed. */
+HBG_API int hbg_device_tracing(const hbg_device *dev);
+
 /* ---- dispatch: one call per op; NULL op -> HBG_E_UNSUPPORTED ---- */
 
 HBG_API int hbg_dev_caps_get(hbg_device *dev, hbg_dev_caps *caps);

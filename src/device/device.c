@@ -127,6 +127,22 @@ int hbg_device_native_error(const hbg_device *dev, int64_t *code,
   return 0;
 }
 
+void hbg_device_set_trace(hbg_device *dev, hbg_trace_fn fn, void *user) {
+  if (!dev)
+    return;
+  dev->trace_fn = fn;
+  dev->trace_user = user;
+}
+
+void hbg_device_trace(hbg_device *dev, const hbg_trace_event *ev) {
+  if (dev && dev->trace_fn && ev)
+    dev->trace_fn(dev->trace_user, ev);
+}
+
+int hbg_device_tracing(const hbg_device *dev) {
+  return dev && dev->trace_fn != NULL;
+}
+
 #define HBG__DISPATCH(fn, ...)                                                 \
   do {                                                                         \
     if (!dev)                                                                  \

@@ -10,6 +10,8 @@ struct hbg_device {
   int has_native;
   int64_t native_code;
   char native_msg[256];
+  hbg_trace_fn trace_fn;
+  void *trace_user;
 };
 
 extern const hbg_dev_ops hbg__sim_ops;
