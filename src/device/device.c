@@ -132,6 +132,10 @@ void hbg_device_set_trace(hbg_device *dev, hbg_trace_fn fn, void *user) {
     return;
   dev->trace_fn = fn;
   dev->trace_user = user;
+  /* A wrapper's inner device does the work, so it emits the events. */
+  hbg_device *inner = hbg_fault_inner(dev);
+  if (inner)
+    hbg_device_set_trace(inner, fn, user);
 }
 
 void hbg_device_trace(hbg_device *dev, const hbg_trace_event *ev) {
