@@ -1,0 +1,801 @@
+/*
+ * Binds: orchestration into the task window, the three upload policies,
+ * launch, completion, the fatal latch and the per-bind phase records.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "core/core.h"
+
+#define WIN_ALIGN 8u
+#define POISON 0xA5
+
+/* ---------------- helpers ---------------- */
+
+static int latch(hbg_bind *b, int rc) {
+  if (!b->fatal)
+    b->fatal = rc;
+  b->st.fatal = b->fatal;
+  return rc;
+}
+
+static void poison(const hbg_bind *b, void *p, uint64_t n) {
+  if (b->rt->cfg.flags & HBG_CFG_POISON_STAGING)
+    memset(p, POISON, (size_t)n);
+}
+
+/* Sync H2D copy of one upload, counted in the given phase. */
+static int upload(hbg_bind *b, hbg_phase_bytes *ph, hbg_devptr dst,
+                  const void *src, uint64_t n, const char *what) {
+  uint64_t t0 = hbg__now_ns();
+  int rc = hbg_dev_copy_h2d(b->rt->dev, dst, src, (size_t)n);
+  uint64_t t1 = hbg__now_ns();
+  hbg__trace(b->rt, HBG_TRACK_UPLOAD, what, t0, t1, n, b->seq);
+  if (rc < 0)
+    return rc;
+  ph->bytes += n;
+  ph->copies++;
+  b->st.h2d_bytes += n;
+  b->st.h2d_copies++;
+  return 0;
+}
+
+static uint64_t full_key_of(const hbg_runtime *rt, const hbg_graph_submit *g) {
+  uint64_t head[3] = {g->key, rt->cfg.orch_id, g->n_variant};
+  uint64_t h = hbg__hash(head, sizeof head);
+  if (g->n_variant)
+    h ^= hbg__hash(g->variant, (uint64_t)g->n_variant * 8) *
+         0x9E3779B97F4A7C15ull;
+  return h;
+}
+
+static int check_tensor(const hbg_tensor *t) {
+  HBG__RETURN_IF(t->addr == 0, HBG_E_INVAL);
+  HBG__RETURN_IF(t->mode < HBG_ACCESS_IN || t->mode > HBG_ACCESS_INOUT,
+                 HBG_E_INVAL);
+  HBG__RETURN_IF(hbg_tensor_extent(t) == 0, HBG_E_INVAL);
+  for (uint32_t i = t->ndim; i < HBG_MAX_DIMS; i++)
+    HBG__RETURN_IF(t->shape[i] || t->strides[i], HBG_E_INVAL);
+  return 0;
+}
+
+static int check_deps(const hbg_bind *b, const hbg_task_id *deps,
+                      uint32_t n) {
+  HBG__RETURN_IF(n && !deps, HBG_E_INVAL);
+  HBG__RETURN_IF(n > HBG_IMG_MAX_ARGS_PER_NODE * 4, HBG_E_LIMIT);
+  for (uint32_t i = 0; i < n; i++)
+    HBG__RETURN_IF(deps[i] >= b->n_tasks, HBG_E_INVAL);
+  return 0;
+}
+
+static void to_sub_tensor(hbg_sub_tensor *d, const hbg_tensor *t) {
+  memset(d, 0, sizeof *d);
+  d->addr = t->addr;
+  d->offset = t->offset;
+  memcpy(d->shape, t->shape, sizeof d->shape);
+  memcpy(d->strides, t->strides, sizeof d->strides);
+  d->dtype = t->dtype;
+  d->ndim = t->ndim;
+  d->mode = t->mode;
+}
+
+/* ---------------- device window buffer ---------------- */
+
+/* Make the slot's device window buffer hold need bytes. Coalesced windows
+ * already carry absolute Submission addresses inside the buffer: move them. */
+static int win_dev_ensure(hbg_bind *b, uint64_t need) {
+  hbg_runtime *rt = b->rt;
+  hbg__slot *s = b->slot;
+  if (s->win_cap >= need)
+    return 0;
+  uint64_t cap = HBG__ALIGN_UP(HBG__MAX(need, s->win_cap * 2), 65536);
+  hbg_devptr nd = 0;
+  HBG__TRY(hbg_dev_mem_alloc(rt->dev, (size_t)cap, &nd));
+  b->st.dev_allocs++;
+  if (b->win_flushed) {
+    /* Chunks in flight target the old buffer; let them land, resend all. */
+    int rc = hbg_dev_queue_sync(rt->dev, s->q);
+    if (rc < 0) {
+      hbg_dev_mem_free(rt->dev, nd);
+      return rc;
+    }
+    b->win_flushed = 0;
+  }
+  hbg_devptr old = s->win_dev;
+  if (rt->cfg.policy == HBG_POLICY_COALESCED && old) {
+    for (uint32_t i = 0; i < b->n_tasks; i++) {
+      hbg_win_task *e = (hbg_win_task *)(b->win.p + b->index[i]);
+      if (e->kind == HBG_WIN_GRAPH)
+        e->sub_addr = e->sub_addr - old + nd;
+    }
+  }
+  if (old)
+    hbg_dev_mem_free(rt->dev, old);
+  s->win_dev = nd;
+  s->win_cap = cap;
+  return 0;
+}
+
+/* ---------------- host window buffer ---------------- */
+
+/* Reserve n bytes at the end of the window; @return offset or < 0. A
+ * coalesced window lives in the pinned arena; past its end it falls back to
+ * heap memory (counted) and the next bind grows the arena. */
+static int64_t win_append(hbg_bind *b, uint64_t n) {
+  hbg__buf *w = &b->win;
+  uint64_t need = w->len + n;
+  HBG__RETURN_IF(need > HBG_IMG_MAX_BYTES, HBG_E_LIMIT);
+  if (need > w->cap) {
+    uint64_t cap = HBG__MAX(need, w->cap ? w->cap * 2 : 65536);
+    cap = HBG__ALIGN_UP(cap, 4096);
+    uint8_t *p = aligned_alloc(64, (size_t)cap);
+    if (!p)
+      return HBG_E_NOMEM;
+    if (w->len)
+      memcpy(p, w->p, (size_t)w->len);
+    if (w->pinned) {
+      b->st.fallback++;
+      w->pinned = 0;
+    } else {
+      free(w->p);
+    }
+    w->p = p;
+    w->cap = cap;
+    if (b->rt->cfg.policy == HBG_POLICY_COALESCED) {
+      int rc = win_dev_ensure(b, cap);
+      if (rc < 0)
+        return rc;
+    }
+  }
+  uint64_t off = w->len;
+  memset(w->p + off, 0, (size_t)n);
+  w->len = need;
+  if (b->rt->cfg.policy == HBG_POLICY_COALESCED &&
+      need > b->slot->arena.high_water)
+    b->slot->arena.high_water = need;
+  return (int64_t)off;
+}
+
+static int index_push(hbg_bind *b, uint32_t off) {
+  if (b->n_tasks == b->index_cap) {
+    uint32_t cap = b->index_cap ? b->index_cap * 2 : 256;
+    uint32_t *p = realloc(b->index, (size_t)cap * sizeof *p);
+    if (!p)
+      return HBG_E_NOMEM;
+    b->index = p;
+    b->index_cap = cap;
+  }
+  b->index[b->n_tasks++] = off;
+  return 0;
+}
+
+static int pend_push(hbg_bind *b, const hbg__pending *p) {
+  if (b->n_pend == b->pend_cap) {
+    uint32_t cap = b->pend_cap ? b->pend_cap * 2 : 64;
+    hbg__pending *n = realloc(b->pend, (size_t)cap * sizeof *n);
+    if (!n)
+      return HBG_E_NOMEM;
+    b->pend = n;
+    b->pend_cap = cap;
+  }
+  b->pend[b->n_pend++] = *p;
+  return 0;
+}
+
+/* Coalesced: start an async chunk once enough of the window is staged. */
+static int maybe_flush(hbg_bind *b) {
+  hbg_runtime *rt = b->rt;
+  uint64_t chunk = rt->cfg.coalesce_chunk_bytes;
+  if (rt->cfg.policy != HBG_POLICY_COALESCED || !chunk || !b->win.pinned ||
+      b->win.len - b->win_flushed < chunk)
+    return 0;
+  uint64_t t0 = hbg__now_ns();
+  uint64_t n = b->win.len - b->win_flushed;
+  int rc = hbg_dev_copy_h2d_async(rt->dev, b->slot->q,
+                                  b->slot->win_dev + b->win_flushed,
+                                  b->win.p + b->win_flushed, (size_t)n);
+  uint64_t t1 = hbg__now_ns();
+  hbg__trace(rt, HBG_TRACK_UPLOAD, "window_chunk", t0, t1, n, b->seq);
+  b->nested_upload_ns += t1 - t0;
+  b->st.window_upload_ns += t1 - t0;
+  if (rc < 0)
+    return rc;
+  b->win_flushed = b->win.len;
+  b->st.window.bytes += n;
+  b->st.window.copies++;
+  b->st.h2d_bytes += n;
+  b->st.h2d_copies++;
+  return 0;
+}
+
+/* ---------------- slot lifecycle ---------------- */
+
+void hbg__bind_reset(hbg_bind *b) {
+  for (uint32_t i = 0; i < b->n_pend; i++)
+    if (b->pend[i].heap_owned)
+      free(b->pend[i].host);
+  b->n_pend = 0;
+  if (b->win.p && !b->win.pinned)
+    free(b->win.p);
+  memset(&b->win, 0, sizeof b->win);
+  b->n_tasks = 0;
+  b->win_flushed = 0;
+  b->heap_used = 0;
+  b->fatal = 0;
+  b->recording = 0;
+  b->nested_upload_ns = 0;
+  hbg__map_clear(&b->occ);
+  memset(&b->st, 0, sizeof b->st);
+  b->state = HBG__BIND_IDLE;
+}
+
+/* The device is done with the slot: release per-bind device memory and
+ * resize the retained staging for the next bind. */
+int hbg__slot_reclaim(hbg_runtime *rt, hbg__slot *s) {
+  for (uint32_t i = 0; i < s->n_deferred; i++)
+    hbg_dev_mem_free(rt->dev, s->deferred[i]);
+  s->n_deferred = 0;
+  if (!rt->dev || !s->q)
+    return 0;
+  int rc = 0;
+  uint64_t hw = s->arena.high_water;
+  if (hw > s->arena.cap) {
+    hbg__arena_release(rt, s);
+    rc = hbg__arena_reserve(rt, s, HBG__ALIGN_UP(hw, 65536));
+  }
+  s->arena.used = 0;
+  s->arena.high_water = 0;
+  if (s->n_heap_extra || s->heap_high_water > s->heap_cap) {
+    for (uint32_t i = 0; i < s->n_heap_extra; i++)
+      hbg_dev_mem_free(rt->dev, s->heap_extra[i]);
+    s->n_heap_extra = 0;
+    if (s->heap_dev)
+      hbg_dev_mem_free(rt->dev, s->heap_dev);
+    s->heap_dev = 0;
+    s->heap_cap = 0;
+    uint64_t cap = HBG__ALIGN_UP(s->heap_high_water, 65536);
+    if (cap) {
+      int r2 = hbg_dev_mem_alloc(rt->dev, (size_t)cap, &s->heap_dev);
+      if (r2 == 0)
+        s->heap_cap = cap;
+      else if (rc == 0)
+        rc = r2;
+    }
+  }
+  s->heap_high_water = 0;
+  return rc;
+}
+
+int hbg_bind_begin(hbg_runtime *rt, hbg_bind **out) {
+  HBG__RETURN_IF(!rt || !out, HBG_E_INVAL);
+  hbg__slot *s = &rt->slots[rt->next_slot];
+  HBG__RETURN_IF(s->bind.state != HBG__BIND_IDLE, HBG_E_STATE);
+  if (s->in_flight) {
+    /* Reuse waits on that bind's completion event. */
+    HBG__TRY(hbg_dev_event_wait(rt->dev, s->done));
+    s->in_flight = 0;
+  }
+  hbg_bind *b = &s->bind;
+  hbg__bind_reset(b);
+  HBG__TRY(hbg__slot_reclaim(rt, s));
+  if (rt->cfg.policy == HBG_POLICY_COALESCED) {
+    HBG__TRY(win_dev_ensure(b, s->arena.cap));
+    if (s->arena.base) {
+      b->win.p = s->arena.base;
+      b->win.cap = s->arena.cap;
+      b->win.pinned = 1;
+    }
+  }
+  rt->next_slot = (rt->next_slot + 1) % rt->depth;
+  b->seq = ++rt->bind_seq;
+  b->state = HBG__BIND_OPEN;
+  b->st.struct_size = sizeof b->st;
+  b->st.policy = rt->cfg.policy;
+  int64_t off = win_append(b, sizeof(hbg_win_hdr));
+  if (off < 0) {
+    hbg__bind_reset(b);
+    return (int)off;
+  }
+  b->t_begin = hbg__now_ns();
+  *out = b;
+  return 0;
+}
+
+/* ---------------- ordinary tasks ---------------- */
+
+static int open_check(const hbg_bind *b) {
+  HBG__RETURN_IF(!b, HBG_E_INVAL);
+  HBG__RETURN_IF(b->state != HBG__BIND_OPEN, HBG_E_STATE);
+  HBG__RETURN_IF(b->recording, HBG_E_NESTED);
+  HBG__RETURN_IF(b->fatal, HBG_E_FATAL);
+  return 0;
+}
+
+int hbg_submit_task(hbg_bind *b, const hbg_task *t, hbg_task_id *out) {
+  HBG__TRY(open_check(b));
+  HBG__RETURN_IF(!t, HBG_E_INVAL);
+  HBG__RETURN_IF(t->kernel >= HBG_KERNEL__COUNT, HBG_E_KERNEL);
+  HBG__RETURN_IF(t->n_args > HBG_IMG_MAX_ARGS_PER_NODE ||
+                     t->n_scalars > HBG_IMG_MAX_SCALARS_PER_NODE,
+                 HBG_E_LIMIT);
+  HBG__RETURN_IF((t->n_args && !t->args) || (t->n_scalars && !t->scalars),
+                 HBG_E_INVAL);
+  for (uint32_t i = 0; i < t->n_args; i++)
+    HBG__TRY(check_tensor(&t->args[i]));
+  for (uint32_t i = 0; i < t->n_scalars; i++)
+    HBG__RETURN_IF(t->scalars[i].kind != HBG_SCALAR_STATIC, HBG_E_INVAL);
+  HBG__TRY(check_deps(b, t->deps, t->n_deps));
+
+  uint32_t off_t = sizeof(hbg_win_task);
+  uint32_t off_s = off_t + t->n_args * (uint32_t)sizeof(hbg_sub_tensor);
+  uint32_t off_d = off_s + t->n_scalars * 8u;
+  uint32_t size = HBG__ALIGN_UP(off_d + t->n_deps * 4u, WIN_ALIGN);
+  int64_t off = win_append(b, size);
+  if (off < 0)
+    return (int)off;
+  hbg_win_task *e = (hbg_win_task *)(b->win.p + off);
+  e->kind = HBG_WIN_TASK;
+  e->size = size;
+  e->kernel = t->kernel;
+  e->n_deps = t->n_deps;
+  e->n_tensors = t->n_args;
+  e->n_scalars = t->n_scalars;
+  e->off_tensors = off_t;
+  e->off_scalars = off_s;
+  e->off_deps = off_d;
+  hbg_sub_tensor *st = (hbg_sub_tensor *)((uint8_t *)e + off_t);
+  for (uint32_t i = 0; i < t->n_args; i++)
+    to_sub_tensor(&st[i], &t->args[i]);
+  uint64_t *sc = (uint64_t *)((uint8_t *)e + off_s);
+  for (uint32_t i = 0; i < t->n_scalars; i++)
+    sc[i] = t->scalars[i].value;
+  if (t->n_deps)
+    memcpy((uint8_t *)e + off_d, t->deps, (size_t)t->n_deps * 4);
+  HBG__TRY(index_push(b, (uint32_t)off));
+  if (out)
+    *out = b->n_tasks - 1;
+  int rc = maybe_flush(b);
+  return rc < 0 ? latch(b, rc) : 0;
+}
+
+/* ---------------- graph submissions ---------------- */
+
+static int graph_lookup(hbg_bind *b, const hbg_graph_submit *g, uint64_t fk,
+                        hbg__def **out) {
+  hbg_runtime *rt = b->rt;
+  hbg__graph *gr = hbg__map_get(&rt->graphs, fk, 0, 0);
+  if (gr) {
+    HBG__TRY(hbg__def_check_boundary(gr->def, g->tensors, g->n_tensors,
+                                     g->n_scalars));
+    *out = gr->def;
+    return 0;
+  }
+  uint64_t t0 = hbg__now_ns();
+  hbg_recorder *rec = NULL;
+  HBG__TRY(hbg__rec_begin(g->tensors, g->n_tensors, g->scalars, g->n_scalars,
+                          &rec));
+  b->recording = 1;
+  int urc = g->record(rec, g->user);
+  b->recording = 0;
+  if (urc != 0) {
+    hbg__rec_abort(rec);
+    return HBG_E_RECORD;
+  }
+  hbg__def *def = NULL;
+  HBG__TRY(hbg__rec_finish(rec, &def));
+  gr = hbg__map_get(&rt->graphs, fk, 0, 1);
+  if (!gr) {
+    hbg__def_free(def);
+    return HBG_E_NOMEM;
+  }
+  gr->def = def;
+  b->st.n_recorded++;
+  hbg__trace(rt, HBG_TRACK_ORCH, "record", t0, hbg__now_ns(), 0, b->seq);
+  *out = def;
+  return 0;
+}
+
+/* Claim def->heap_size bytes of the slot's device heap. */
+static int heap_claim(hbg_bind *b, uint64_t size, hbg_devptr *out) {
+  hbg__slot *s = b->slot;
+  if (size == 0) {
+    *out = 0;
+    return 0;
+  }
+  uint64_t start = HBG__ALIGN_UP(b->heap_used, 256);
+  uint64_t end = start + size;
+  if (end > s->heap_high_water)
+    s->heap_high_water = end;
+  if (end <= s->heap_cap) {
+    b->heap_used = end;
+    *out = s->heap_dev + start;
+    return 0;
+  }
+  /* Past the retained block: an extra block, merged at the next bind. */
+  if (s->n_heap_extra == s->heap_extra_cap) {
+    uint32_t cap = s->heap_extra_cap ? s->heap_extra_cap * 2 : 8;
+    hbg_devptr *p = realloc(s->heap_extra, (size_t)cap * sizeof *p);
+    if (!p)
+      return HBG_E_NOMEM;
+    s->heap_extra = p;
+    s->heap_extra_cap = cap;
+  }
+  hbg_devptr d = 0;
+  HBG__TRY(hbg_dev_mem_alloc(b->rt->dev, (size_t)size, &d));
+  b->st.dev_allocs++;
+  s->heap_extra[s->n_heap_extra++] = d;
+  b->heap_used = end;
+  *out = d;
+  return 0;
+}
+
+/* Coalesced: the Definition resident on the device, uploaded on first use
+ * and keyed by content hash (a changed Definition has a new hash). */
+static int resident_def(hbg_bind *b, const hbg__def *def, hbg_devptr *out) {
+  hbg_runtime *rt = b->rt;
+  hbg__resident *r = hbg__map_get(&rt->resident, def->hash, def->size, 0);
+  if (r) {
+    *out = r->dev;
+    return 0;
+  }
+  hbg_devptr d = 0;
+  HBG__TRY(hbg_dev_mem_alloc(rt->dev, def->size, &d));
+  b->st.dev_allocs++;
+  uint64_t t0 = hbg__now_ns();
+  int rc = upload(b, &b->st.graph, d, def->image, def->size, "definition");
+  uint64_t dt = hbg__now_ns() - t0;
+  b->nested_upload_ns += dt;
+  b->st.graph_upload_ns += dt;
+  if (rc == 0) {
+    r = hbg__map_get(&rt->resident, def->hash, def->size, 1);
+    rc = r ? 0 : HBG_E_NOMEM;
+  }
+  if (rc < 0) {
+    hbg_dev_mem_free(rt->dev, d);
+    return rc;
+  }
+  r->dev = d;
+  b->st.def_bytes += def->size;
+  *out = d;
+  return 0;
+}
+
+/* Pinned-eager: the {key, occurrence} buffer retained by this slot. */
+static int retained_buf(hbg_bind *b, uint64_t fk, uint32_t occ, uint32_t size,
+                        hbg_devptr *out) {
+  hbg__slot *s = b->slot;
+  hbg__retained *r = hbg__map_get(&s->retained, fk, occ, 1);
+  HBG__RETURN_IF(!r, HBG_E_NOMEM);
+  if (r->dev && r->cap >= size) {
+    *out = r->dev;
+    return 0;
+  }
+  if (r->dev) {
+    hbg_dev_mem_free(b->rt->dev, r->dev);
+    r->dev = 0;
+    r->cap = 0;
+  }
+  hbg_devptr d = 0;
+  HBG__TRY(hbg_dev_mem_alloc(b->rt->dev, size, &d));
+  b->st.dev_allocs++;
+  r->dev = d;
+  r->cap = size;
+  *out = d;
+  return 0;
+}
+
+int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
+                     hbg_task_id *out) {
+  HBG__TRY(open_check(b));
+  HBG__RETURN_IF(!g || !g->record, HBG_E_INVAL);
+  HBG__RETURN_IF((g->n_tensors && !g->tensors) ||
+                     (g->n_scalars && !g->scalars) ||
+                     (g->n_variant && !g->variant),
+                 HBG_E_INVAL);
+  HBG__RETURN_IF(g->n_tensors > HBG_IMG_MAX_BOUNDARY ||
+                     g->n_scalars > HBG_IMG_MAX_BOUNDARY,
+                 HBG_E_LIMIT);
+  for (uint32_t i = 0; i < g->n_tensors; i++)
+    HBG__TRY(check_tensor(&g->tensors[i]));
+  HBG__TRY(check_deps(b, g->deps, g->n_deps));
+
+  hbg_runtime *rt = b->rt;
+  const int policy = (int)rt->cfg.policy;
+  uint64_t fk = full_key_of(rt, g);
+  hbg__def *def = NULL;
+  HBG__TRY(graph_lookup(b, g, fk, &def));
+
+  hbg__occ *oc = hbg__map_get(&b->occ, fk, 0, 1);
+  HBG__RETURN_IF(!oc, HBG_E_NOMEM);
+  uint32_t occurrence = oc->count;
+
+  const int inline_def = policy != HBG_POLICY_COALESCED;
+  uint32_t sub_size = hbg__sub_size(def, inline_def);
+  uint32_t deps_bytes = HBG__ALIGN_UP(g->n_deps * 4u, WIN_ALIGN);
+  uint32_t entry_size = (uint32_t)sizeof(hbg_win_task) + deps_bytes;
+
+  hbg_devptr heap = 0;
+  HBG__TRY(heap_claim(b, def->heap_size, &heap));
+
+  /* Stage the Submission and find where it will live on the device. Every
+   * failure up to the window entry leaves the bind as it was. */
+  hbg_devptr sub_dev = 0, def_dev = 0;
+  uint8_t *sub_host = NULL;
+  hbg__pending pend = {0};
+  int64_t off;
+  if (policy == HBG_POLICY_COALESCED) {
+    HBG__TRY(resident_def(b, def, &def_dev));
+    off = win_append(b, (uint64_t)entry_size + sub_size);
+    if (off < 0)
+      return (int)off;
+    sub_host = b->win.p + off + entry_size;
+    sub_dev = b->slot->win_dev + (uint64_t)off + entry_size;
+  } else {
+    int fallback = 0;
+    if (policy == HBG_POLICY_PINNED_EAGER) {
+      sub_host = hbg__arena_alloc(&rt->caps, &b->slot->arena, sub_size);
+      fallback = sub_host == NULL;
+    }
+    if (!sub_host) {
+      sub_host = aligned_alloc(64, HBG__ALIGN_UP(sub_size, 64));
+      HBG__RETURN_IF(!sub_host, HBG_E_NOMEM);
+      pend.heap_owned = 1;
+    }
+    pend.host = sub_host;
+    pend.size = sub_size;
+    pend.full_key = fk;
+    pend.occurrence = occurrence;
+    int rc = 0;
+    if (policy == HBG_POLICY_PINNED_EAGER)
+      rc = retained_buf(b, fk, occurrence, sub_size, &sub_dev);
+    if (rc == 0)
+      rc = pend_push(b, &pend);
+    if (rc < 0) {
+      if (pend.heap_owned)
+        free(sub_host);
+      return rc;
+    }
+    if (fallback)
+      b->st.fallback++;
+    off = win_append(b, entry_size);
+    if (off < 0) {
+      b->n_pend--;
+      if (pend.heap_owned)
+        free(sub_host);
+      return (int)off;
+    }
+    b->pend[b->n_pend - 1].entry_off = (uint32_t)off;
+  }
+
+  int w = hbg__sub_write(sub_host, sub_size, def, fk, occurrence, g->tensors,
+                         g->scalars, inline_def);
+  if (w < 0)
+    return latch(b, w);
+  uint32_t def_off = inline_def ? ((const hbg_sub_hdr *)sub_host)->off_def : 0;
+  if (inline_def) {
+    b->pend[b->n_pend - 1].def_off = def_off;
+    if (sub_dev)
+      def_dev = sub_dev + def_off;
+  }
+
+  hbg_win_task *e = (hbg_win_task *)(b->win.p + off);
+  e->kind = HBG_WIN_GRAPH;
+  e->size = entry_size;
+  e->n_deps = g->n_deps;
+  e->off_deps = sizeof(hbg_win_task);
+  e->sub_size = sub_size;
+  e->sub_addr = sub_dev;
+  e->def_addr = def_dev;
+  e->heap_addr = heap;
+  e->def_size = def->size;
+  if (g->n_deps)
+    memcpy((uint8_t *)e + e->off_deps, g->deps, (size_t)g->n_deps * 4);
+
+  /* Published: the slot is claimed and the dependencies registered. From
+   * here a failure latches a fatal error on the bind. */
+  int rc = index_push(b, (uint32_t)off);
+  if (rc < 0)
+    return latch(b, rc);
+  oc->count++;
+  b->st.n_graphs++;
+  if (out)
+    *out = b->n_tasks - 1;
+
+  if (policy == HBG_POLICY_PINNED_EAGER && !pend.heap_owned) {
+    uint64_t t0 = hbg__now_ns();
+    rc = upload(b, &b->st.graph, sub_dev, sub_host, sub_size, "submission");
+    uint64_t dt = hbg__now_ns() - t0;
+    b->nested_upload_ns += dt;
+    b->st.graph_upload_ns += dt;
+    if (rc < 0)
+      return latch(b, rc);
+    b->pend[b->n_pend - 1].uploaded = 1;
+    poison(b, sub_host, sub_size);
+  }
+  rc = maybe_flush(b);
+  return rc < 0 ? latch(b, rc) : 0;
+}
+
+/* ---------------- launch / wait / end ---------------- */
+
+/* After orchestration: the images not uploaded yet. */
+static int upload_pending(hbg_bind *b) {
+  hbg_runtime *rt = b->rt;
+  const int policy = (int)rt->cfg.policy;
+  hbg__slot *s = b->slot;
+  for (uint32_t i = 0; i < b->n_pend; i++) {
+    hbg__pending *p = &b->pend[i];
+    if (p->uploaded)
+      continue;
+    hbg_win_task *e = (hbg_win_task *)(b->win.p + p->entry_off);
+    if (policy == HBG_POLICY_DEFERRED) {
+      if (s->n_deferred == s->deferred_cap) {
+        uint32_t cap = s->deferred_cap ? s->deferred_cap * 2 : 64;
+        hbg_devptr *n = realloc(s->deferred, (size_t)cap * sizeof *n);
+        HBG__RETURN_IF(!n, HBG_E_NOMEM);
+        s->deferred = n;
+        s->deferred_cap = cap;
+      }
+      hbg_devptr d = 0;
+      HBG__TRY(hbg_dev_mem_alloc(rt->dev, p->size, &d));
+      b->st.dev_allocs++;
+      s->deferred[s->n_deferred++] = d;
+      e->sub_addr = d;
+      e->def_addr = d + p->def_off;
+    } else {
+      b->st.leftover++;
+    }
+    HBG__TRY(upload(b, &b->st.graph, e->sub_addr, p->host, p->size,
+                    "submission"));
+    p->uploaded = 1;
+    poison(b, p->host, p->size);
+  }
+  return 0;
+}
+
+static int upload_window(hbg_bind *b) {
+  hbg_runtime *rt = b->rt;
+  hbg__slot *s = b->slot;
+  uint64_t idx_bytes = HBG__ALIGN_UP((uint64_t)b->n_tasks * 4, WIN_ALIGN);
+  int64_t off = win_append(b, idx_bytes ? idx_bytes : WIN_ALIGN);
+  if (off < 0)
+    return (int)off;
+  if (b->n_tasks)
+    memcpy(b->win.p + off, b->index, (size_t)b->n_tasks * 4);
+  hbg_win_hdr *h = (hbg_win_hdr *)b->win.p;
+  h->magic = HBG_WIN_MAGIC;
+  h->version = HBG_IMG_VERSION;
+  h->total_size = (uint32_t)b->win.len;
+  h->n_tasks = b->n_tasks;
+  h->off_index = (uint32_t)off;
+  h->bind_seq = b->seq;
+  HBG__TRY(win_dev_ensure(b, b->win.len));
+  if (b->win_flushed) {
+    /* The tail, then the header, after the chunks already on the queue. */
+    uint64_t t0 = hbg__now_ns();
+    uint64_t n = b->win.len - b->win_flushed;
+    HBG__TRY(hbg_dev_copy_h2d_async(rt->dev, s->q, s->win_dev + b->win_flushed,
+                                    b->win.p + b->win_flushed, (size_t)n));
+    HBG__TRY(hbg_dev_copy_h2d_async(rt->dev, s->q, s->win_dev, b->win.p,
+                                    sizeof(hbg_win_hdr)));
+    HBG__TRY(hbg_dev_queue_sync(rt->dev, s->q));
+    hbg__trace(rt, HBG_TRACK_UPLOAD, "window_tail", t0, hbg__now_ns(),
+               n + sizeof(hbg_win_hdr), b->seq);
+    b->st.window.bytes += n + sizeof(hbg_win_hdr);
+    b->st.window.copies += 2;
+    b->st.h2d_bytes += n + sizeof(hbg_win_hdr);
+    b->st.h2d_copies += 2;
+  } else {
+    HBG__TRY(upload(b, &b->st.window, s->win_dev, b->win.p, b->win.len,
+                    "window"));
+  }
+  poison(b, b->win.p, b->win.len);
+  return 0;
+}
+
+int hbg_bind_launch(hbg_bind *b) {
+  HBG__RETURN_IF(!b, HBG_E_INVAL);
+  HBG__RETURN_IF(b->recording, HBG_E_NESTED);
+  HBG__RETURN_IF(b->state != HBG__BIND_OPEN, HBG_E_STATE);
+  if (b->fatal)
+    return HBG_E_FATAL;
+  hbg_runtime *rt = b->rt;
+  hbg__slot *s = b->slot;
+  uint64_t t0 = hbg__now_ns();
+  b->t_launch_start = t0;
+  uint64_t orch = t0 - b->t_begin;
+  b->st.host_orch_ns = orch > b->nested_upload_ns ? orch - b->nested_upload_ns
+                                                  : 0;
+  hbg__trace(rt, HBG_TRACK_ORCH, "orchestrate", b->t_begin, t0, 0, b->seq);
+
+  int rc = upload_pending(b);
+  uint64_t t1 = hbg__now_ns();
+  b->st.graph_upload_ns += t1 - t0;
+  if (rc < 0)
+    return latch(b, rc);
+  rc = upload_window(b);
+  uint64_t t2 = hbg__now_ns();
+  b->st.window_upload_ns += t2 - t1;
+  if (rc < 0)
+    return latch(b, rc);
+
+  b->st.control_plane_ns =
+      b->st.host_orch_ns + b->st.graph_upload_ns + b->st.window_upload_ns;
+  b->st.n_tasks = b->n_tasks;
+  b->st.arena_high_water = s->arena.high_water;
+  if (rt->cfg.flags & HBG_CFG_NO_LAUNCH) {
+    b->state = HBG__BIND_LAUNCHED;
+    b->t_launch_start = hbg__now_ns();
+    return 0;
+  }
+  hbg_dev_launch_desc d = {.struct_size = sizeof d,
+                           .window = s->win_dev,
+                           .window_bytes = b->win.len,
+                           .status = s->status_dev};
+  rc = hbg_dev_launch(rt->dev, s->q, &d);
+  if (rc < 0)
+    return latch(b, rc);
+  b->state = HBG__BIND_LAUNCHED;
+  s->in_flight = 1;
+  rc = hbg_dev_event_record(rt->dev, s->done, s->q);
+  if (rc < 0) {
+    /* Launched but untracked: drain so the slot can never be reused while
+     * the device still reads it. */
+    hbg_dev_queue_sync(rt->dev, s->q);
+    s->in_flight = 0;
+    return latch(b, rc);
+  }
+  b->t_launch_start = hbg__now_ns();
+  return 0;
+}
+
+int hbg_bind_wait(hbg_bind *b) {
+  HBG__RETURN_IF(!b, HBG_E_INVAL);
+  HBG__RETURN_IF(b->state != HBG__BIND_LAUNCHED, HBG_E_STATE);
+  if (b->fatal)
+    return b->fatal;
+  hbg_runtime *rt = b->rt;
+  hbg__slot *s = b->slot;
+  if (rt->cfg.flags & HBG_CFG_NO_LAUNCH)
+    return 0;
+  if (s->in_flight) {
+    int rc = hbg_dev_event_wait(rt->dev, s->done);
+    if (rc < 0)
+      return rc;
+    s->in_flight = 0;
+    b->st.exec_ns = hbg__now_ns() - b->t_launch_start;
+    hbg_dev_status st;
+    memset(&st, 0, sizeof st);
+    rc = hbg_dev_copy_d2h(rt->dev, &st, s->status_dev, sizeof st);
+    if (rc < 0)
+      return rc;
+    b->st.device_status = st.error;
+  }
+  return b->st.device_status;
+}
+
+int hbg_bind_stats_get(const hbg_bind *b, hbg_bind_stats *out) {
+  HBG__RETURN_IF(!b || !out, HBG_E_INVAL);
+  *out = b->st;
+  return 0;
+}
+
+int hbg_bind_fatal(const hbg_bind *b) { return b ? b->fatal : HBG_E_INVAL; }
+
+void hbg_bind_end(hbg_bind *b) {
+  if (!b || b->state == HBG__BIND_IDLE)
+    return;
+  hbg_runtime *rt = b->rt;
+  hbg__slot *s = b->slot;
+  if (b->state == HBG__BIND_OPEN) {
+    /* Never launched: roll back. Async chunks may still read the arena. */
+    if (b->win_flushed)
+      hbg_dev_queue_sync(rt->dev, s->q);
+    hbg__slot_reclaim(rt, s);
+  }
+  /* Host staging of a launched bind was fully copied before launch (sync
+   * copies, or a queue sync after the async chunks), so it can go now;
+   * device-side buffers wait for the completion event in hbg_bind_begin. */
+  hbg__bind_reset(b);
+}

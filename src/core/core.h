@@ -1,0 +1,179 @@
+/*
+ * Core layer (internal): runtime, pipeline slots, binds, staging arena,
+ * retained device state and the three upload policies.
+ *
+ * Ownership: the runtime owns the device (unless the caller passed one), the
+ * graph cache (host Definitions), the retained Definition buffers
+ * (coalesced) and the slots. Each slot owns its queue, completion event,
+ * pinned arena, retained per-{key, occurrence} buffers (pinned-eager),
+ * window/heap/status device buffers and the embedded bind. Everything is
+ * released at teardown in reverse order of creation, before the device is
+ * closed.
+ */
+#ifndef HBG_CORE_CORE_H
+#define HBG_CORE_CORE_H
+
+#include <hbg/hbg.h>
+#include <hbg/hbg_device.h>
+
+#include "graph/graph.h"
+
+/* ---- small maps ---- */
+
+/* Every map entry starts with this key header. */
+typedef struct hbg__mkey {
+  uint64_t k1;
+  uint32_t k2;
+  uint32_t used;
+} hbg__mkey;
+
+/* full key -> recorded graph */
+typedef struct hbg__graph {
+  hbg__mkey k; /* k1 = full key */
+  hbg__def *def;
+} hbg__graph;
+
+/* {graph key, occurrence} -> retained device buffer (two fields, never a
+ * packed key) */
+typedef struct hbg__retained {
+  hbg__mkey k; /* k1 = full key, k2 = occurrence */
+  hbg_devptr dev;
+  uint64_t cap;
+} hbg__retained;
+
+/* content hash -> Definition resident on the device */
+typedef struct hbg__resident {
+  hbg__mkey k; /* k1 = content hash, k2 = size */
+  hbg_devptr dev;
+} hbg__resident;
+
+typedef struct hbg__map {
+  void *slots;     /* array of entries, power-of-two count */
+  uint32_t cap;    /* number of entries */
+  uint32_t count;  /* entries in use */
+  uint32_t esize;  /* entry size */
+} hbg__map;
+
+/* ---- staging arena (pinned, retained, per slot) ---- */
+
+typedef struct hbg__arena {
+  uint8_t *base;       /* pinned host block, NULL when none */
+  uint64_t cap;
+  uint64_t used;       /* bump cursor of the current bind */
+  uint64_t high_water; /* bytes the last bind wanted (incl. what overflowed) */
+} hbg__arena;
+
+/* An image staged in host memory, waiting for upload. */
+typedef struct hbg__pending {
+  uint8_t *host;       /* staging memory */
+  uint32_t size;
+  uint32_t entry_off;  /* window entry to patch */
+  uint32_t def_off;    /* offset of the inline Definition, 0 if none */
+  uint32_t heap_owned; /* host is malloc'd (fallback / deferred) */
+  uint64_t full_key;
+  uint32_t occurrence;
+  uint32_t uploaded;
+} hbg__pending;
+
+/* A growable host byte buffer. */
+typedef struct hbg__buf {
+  uint8_t *p;
+  uint64_t len, cap;
+  int pinned; /* p lives in the slot's arena */
+} hbg__buf;
+
+/* Per-bind occurrence counter, keyed by full key. */
+typedef struct hbg__occ {
+  hbg__mkey k; /* k1 = full key */
+  uint32_t count;
+} hbg__occ;
+
+enum { HBG__BIND_IDLE = 0, HBG__BIND_OPEN, HBG__BIND_LAUNCHED };
+
+typedef struct hbg__slot hbg__slot;
+
+struct hbg_bind {
+  hbg_runtime *rt;
+  hbg__slot *slot;
+  int state;
+  int fatal;
+  int recording;     /* inside a record callback */
+  uint64_t seq;
+
+  hbg__buf win;      /* task window being built (host) */
+  uint32_t *index;   /* window entry offsets */
+  uint32_t n_tasks, index_cap;
+  uint64_t win_flushed; /* coalesced chunks already on their way */
+
+  hbg__pending *pend;
+  uint32_t n_pend, pend_cap;
+  hbg__map occ;      /* full key -> occurrences in this bind */
+  uint64_t heap_used; /* bytes of the slot heap claimed */
+
+  /* timing and counters */
+  uint64_t t_begin, t_launch_start, nested_upload_ns;
+  hbg_bind_stats st;
+};
+
+struct hbg__slot {
+  uint32_t index;
+  hbg_dev_queue *q;
+  hbg_dev_event *done;
+  int in_flight;       /* launched, completion not yet observed */
+  hbg__arena arena;
+  hbg__map retained;   /* pinned-eager buffers */
+  hbg_devptr *deferred; /* deferred-policy buffers freed at completion */
+  uint32_t n_deferred, deferred_cap;
+  hbg_devptr win_dev;  uint64_t win_cap;
+  hbg_devptr heap_dev; uint64_t heap_cap;
+  hbg_devptr *heap_extra; uint32_t n_heap_extra, heap_extra_cap;
+  uint64_t heap_high_water;
+  hbg_devptr status_dev;
+  hbg_bind bind;
+};
+
+struct hbg_runtime {
+  hbg_config cfg;
+  hbg_device *dev;
+  int own_dev;
+  hbg_dev_caps caps;
+  uint32_t depth;
+  hbg__slot *slots;
+  uint32_t next_slot;
+  uint64_t bind_seq;
+  hbg__map graphs;   /* full key -> hbg__graph */
+  hbg__map resident; /* hash -> hbg__resident (coalesced) */
+  hbg_trace_fn trace_fn;
+  void *trace_user;
+};
+
+/* maps */
+int hbg__map_init(hbg__map *m, uint32_t esize, uint32_t cap);
+void hbg__map_free(hbg__map *m);
+void hbg__map_clear(hbg__map *m);
+/* Find the entry for (k1, k2); with create, insert a zeroed one (whose
+ * first fields the caller fills). @return entry or NULL (absent / no mem). */
+void *hbg__map_get(hbg__map *m, uint64_t k1, uint32_t k2, int create);
+/* Iterate: i from 0 while < cap; returns NULL for empty slots. */
+void *hbg__map_at(hbg__map *m, uint32_t i);
+
+/* arena */
+int hbg__arena_reserve(hbg_runtime *rt, hbg__slot *s, uint64_t cap);
+void hbg__arena_release(hbg_runtime *rt, hbg__slot *s);
+/* Bump-allocate len bytes with the device's alignment/padding rules.
+ * @return pointer or NULL when it does not fit (the need is still counted
+ * in high_water). */
+void *hbg__arena_alloc(const hbg_dev_caps *caps, hbg__arena *a, uint64_t len);
+uint64_t hbg__arena_piece(const hbg_dev_caps *caps, uint64_t len);
+
+/* upload / slot internals shared by bind.c and runtime.c */
+int hbg__slot_init(hbg_runtime *rt, hbg__slot *s, uint32_t index);
+void hbg__slot_fini(hbg_runtime *rt, hbg__slot *s);
+int hbg__slot_reclaim(hbg_runtime *rt, hbg__slot *s);
+void hbg__bind_reset(hbg_bind *b);
+
+/* tracing */
+void hbg__trace(hbg_runtime *rt, uint32_t track, const char *name,
+                uint64_t start, uint64_t end, uint64_t bytes, uint64_t seq);
+
+#endif

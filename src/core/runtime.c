@@ -1,0 +1,226 @@
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "core/core.h"
+
+void hbg__trace(hbg_runtime *rt, uint32_t track, const char *name,
+                uint64_t start, uint64_t end, uint64_t bytes, uint64_t seq) {
+  if (!rt->trace_fn)
+    return;
+  hbg_trace_event ev = {.track = track,
+                        .name = name,
+                        .start_ns = start,
+                        .dur_ns = end > start ? end - start : 0,
+                        .bytes = bytes,
+                        .bind_seq = seq};
+  rt->trace_fn(rt->trace_user, &ev);
+}
+
+int hbg__slot_init(hbg_runtime *rt, hbg__slot *s, uint32_t index) {
+  memset(s, 0, sizeof *s);
+  s->index = index;
+  s->bind.rt = rt;
+  s->bind.slot = s;
+  int rc = hbg_dev_queue_create(rt->dev, &s->q);
+  if (rc < 0)
+    goto err;
+  rc = hbg_dev_event_create(rt->dev, &s->done);
+  if (rc < 0)
+    goto err;
+  rc = hbg__arena_reserve(rt, s, rt->cfg.arena_bytes);
+  if (rc < 0)
+    goto err;
+  rc = hbg_dev_mem_alloc(rt->dev, sizeof(hbg_dev_status), &s->status_dev);
+  if (rc < 0)
+    goto err;
+  rc = hbg__map_init(&s->retained, sizeof(hbg__retained), 64);
+  if (rc < 0)
+    goto err;
+  rc = hbg__map_init(&s->bind.occ, sizeof(hbg__occ), 16);
+  if (rc < 0)
+    goto err;
+  return 0;
+err:
+  hbg__slot_fini(rt, s);
+  return rc;
+}
+
+/* Reverse order of creation. */
+void hbg__slot_fini(hbg_runtime *rt, hbg__slot *s) {
+  hbg_bind *b = &s->bind;
+  if (s->q && s->in_flight)
+    hbg_dev_queue_sync(rt->dev, s->q);
+  s->in_flight = 0;
+  hbg__bind_reset(b);
+  s->arena.high_water = 0; /* no growth at teardown */
+  s->heap_high_water = 0;
+  hbg__slot_reclaim(rt, s);
+  free(b->win.p && !b->win.pinned ? b->win.p : NULL);
+  free(b->index);
+  free(b->pend);
+  hbg__map_free(&b->occ);
+  for (uint32_t i = 0; i < s->retained.cap; i++) {
+    hbg__retained *r = hbg__map_at(&s->retained, i);
+    if (r && r->dev)
+      hbg_dev_mem_free(rt->dev, r->dev);
+  }
+  hbg__map_free(&s->retained);
+  for (uint32_t i = 0; i < s->n_heap_extra; i++)
+    hbg_dev_mem_free(rt->dev, s->heap_extra[i]);
+  free(s->heap_extra);
+  if (s->heap_dev)
+    hbg_dev_mem_free(rt->dev, s->heap_dev);
+  if (s->win_dev)
+    hbg_dev_mem_free(rt->dev, s->win_dev);
+  if (s->status_dev)
+    hbg_dev_mem_free(rt->dev, s->status_dev);
+  free(s->deferred);
+  hbg__arena_release(rt, s);
+  if (s->done)
+    hbg_dev_event_destroy(rt->dev, s->done);
+  if (s->q)
+    hbg_dev_queue_destroy(rt->dev, s->q);
+  memset(s, 0, sizeof *s);
+}
+
+int hbg_runtime_create(const hbg_config *cfg, hbg_runtime **out) {
+  HBG__RETURN_IF(!out, HBG_E_INVAL);
+  hbg_config def;
+  if (!cfg) {
+    hbg_config_init(&def);
+    cfg = &def;
+  }
+  HBG__RETURN_IF(cfg->struct_size != sizeof(hbg_config), HBG_E_INVAL);
+  HBG__RETURN_IF(cfg->policy >= HBG_POLICY__COUNT, HBG_E_INVAL);
+  HBG__RETURN_IF(cfg->pipeline_depth > 64, HBG_E_INVAL);
+  HBG__RETURN_IF(!cfg->device_handle && !cfg->device, HBG_E_INVAL);
+
+  hbg_runtime *rt = calloc(1, sizeof *rt);
+  if (!rt)
+    return HBG_E_NOMEM;
+  rt->cfg = *cfg;
+  if (!rt->cfg.arena_bytes)
+    rt->cfg.arena_bytes = 16u << 20;
+  rt->depth = rt->cfg.pipeline_depth ? rt->cfg.pipeline_depth : 2;
+  rt->cfg.pipeline_depth = rt->depth;
+  rt->cfg.device_handle = NULL;
+  rt->cfg.device = NULL;
+  rt->cfg.device_options = NULL;
+
+  int rc;
+  if (cfg->device_handle) {
+    rt->dev = cfg->device_handle;
+  } else {
+    rc = hbg_device_open(cfg->device, cfg->device_options, &rt->dev);
+    if (rc < 0)
+      goto err_rt;
+    rt->own_dev = 1;
+  }
+  rt->caps.struct_size = sizeof rt->caps;
+  rc = hbg_dev_caps_get(rt->dev, &rt->caps);
+  if (rc < 0)
+    goto err_dev;
+  rc = hbg__map_init(&rt->graphs, sizeof(hbg__graph), 64);
+  if (rc < 0)
+    goto err_dev;
+  rc = hbg__map_init(&rt->resident, sizeof(hbg__resident), 64);
+  if (rc < 0)
+    goto err_graphs;
+  rt->slots = calloc(rt->depth, sizeof *rt->slots);
+  if (!rt->slots) {
+    rc = HBG_E_NOMEM;
+    goto err_resident;
+  }
+  uint32_t i;
+  for (i = 0; i < rt->depth; i++) {
+    rc = hbg__slot_init(rt, &rt->slots[i], i);
+    if (rc < 0)
+      goto err_slots;
+  }
+  *out = rt;
+  return 0;
+
+err_slots:
+  while (i-- > 0)
+    hbg__slot_fini(rt, &rt->slots[i]);
+  free(rt->slots);
+err_resident:
+  hbg__map_free(&rt->resident);
+err_graphs:
+  hbg__map_free(&rt->graphs);
+err_dev:
+  if (rt->own_dev)
+    hbg_device_close(rt->dev);
+err_rt:
+  free(rt);
+  return rc;
+}
+
+void hbg_runtime_destroy(hbg_runtime *rt) {
+  if (!rt)
+    return;
+  for (uint32_t i = rt->depth; i-- > 0;)
+    hbg__slot_fini(rt, &rt->slots[i]);
+  free(rt->slots);
+  for (uint32_t i = 0; i < rt->resident.cap; i++) {
+    hbg__resident *r = hbg__map_at(&rt->resident, i);
+    if (r && r->dev)
+      hbg_dev_mem_free(rt->dev, r->dev);
+  }
+  hbg__map_free(&rt->resident);
+  for (uint32_t i = 0; i < rt->graphs.cap; i++) {
+    hbg__graph *g = hbg__map_at(&rt->graphs, i);
+    if (g)
+      hbg__def_free(g->def);
+  }
+  hbg__map_free(&rt->graphs);
+  if (rt->trace_fn)
+    hbg_device_set_trace(rt->dev, NULL, NULL);
+  if (rt->own_dev)
+    hbg_device_close(rt->dev);
+  free(rt);
+}
+
+struct hbg_device *hbg_runtime_device(hbg_runtime *rt) {
+  return rt ? rt->dev : NULL;
+}
+
+int hbg_runtime_policy(const hbg_runtime *rt) {
+  return rt ? (int)rt->cfg.policy : HBG_E_INVAL;
+}
+
+int hbg_runtime_last_native_error(hbg_runtime *rt, int64_t *code,
+                                  const char **msg) {
+  HBG__RETURN_IF(!rt, HBG_E_INVAL);
+  return hbg_device_native_error(rt->dev, code, msg);
+}
+
+int hbg_runtime_set_trace(hbg_runtime *rt, hbg_trace_fn fn, void *user) {
+  HBG__RETURN_IF(!rt, HBG_E_INVAL);
+  rt->trace_fn = fn;
+  rt->trace_user = fn ? user : NULL;
+  hbg_device_set_trace(rt->dev, fn, fn ? user : NULL);
+  return 0;
+}
+
+int hbg_buffer_alloc(hbg_runtime *rt, uint64_t bytes, uint64_t *out) {
+  HBG__RETURN_IF(!rt || !out || bytes == 0, HBG_E_INVAL);
+  return hbg_dev_mem_alloc(rt->dev, (size_t)bytes, out);
+}
+
+int hbg_buffer_free(hbg_runtime *rt, uint64_t addr) {
+  HBG__RETURN_IF(!rt, HBG_E_INVAL);
+  return hbg_dev_mem_free(rt->dev, addr);
+}
+
+int hbg_buffer_write(hbg_runtime *rt, uint64_t dst, const void *src,
+                     uint64_t bytes) {
+  HBG__RETURN_IF(!rt || !src, HBG_E_INVAL);
+  return hbg_dev_copy_h2d(rt->dev, dst, src, (size_t)bytes);
+}
+
+int hbg_buffer_read(hbg_runtime *rt, void *dst, uint64_t src, uint64_t bytes) {
+  HBG__RETURN_IF(!rt || !dst, HBG_E_INVAL);
+  return hbg_dev_copy_d2h(rt->dev, dst, src, (size_t)bytes);
+}

@@ -1,0 +1,165 @@
+/* The fatal latch and a fault-injection sweep over every backend call of a
+ * whole bind, for each policy: each failure gives an error, a failed bind is
+ * never launched, nothing leaks, and the next bind succeeds. */
+#include "chain_fixture.h"
+#include "test.h"
+
+#define L 4
+#define N 32
+
+static hbg_runtime *mk(hbg_device *dev, int policy) {
+  hbg_config cfg;
+  hbg_config_init(&cfg);
+  cfg.policy = (uint32_t)policy;
+  cfg.device_handle = dev;
+  cfg.arena_bytes = 64 << 10;
+  hbg_runtime *rt = NULL;
+  int rc = hbg_runtime_create(&cfg, &rt);
+  return rc ? NULL : rt;
+}
+
+static uint64_t launches(hbg_device *dev) {
+  hbg_dev_stats st = {.struct_size = sizeof st};
+  ASSERT_OK(hbg_dev_stats_get(dev, &st));
+  return st.launches;
+}
+
+static void test_latch(void) {
+  hbg_device *dev = NULL;
+  ASSERT_OK(hbg_device_open("fault", "inner=sim", &dev));
+  hbg_runtime *rt = mk(dev, HBG_POLICY_PINNED_EAGER);
+  ASSERT(rt);
+  chain c;
+  ASSERT_OK(chain_create(&c, rt, L, N));
+  ASSERT_OK(chain_bind(&c, 0, NULL));
+  ASSERT_OK(chain_bind(&c, 1, NULL));
+  uint64_t before = launches(dev);
+  hbg_bind *b = NULL;
+  ASSERT_OK(hbg_bind_begin(rt, &b));
+  /* The third eager upload (layer 2) fails after its task was published. */
+  ASSERT_OK(hbg_fault_arm(dev, HBG_DEV_OP_COPY_H2D, 3, 0));
+  ASSERT_ERR(chain_submit(&c, b, 2), HBG_E_INJECTED);
+  ASSERT_EQ(hbg_bind_fatal(b), HBG_E_INJECTED);
+  hbg_task nop = {.kernel = HBG_KERNEL_NOP};
+  ASSERT_ERR(hbg_submit_task(b, &nop, NULL), HBG_E_FATAL);
+  ASSERT_ERR(hbg_bind_launch(b), HBG_E_FATAL);
+  hbg_bind_stats st;
+  ASSERT_OK(hbg_bind_stats_get(b, &st));
+  ASSERT_EQ(st.fatal, HBG_E_INJECTED);
+  ASSERT_UEQ(launches(dev), before); /* never launched */
+  int64_t code = 0;
+  const char *msg = NULL;
+  ASSERT_OK(hbg_runtime_last_native_error(rt, &code, &msg));
+  ASSERT(strstr(msg, "injected") != NULL);
+  hbg_bind_end(b);
+  ASSERT_OK(chain_bind(&c, 3, NULL));
+  ASSERT_OK(chain_bind(&c, 4, NULL));
+  chain_destroy(&c);
+  hbg_runtime_destroy(rt);
+  hbg_device_close(dev);
+}
+
+/* Run one bind with the k-th backend call failing. */
+static int bind_with_fault(hbg_device *dev, chain *c, uint32_t step,
+                           uint64_t k, int *launched) {
+  uint64_t l0 = launches(dev);
+  hbg_fault_arm(dev, HBG_DEV_OP_ANY, k, 0);
+  int rc = chain_bind(c, step, NULL);
+  hbg_fault_arm(dev, HBG_DEV_OP_ANY, 0, 0);
+  *launched = launches(dev) != l0;
+  return rc;
+}
+
+static void sweep(int policy, int cold) {
+  hbg_device *dev = NULL;
+  ASSERT_OK(hbg_device_open("fault", "inner=sim", &dev));
+  hbg_device *inner = hbg_fault_inner(dev);
+  hbg_dev_stats base = {.struct_size = sizeof base};
+  ASSERT_OK(hbg_dev_stats_get(inner, &base));
+
+  /* Count the calls of one bind. */
+  hbg_runtime *rt = mk(dev, policy);
+  ASSERT(rt);
+  chain c;
+  ASSERT_OK(chain_create(&c, rt, L, N));
+  if (!cold)
+    for (uint32_t s = 0; s < 2; s++)
+      ASSERT_OK(chain_bind(&c, s, NULL));
+  hbg_fault_reset(dev);
+  ASSERT_OK(chain_bind(&c, 2, NULL));
+  uint64_t calls = hbg_fault_calls(dev, HBG_DEV_OP_ANY);
+  ASSERT(calls > 3);
+  chain_destroy(&c);
+  hbg_runtime_destroy(rt);
+
+  uint64_t failed = 0;
+  for (uint64_t k = 1; k <= calls; k++) {
+    rt = mk(dev, policy);
+    ASSERT(rt);
+    ASSERT_OK(chain_create(&c, rt, L, N));
+    if (!cold)
+      for (uint32_t s = 0; s < 2; s++)
+        ASSERT_OK(chain_bind(&c, s, NULL));
+    hbg_fault_reset(dev);
+    int launched = 0;
+    int rc = bind_with_fault(dev, &c, 2, k, &launched);
+    if (hbg_fault_fired(dev) && rc != 0)
+      failed++;
+    if (rc == HBG_E_VERIFY)
+      T_FAIL("policy %s k=%llu: a failed call produced wrong output",
+             hbg_policy_name(policy), (unsigned long long)k);
+    /* Both binds after the failure work (both pipeline slots). */
+    rc = chain_bind(&c, 3, NULL);
+    if (rc)
+      T_FAIL("policy %s k=%llu: next bind failed: %s", hbg_policy_name(policy),
+             (unsigned long long)k, hbg_err_name(rc));
+    ASSERT_OK(chain_bind(&c, 4, NULL));
+    chain_destroy(&c);
+    hbg_runtime_destroy(rt);
+  }
+  ASSERT(failed > 0);
+  hbg_dev_stats end = {.struct_size = sizeof end};
+  ASSERT_OK(hbg_dev_stats_get(inner, &end));
+  ASSERT_UEQ(end.mem_in_use, base.mem_in_use);
+  ASSERT_UEQ(end.host_in_use, base.host_in_use);
+  printf("sweep %-12s %s: %llu calls, %llu failed binds\n",
+         hbg_policy_name(policy), cold ? "cold" : "steady",
+         (unsigned long long)calls, (unsigned long long)failed);
+  hbg_device_close(dev);
+}
+
+static void sweep_create(void) {
+  hbg_device *dev = NULL;
+  ASSERT_OK(hbg_device_open("fault", "inner=sim", &dev));
+  hbg_device *inner = hbg_fault_inner(dev);
+  hbg_fault_reset(dev);
+  hbg_runtime *rt = mk(dev, HBG_POLICY_COALESCED);
+  ASSERT(rt);
+  uint64_t calls = hbg_fault_calls(dev, HBG_DEV_OP_ANY);
+  hbg_runtime_destroy(rt);
+  for (uint64_t k = 1; k <= calls; k++) {
+    hbg_fault_arm(dev, HBG_DEV_OP_ANY, k, 0);
+    rt = mk(dev, HBG_POLICY_COALESCED);
+    hbg_fault_arm(dev, HBG_DEV_OP_ANY, 0, 0);
+    if (hbg_fault_fired(dev))
+      ASSERT(rt == NULL);
+    hbg_runtime_destroy(rt);
+    hbg_fault_reset(dev);
+  }
+  hbg_dev_stats st = {.struct_size = sizeof st};
+  ASSERT_OK(hbg_dev_stats_get(inner, &st));
+  ASSERT_UEQ(st.mem_in_use, 0);
+  ASSERT_UEQ(st.host_in_use, 0);
+  hbg_device_close(dev);
+}
+
+int main(void) {
+  test_latch();
+  sweep_create();
+  for (int p = 0; p < HBG_POLICY__COUNT; p++) {
+    sweep(p, 0);
+    sweep(p, 1);
+  }
+  printf("core fault: ok\n");
+  return 0;
+}

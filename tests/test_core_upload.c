@@ -1,0 +1,290 @@
+/* Upload policies: exact bytes and copies, retention, re-upload of a changed
+ * Definition, arena overflow, pipelining, misuse. */
+#include "chain_fixture.h"
+#include "core/core.h"
+#include "test.h"
+
+#define L 8
+#define N 64
+
+static hbg_runtime *mk(hbg_device *dev, int policy, uint64_t arena,
+                       uint32_t flags) {
+  hbg_config cfg;
+  hbg_config_init(&cfg);
+  cfg.policy = (uint32_t)policy;
+  cfg.device_handle = dev;
+  cfg.arena_bytes = arena;
+  cfg.flags = flags;
+  hbg_runtime *rt = NULL;
+  ASSERT_OK(hbg_runtime_create(&cfg, &rt));
+  return rt;
+}
+
+static const hbg__def *only_def(hbg_runtime *rt) {
+  for (uint32_t i = 0; i < rt->graphs.cap; i++) {
+    hbg__graph *g = hbg__map_at(&rt->graphs, i);
+    if (g)
+      return g->def;
+  }
+  T_FAIL("no definition recorded");
+}
+
+static void test_bytes(hbg_device *dev, int policy) {
+  hbg_runtime *rt = mk(dev, policy, 0, 0);
+  chain c;
+  ASSERT_OK(chain_create(&c, rt, L, N));
+  hbg_bind_stats st[4];
+  for (uint32_t s = 0; s < 4; s++)
+    ASSERT_OK(chain_bind(&c, s, &st[s]));
+  ASSERT_EQ(c.record_calls, 1);
+  const hbg__def *def = only_def(rt);
+  uint64_t inl = hbg__sub_size(def, 1), sub = hbg__sub_size(def, 0);
+  for (uint32_t s = 0; s < 4; s++) {
+    ASSERT_EQ(st[s].n_graphs, L);
+    ASSERT_EQ(st[s].n_tasks, L + 2);
+    ASSERT_EQ(st[s].n_recorded, s == 0);
+    ASSERT_EQ(st[s].fatal, 0);
+    ASSERT_EQ(st[s].leftover, 0);
+    ASSERT_EQ(st[s].fallback, 0);
+    ASSERT_EQ(st[s].control_plane_ns, st[s].host_orch_ns +
+                                          st[s].graph_upload_ns +
+                                          st[s].window_upload_ns);
+    ASSERT_EQ(st[s].h2d_copies, st[s].graph.copies + st[s].window.copies);
+    ASSERT_EQ(st[s].h2d_bytes, st[s].graph.bytes + st[s].window.bytes);
+  }
+  hbg_bind_stats *ss = &st[3]; /* steady state */
+  switch (policy) {
+  case HBG_POLICY_DEFERRED:
+    ASSERT_UEQ(ss->graph.bytes, L * inl);
+    ASSERT_EQ(ss->graph.copies, L);
+    ASSERT_EQ(ss->dev_allocs, L); /* alloc per submission, every bind */
+    ASSERT_EQ(ss->window.copies, 1);
+    break;
+  case HBG_POLICY_PINNED_EAGER:
+    ASSERT_UEQ(ss->graph.bytes, L * inl);
+    ASSERT_EQ(ss->graph.copies, L);
+    ASSERT_GE(st[0].dev_allocs, L); /* slot 0: retained + heap + window */
+    ASSERT_GE(st[1].dev_allocs, L); /* slot 1 */
+    ASSERT_EQ(ss->dev_allocs, 0);   /* retained per {key, occurrence} */
+    ASSERT(ss->arena_high_water >= L * inl);
+    break;
+  case HBG_POLICY_COALESCED:
+    ASSERT_UEQ(st[0].def_bytes, def->size);
+    ASSERT_EQ(st[0].graph.copies, 1);
+    ASSERT_UEQ(ss->graph.bytes, 0);
+    ASSERT_UEQ(ss->def_bytes, 0);
+    ASSERT_EQ(ss->h2d_copies, 1);
+    ASSERT_EQ(ss->window.copies, 1);
+    ASSERT(ss->window.bytes >= L * sub);
+    ASSERT(ss->window.bytes < L * sub + 4096);
+    ASSERT_EQ(ss->dev_allocs, 0);
+    break;
+  }
+  chain_destroy(&c);
+  hbg_runtime_destroy(rt);
+}
+
+static void test_teardown_releases(hbg_device *dev) {
+  hbg_dev_stats before = {.struct_size = sizeof before}, after = before;
+  ASSERT_OK(hbg_dev_stats_get(dev, &before));
+  for (int p = 0; p < HBG_POLICY__COUNT; p++) {
+    hbg_runtime *rt = mk(dev, p, 1 << 20, 0);
+    chain c;
+    ASSERT_OK(chain_create(&c, rt, L, N));
+    for (uint32_t s = 0; s < 3; s++)
+      ASSERT_OK(chain_bind(&c, s, NULL));
+    chain_destroy(&c);
+    hbg_runtime_destroy(rt);
+  }
+  ASSERT_OK(hbg_dev_stats_get(dev, &after));
+  ASSERT_UEQ(after.mem_in_use, before.mem_in_use);
+  ASSERT_UEQ(after.host_in_use, before.host_in_use);
+  ASSERT_UEQ(after.mem_allocs - before.mem_allocs,
+             after.mem_frees - before.mem_frees);
+}
+
+static void test_changed_definition(hbg_device *dev) {
+  hbg_runtime *rt = mk(dev, HBG_POLICY_COALESCED, 0, 0);
+  chain c, d;
+  ASSERT_OK(chain_create(&c, rt, 3, N));
+  ASSERT_OK(chain_create(&d, rt, 3, N));
+  hbg_bind_stats st;
+  ASSERT_OK(chain_bind(&c, 1, &st));
+  uint64_t size1 = st.def_bytes;
+  ASSERT(size1 > 0);
+  ASSERT_OK(chain_bind(&c, 2, &st));
+  ASSERT_UEQ(st.def_bytes, 0);
+  /* A variant with a different static scalar: a new Definition, uploaded,
+   * and the device must use it (the outputs depend on it). */
+  c.variant = 3;
+  ASSERT_OK(chain_bind(&c, 3, &st));
+  ASSERT_EQ(c.record_calls, 2);
+  ASSERT_EQ(st.n_recorded, 1);
+  ASSERT_UEQ(st.def_bytes, size1);
+  /* Another key with byte-identical content shares the resident copy. */
+  d.key = 0xD0D0;
+  ASSERT_OK(chain_bind(&d, 4, &st));
+  ASSERT_EQ(st.n_recorded, 1);
+  ASSERT_UEQ(st.def_bytes, 0);
+  /* Back to the first variant: still resident, still right. */
+  c.variant = 1;
+  ASSERT_OK(chain_bind(&c, 5, &st));
+  ASSERT_UEQ(st.def_bytes, 0);
+  chain_destroy(&c);
+  chain_destroy(&d);
+  hbg_runtime_destroy(rt);
+}
+
+static void test_overflow(hbg_device *dev, int policy) {
+  hbg_runtime *rt = mk(dev, policy, 4096, HBG_CFG_POISON_STAGING);
+  chain c;
+  ASSERT_OK(chain_create(&c, rt, 16, N));
+  hbg_bind_stats st[4];
+  for (uint32_t s = 0; s < 4; s++)
+    ASSERT_OK(chain_bind(&c, s, &st[s]));
+  ASSERT(st[0].fallback > 0);
+  if (policy == HBG_POLICY_PINNED_EAGER)
+    ASSERT_EQ(st[0].leftover, st[0].fallback);
+  ASSERT_EQ(st[2].fallback, 0); /* the slot's arena grew at bind start */
+  ASSERT_EQ(st[2].leftover, 0);
+  ASSERT_EQ(st[3].fallback, 0);
+  chain_destroy(&c);
+  hbg_runtime_destroy(rt);
+}
+
+static void test_pipeline(hbg_device *dev, int policy) {
+  hbg_runtime *rt = mk(dev, policy, 0, HBG_CFG_POISON_STAGING);
+  chain c1, c2;
+  ASSERT_OK(chain_create(&c1, rt, L, N));
+  ASSERT_OK(chain_create(&c2, rt, L, N));
+  for (uint32_t round = 0; round < 3; round++) {
+    hbg_bind *a = NULL, *b = NULL, *x = NULL;
+    ASSERT_OK(hbg_bind_begin(rt, &a));
+    ASSERT_OK(chain_submit(&c1, a, 10 + round));
+    ASSERT_OK(hbg_bind_launch(a));
+    ASSERT_OK(hbg_bind_begin(rt, &b));
+    ASSERT(a->slot != b->slot);
+    ASSERT(a->slot->arena.base != b->slot->arena.base);
+    ASSERT(a->slot->win_dev != b->slot->win_dev);
+    ASSERT_ERR(hbg_bind_begin(rt, &x), HBG_E_STATE); /* both slots held */
+    ASSERT_OK(chain_submit(&c2, b, 20 + round));
+    ASSERT_OK(hbg_bind_wait(a));
+    /* The device is done with a's slot: trash its staging; b must not care. */
+    memset(a->slot->arena.base, 0x5A, (size_t)a->slot->arena.cap);
+    ASSERT_OK(hbg_bind_launch(b));
+    hbg_bind_end(a);
+    ASSERT_OK(hbg_bind_wait(b));
+    hbg_bind_end(b);
+    ASSERT_OK(chain_verify(&c1, 10 + round));
+    ASSERT_OK(chain_verify(&c2, 20 + round));
+  }
+  chain_destroy(&c1);
+  chain_destroy(&c2);
+  hbg_runtime_destroy(rt);
+}
+
+static hbg_bind *nest_bind;
+static int nest_rc;
+static int nested_record(hbg_recorder *rec, void *user) {
+  (void)rec;
+  chain *c = user;
+  nest_rc = chain_submit(c, nest_bind, 0);
+  return -1;
+}
+static int empty_record(hbg_recorder *rec, void *user) {
+  (void)rec;
+  (void)user;
+  return 0;
+}
+
+static void test_misuse(hbg_device *dev) {
+  hbg_config cfg;
+  hbg_config_init(&cfg);
+  hbg_runtime *rt = NULL;
+  ASSERT_ERR(hbg_runtime_create(&cfg, NULL), HBG_E_INVAL);
+  cfg.policy = 99;
+  ASSERT_ERR(hbg_runtime_create(&cfg, &rt), HBG_E_INVAL);
+  hbg_config_init(&cfg);
+  cfg.device = "no-such-device";
+  ASSERT_ERR(hbg_runtime_create(&cfg, &rt), HBG_E_NOTFOUND);
+  cfg.struct_size = 4;
+  ASSERT_ERR(hbg_runtime_create(&cfg, &rt), HBG_E_INVAL);
+  ASSERT(rt == NULL);
+  hbg_runtime_destroy(NULL);
+  hbg_bind_end(NULL);
+
+  rt = mk(dev, HBG_POLICY_COALESCED, 0, 0);
+  chain c;
+  ASSERT_OK(chain_create(&c, rt, 2, N));
+  hbg_bind *b = NULL;
+  ASSERT_ERR(hbg_bind_begin(NULL, &b), HBG_E_INVAL);
+  ASSERT_OK(hbg_bind_begin(rt, &b));
+  ASSERT_ERR(hbg_bind_wait(b), HBG_E_STATE);
+  ASSERT_ERR(hbg_submit_task(b, NULL, NULL), HBG_E_INVAL);
+  hbg_task bad = {.kernel = 999};
+  ASSERT_ERR(hbg_submit_task(b, &bad, NULL), HBG_E_KERNEL);
+  hbg_task_id dep = 5;
+  hbg_task nodep = {.kernel = HBG_KERNEL_NOP, .n_deps = 1, .deps = &dep};
+  ASSERT_ERR(hbg_submit_task(b, &nodep, NULL), HBG_E_INVAL);
+  hbg_tensor zero = {0};
+  hbg_task badt = {.kernel = HBG_KERNEL_COPY, .n_args = 1, .args = &zero};
+  ASSERT_ERR(hbg_submit_task(b, &badt, NULL), HBG_E_INVAL);
+
+  uint32_t dims[1] = {N};
+  hbg_tensor bt[3];
+  hbg_tensor_contig(&bt[0], c.b[0], 0, HBG_DTYPE_F32, 1, dims, HBG_ACCESS_IN);
+  hbg_tensor_contig(&bt[1], c.bias[0], 0, HBG_DTYPE_F32, 1, dims, HBG_ACCESS_IN);
+  hbg_tensor_contig(&bt[2], c.b[1], 0, HBG_DTYPE_F32, 1, dims, HBG_ACCESS_OUT);
+  uint64_t s = 0;
+  hbg_graph_submit g = {.key = 77, .n_tensors = 3, .tensors = bt, .scalars = &s,
+                        .n_scalars = 1, .record = nested_record, .user = &c};
+  nest_bind = b;
+  ASSERT_ERR(hbg_submit_graph(b, &g, NULL), HBG_E_RECORD);
+  ASSERT_EQ(nest_rc, HBG_E_NESTED);
+  g.record = empty_record;
+  ASSERT_ERR(hbg_submit_graph(b, &g, NULL), HBG_E_EMPTY);
+  g.record = NULL;
+  ASSERT_ERR(hbg_submit_graph(b, &g, NULL), HBG_E_INVAL);
+  g.record = chain_record;
+  g.key = 78;
+  ASSERT_OK(hbg_submit_graph(b, &g, NULL));
+  /* Replay with a different boundary signature: an error, not a re-record. */
+  uint32_t dims2[1] = {N / 2};
+  hbg_tensor_contig(&bt[1], c.bias[0], 0, HBG_DTYPE_F32, 1, dims2, HBG_ACCESS_IN);
+  ASSERT_ERR(hbg_submit_graph(b, &g, NULL), HBG_E_SIGNATURE);
+  g.n_scalars = 0;
+  hbg_tensor_contig(&bt[1], c.bias[0], 0, HBG_DTYPE_F32, 1, dims, HBG_ACCESS_IN);
+  ASSERT_ERR(hbg_submit_graph(b, &g, NULL), HBG_E_SIGNATURE);
+  ASSERT_EQ(c.record_calls, 1);
+  ASSERT_EQ(hbg_bind_fatal(b), 0); /* nothing was published by the failures */
+  ASSERT_OK(hbg_bind_launch(b));
+  ASSERT_ERR(hbg_bind_launch(b), HBG_E_STATE);
+  ASSERT_ERR(hbg_submit_task(b, &nodep, NULL), HBG_E_STATE);
+  ASSERT_OK(hbg_bind_wait(b));
+  hbg_bind_end(b);
+  hbg_bind_end(b); /* idempotent */
+  /* A bind ended without launch rolls back; the next one works. */
+  ASSERT_OK(hbg_bind_begin(rt, &b));
+  ASSERT_OK(chain_submit(&c, b, 1));
+  hbg_bind_end(b);
+  ASSERT_OK(chain_bind(&c, 2, NULL));
+  chain_destroy(&c);
+  hbg_runtime_destroy(rt);
+}
+
+int main(void) {
+  hbg_device *dev = NULL;
+  ASSERT_OK(hbg_device_open("sim", NULL, &dev));
+  for (int p = 0; p < HBG_POLICY__COUNT; p++) {
+    test_bytes(dev, p);
+    test_pipeline(dev, p);
+    if (p != HBG_POLICY_DEFERRED)
+      test_overflow(dev, p);
+  }
+  test_changed_definition(dev);
+  test_misuse(dev);
+  test_teardown_releases(dev);
+  hbg_device_close(dev);
+  printf("core upload: ok\n");
+  return 0;
+}
