@@ -222,6 +222,7 @@ void hbg__bind_reset(hbg_bind *b) {
   b->n_tasks = 0;
   b->win_flushed = 0;
   b->heap_used = 0;
+  b->sub_bytes = 0;
   b->fatal = 0;
   b->recording = 0;
   b->nested_upload_ns = 0;
@@ -531,6 +532,7 @@ int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
       return (int)off;
     sub_host = b->win.p + off + entry_size;
     sub_dev = b->slot->win_dev + (uint64_t)off + entry_size;
+    b->sub_bytes += sub_size;
   } else {
     int fallback = 0;
     if (policy == HBG_POLICY_PINNED_EAGER) {
@@ -719,6 +721,10 @@ int hbg_bind_launch(hbg_bind *b) {
   b->st.window_upload_ns += t2 - t1;
   if (rc < 0)
     return latch(b, rc);
+  /* Coalesced Submissions travel inside the window copy; count their bytes
+   * as graph bytes so the policies compare like for like. */
+  b->st.window.bytes -= b->sub_bytes;
+  b->st.graph.bytes += b->sub_bytes;
 
   b->st.control_plane_ns =
       b->st.host_orch_ns + b->st.graph_upload_ns + b->st.window_upload_ns;

@@ -109,6 +109,7 @@ struct hbg_bind {
   uint32_t n_pend, pend_cap;
   hbg__map occ;      /* full key -> occurrences in this bind */
   uint64_t heap_used; /* bytes of the slot heap claimed */
+  uint64_t sub_bytes; /* coalesced: Submission bytes inside the window */
 
   /* timing and counters */
   uint64_t t_begin, t_launch_start, nested_upload_ns;
