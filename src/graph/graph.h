@@ -16,6 +16,18 @@
 
 #include "graph/image.h"
 
+/* Inside a recording, an own output's address is HBG__HEAP_TAG | heap byte
+ * offset; later inner tasks pass it back to read it (internal source). */
+#define HBG__HEAP_TAG 0xFEED000000000000ull
+#define HBG__HEAP_TAG_MASK 0xFFFF000000000000ull
+#define HBG__HEAP_ALIGN 64u
+
+/* Bytes from element 0 to one past the last element of a tensor described
+ * by these fields; 0 when any field is invalid (dtype, ndim, mode, a zero dim
+ * below ndim, a non-zero dim or stride at or above ndim) or on overflow. */
+uint64_t hbg__shape_extent(uint32_t dtype, uint32_t ndim, uint32_t mode,
+                           const uint32_t *shape, const uint32_t *strides);
+
 /* ---- host side: a finished Definition ---- */
 
 typedef struct hbg__def {

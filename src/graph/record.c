@@ -1,0 +1,577 @@
+#include <stdlib.h>
+#include <string.h>
+
+#include <xxhash.h>
+
+#include "common/util.h"
+#include "graph/graph.h"
+
+typedef struct rec_node {
+  uint32_t kernel;
+  uint32_t first_tensor, n_tensors;
+  uint32_t first_scalar, n_scalars;
+  uint32_t first_fanin, n_fanin;
+  uint64_t heap_off, heap_size;
+} rec_node;
+
+typedef struct rec_access {
+  uint64_t lo, hi;
+  uint32_t node;
+  uint32_t write;
+} rec_access;
+
+/* Accesses to one buffer (one boundary device buffer, or the heap block)
+ * that later tasks must be ordered after. */
+typedef struct rec_buf {
+  rec_access *acc;
+  uint32_t n, cap;
+} rec_buf;
+
+struct hbg_recorder {
+  const hbg_tensor *bt;
+  const uint64_t *bs;
+  uint32_t nbt, nbs;
+  uint32_t *buf_of; /* boundary index -> buffer id; heap is id n_bufs */
+  rec_buf *bufs;
+  uint32_t n_bufs;
+
+  rec_node *nodes;
+  uint32_t n_nodes, cap_nodes;
+  hbg_def_tensor *tensors;
+  uint32_t n_tensors, cap_tensors;
+  hbg_def_scalar *scalars;
+  uint32_t n_scalars, cap_scalars;
+  uint32_t *fanin;
+  uint32_t n_fanin, cap_fanin;
+  uint32_t *prod; /* nodes with own outputs, ascending heap_off */
+  uint32_t n_prod, cap_prod;
+  uint32_t *scratch;
+  uint32_t cap_scratch;
+  uint64_t heap_top;
+};
+
+typedef struct arg_access {
+  uint32_t buf;
+  uint32_t write;
+  uint64_t lo, hi;
+} arg_access;
+
+/* Heap offsets must stay below the tag bits. */
+#define HEAP_LIMIT (~HBG__HEAP_TAG_MASK)
+
+uint64_t hbg__shape_extent(uint32_t dtype, uint32_t ndim, uint32_t mode,
+                           const uint32_t *shape, const uint32_t *strides) {
+  uint64_t es = hbg_dtype_size(dtype);
+  if (!es || ndim == 0 || ndim > HBG_MAX_DIMS || mode < HBG_ACCESS_IN ||
+      mode > HBG_ACCESS_INOUT)
+    return 0;
+  uint64_t last = 0;
+  for (uint32_t i = 0; i < HBG_MAX_DIMS; i++) {
+    if (i >= ndim) {
+      if (shape[i] != 0 || strides[i] != 0)
+        return 0;
+      continue;
+    }
+    if (shape[i] == 0)
+      return 0;
+    /* (2^32-1)^2 fits in u64; four of them summed do not always. */
+    uint64_t span = (uint64_t)(shape[i] - 1) * strides[i];
+    if (hbg__add_u64(last, span, &last))
+      return 0;
+  }
+  uint64_t ext;
+  if (hbg__add_u64(last, 1, &ext) || hbg__mul_u64(ext, es, &ext))
+    return 0;
+  return ext;
+}
+
+static uint64_t tensor_extent(const hbg_tensor *t) {
+  uint64_t ext = hbg__shape_extent(t->dtype, t->ndim, t->mode, t->shape,
+                                   t->strides);
+  uint64_t end;
+  if (ext == 0 || hbg__add_u64(t->offset, ext, &end))
+    return 0;
+  return ext;
+}
+
+/* Make room for need elements of elem bytes in the array *pp points to
+ * (any object pointer type); the array moves only on success. */
+static int reserve(void *pp, uint32_t *cap, uint64_t need, size_t elem) {
+  if (need <= *cap)
+    return 0;
+  if (need > UINT32_MAX)
+    return HBG_E_LIMIT;
+  uint64_t nc = *cap ? *cap : 16;
+  while (nc < need)
+    nc *= 2;
+  if (nc > UINT32_MAX)
+    nc = UINT32_MAX;
+  void *p;
+  memcpy(&p, pp, sizeof p);
+  void *np = realloc(p, (size_t)nc * elem);
+  if (!np)
+    return HBG_E_NOMEM;
+  memcpy(pp, &np, sizeof np);
+  *cap = (uint32_t)nc;
+  return 0;
+}
+
+#define RESERVE(arr, cap, need) reserve(&(arr), &(cap), (need), sizeof *(arr))
+
+static void rec_free(hbg_recorder *r) {
+  if (!r)
+    return;
+  if (r->bufs)
+    for (uint32_t i = 0; i <= r->n_bufs; i++)
+      free(r->bufs[i].acc);
+  free(r->bufs);
+  free(r->buf_of);
+  free(r->nodes);
+  free(r->tensors);
+  free(r->scalars);
+  free(r->fanin);
+  free(r->prod);
+  free(r->scratch);
+  free(r);
+}
+
+int hbg__rec_begin(const hbg_tensor *bt, uint32_t nbt, const uint64_t *bs,
+                   uint32_t nbs, hbg_recorder **out) {
+  HBG__RETURN_IF(!out, HBG_E_INVAL);
+  HBG__RETURN_IF(nbt > HBG_IMG_MAX_BOUNDARY || nbs > HBG_IMG_MAX_BOUNDARY,
+                 HBG_E_LIMIT);
+  HBG__RETURN_IF((nbt && !bt) || (nbs && !bs), HBG_E_INVAL);
+  for (uint32_t i = 0; i < nbt; i++) {
+    HBG__RETURN_IF(tensor_extent(&bt[i]) == 0, HBG_E_INVAL);
+    HBG__RETURN_IF((bt[i].addr & HBG__HEAP_TAG_MASK) == HBG__HEAP_TAG,
+                   HBG_E_INVAL);
+  }
+
+  hbg_recorder *r = calloc(1, sizeof *r);
+  if (!r)
+    return HBG_E_NOMEM;
+  r->bt = bt;
+  r->nbt = nbt;
+  r->bs = bs;
+  r->nbs = nbs;
+  r->buf_of = calloc(nbt ? nbt : 1, sizeof *r->buf_of);
+  if (!r->buf_of)
+    goto err_nomem;
+  for (uint32_t i = 0; i < nbt; i++) {
+    uint32_t j = 0;
+    while (j < i && bt[j].addr != bt[i].addr)
+      j++;
+    r->buf_of[i] = j < i ? r->buf_of[j] : r->n_bufs++;
+  }
+  r->bufs = calloc((size_t)r->n_bufs + 1, sizeof *r->bufs);
+  if (!r->bufs)
+    goto err_nomem;
+  *out = r;
+  return 0;
+
+err_nomem:
+  rec_free(r);
+  return HBG_E_NOMEM;
+}
+
+void hbg__rec_abort(hbg_recorder *r) { rec_free(r); }
+
+const hbg_tensor *hbg_record_tensors(hbg_recorder *rec, uint32_t *n) {
+  if (n)
+    *n = rec ? rec->nbt : 0;
+  return rec ? rec->bt : NULL;
+}
+
+const uint64_t *hbg_record_scalars(hbg_recorder *rec, uint32_t *n) {
+  if (n)
+    *n = rec ? rec->nbs : 0;
+  return rec ? rec->bs : NULL;
+}
+
+static int same_layout(const hbg_tensor *a, const hbg_tensor *b) {
+  return a->addr == b->addr && a->offset == b->offset &&
+         a->dtype == b->dtype && a->ndim == b->ndim &&
+         memcmp(a->shape, b->shape, sizeof a->shape) == 0 &&
+         memcmp(a->strides, b->strides, sizeof a->strides) == 0;
+}
+
+/* The producer whose own-output range holds [lo, hi), or UINT32_MAX. */
+static uint32_t find_producer(const hbg_recorder *r, uint64_t lo, uint64_t hi) {
+  uint32_t a = 0, b = r->n_prod;
+  while (a < b) {
+    uint32_t m = a + (b - a) / 2;
+    if (r->nodes[r->prod[m]].heap_off <= lo)
+      a = m + 1;
+    else
+      b = m;
+  }
+  if (a == 0)
+    return UINT32_MAX;
+  const rec_node *n = &r->nodes[r->prod[a - 1]];
+  return hi <= n->heap_off + n->heap_size ? r->prod[a - 1] : UINT32_MAX;
+}
+
+static int push_scratch(hbg_recorder *r, uint32_t *n, uint32_t v) {
+  int rc = RESERVE(r->scratch, r->cap_scratch, (uint64_t)*n + 1);
+  if (rc)
+    return rc;
+  r->scratch[(*n)++] = v;
+  return 0;
+}
+
+static int cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Classify t->args[i] into *dt; fill *acc with the byte range it touches. */
+static int classify(const hbg_recorder *r, uint32_t self, const hbg_tensor *a,
+                    uint64_t *heap_cur, hbg_def_tensor *dt, arg_access *acc,
+                    uint32_t *producer) {
+  uint64_t ext = tensor_extent(a);
+  HBG__RETURN_IF(ext == 0, HBG_E_INVAL);
+  memset(dt, 0, sizeof *dt);
+  dt->dtype = a->dtype;
+  dt->ndim = a->ndim;
+  dt->mode = a->mode;
+  memcpy(dt->shape, a->shape, sizeof dt->shape);
+  memcpy(dt->strides, a->strides, sizeof dt->strides);
+  acc->write = (a->mode & HBG_ACCESS_OUT) != 0;
+  *producer = UINT32_MAX;
+
+  if ((a->mode & HBG_ACCESS_OUT) && a->addr == 0) {
+    HBG__RETURN_IF(a->offset != 0, HBG_E_INVAL);
+    uint64_t off = HBG__ALIGN_UP(*heap_cur, (uint64_t)HBG__HEAP_ALIGN);
+    HBG__RETURN_IF(off >= HEAP_LIMIT || ext > HEAP_LIMIT - off, HBG_E_LIMIT);
+    *heap_cur = off + ext;
+    dt->src = HBG_SRC_OWN_OUTPUT;
+    dt->ref = self;
+    dt->offset = off;
+    acc->buf = r->n_bufs;
+    acc->lo = off;
+    acc->hi = off + ext;
+    return 0;
+  }
+  if ((a->addr & HBG__HEAP_TAG_MASK) == HBG__HEAP_TAG) {
+    uint64_t lo;
+    HBG__RETURN_IF(hbg__add_u64(a->addr & ~HBG__HEAP_TAG_MASK, a->offset, &lo),
+                   HBG_E_INVAL);
+    HBG__RETURN_IF(lo > UINT64_MAX - ext, HBG_E_INVAL);
+    uint32_t p = find_producer(r, lo, lo + ext);
+    HBG__RETURN_IF(p == UINT32_MAX, HBG_E_INVAL);
+    dt->src = HBG_SRC_INTERNAL;
+    dt->ref = p;
+    dt->offset = lo;
+    acc->buf = r->n_bufs;
+    acc->lo = lo;
+    acc->hi = lo + ext;
+    *producer = p;
+    return 0;
+  }
+  for (uint32_t i = 0; i < r->nbt; i++) {
+    if (!same_layout(a, &r->bt[i]))
+      continue;
+    dt->src = HBG_SRC_BOUNDARY_EXACT;
+    dt->ref = i;
+    acc->buf = r->buf_of[i];
+    acc->lo = a->offset;
+    acc->hi = a->offset + ext;
+    return 0;
+  }
+  for (uint32_t i = 0; i < r->nbt; i++) {
+    const hbg_tensor *b = &r->bt[i];
+    if (b->addr != a->addr || a->offset < b->offset)
+      continue;
+    uint64_t bext = tensor_extent(b);
+    if (a->offset + ext > b->offset + bext)
+      continue;
+    dt->src = HBG_SRC_BOUNDARY_VIEW;
+    dt->ref = i;
+    dt->offset = a->offset - b->offset;
+    acc->buf = r->buf_of[i];
+    acc->lo = a->offset;
+    acc->hi = a->offset + ext;
+    return 0;
+  }
+  return HBG_E_INVAL;
+}
+
+static void add_access(rec_buf *b, const arg_access *a, uint32_t node) {
+  if (a->write) {
+    /* Anything this write covers is ordered before it, and whatever later
+     * overlaps the covered range overlaps this write too: drop it. */
+    uint32_t k = 0;
+    for (uint32_t j = 0; j < b->n; j++)
+      if (!(a->lo <= b->acc[j].lo && b->acc[j].hi <= a->hi))
+        b->acc[k++] = b->acc[j];
+    b->n = k;
+  }
+  rec_access *e = &b->acc[b->n++];
+  e->lo = a->lo;
+  e->hi = a->hi;
+  e->node = node;
+  e->write = a->write;
+}
+
+int hbg_record_task(hbg_recorder *rec, hbg_task *t, hbg_task_id *out) {
+  HBG__RETURN_IF(!rec || !t, HBG_E_INVAL);
+  HBG__RETURN_IF(t->kernel >= HBG_KERNEL__COUNT, HBG_E_KERNEL);
+  HBG__RETURN_IF(t->n_args > HBG_IMG_MAX_ARGS_PER_NODE ||
+                     t->n_scalars > HBG_IMG_MAX_SCALARS_PER_NODE,
+                 HBG_E_INVAL);
+  HBG__RETURN_IF((t->n_args && !t->args) || (t->n_scalars && !t->scalars) ||
+                     (t->n_deps && !t->deps),
+                 HBG_E_INVAL);
+  HBG__RETURN_IF(rec->n_nodes >= HBG_IMG_MAX_NODES, HBG_E_LIMIT);
+
+  hbg_recorder *r = rec;
+  const uint32_t self = r->n_nodes;
+  int rc;
+  if ((rc = RESERVE(r->nodes, r->cap_nodes, (uint64_t)self + 1)) ||
+      (rc = RESERVE(r->tensors, r->cap_tensors,
+                    (uint64_t)r->n_tensors + t->n_args)) ||
+      (rc = RESERVE(r->scalars, r->cap_scalars,
+                    (uint64_t)r->n_scalars + t->n_scalars)))
+    return rc;
+
+  arg_access acc[HBG_IMG_MAX_ARGS_PER_NODE];
+  uint32_t n_cand = 0;
+  uint64_t heap_cur = r->heap_top, first_out = UINT64_MAX;
+  for (uint32_t i = 0; i < t->n_args; i++) {
+    uint32_t p;
+    hbg_def_tensor *dt = &r->tensors[r->n_tensors + i];
+    HBG__TRY(classify(r, self, &t->args[i], &heap_cur, dt, &acc[i], &p));
+    if (dt->src == HBG_SRC_OWN_OUTPUT && first_out == UINT64_MAX)
+      first_out = dt->offset;
+    if (p != UINT32_MAX)
+      HBG__TRY(push_scratch(r, &n_cand, p));
+  }
+  for (uint32_t i = 0; i < t->n_scalars; i++) {
+    const hbg_scalar *s = &t->scalars[i];
+    hbg_def_scalar *ds = &r->scalars[r->n_scalars + i];
+    memset(ds, 0, sizeof *ds);
+    if (s->kind == HBG_SCALAR_STATIC) {
+      ds->kind = HBG_SCALAR_STATIC;
+      ds->value = s->value;
+    } else {
+      HBG__RETURN_IF(s->kind != HBG_SCALAR_BOUNDARY || s->index >= r->nbs,
+                     HBG_E_INVAL);
+      ds->kind = HBG_SCALAR_BOUNDARY;
+      ds->index = s->index;
+    }
+  }
+  for (uint32_t i = 0; i < t->n_deps; i++) {
+    HBG__RETURN_IF(t->deps[i] >= self, HBG_E_INVAL);
+    HBG__TRY(push_scratch(r, &n_cand, t->deps[i]));
+  }
+  for (uint32_t i = 0; i < t->n_args; i++) {
+    const rec_buf *b = &r->bufs[acc[i].buf];
+    for (uint32_t j = 0; j < b->n; j++) {
+      const rec_access *e = &b->acc[j];
+      if ((acc[i].write || e->write) && acc[i].lo < e->hi && e->lo < acc[i].hi)
+        HBG__TRY(push_scratch(r, &n_cand, e->node));
+    }
+  }
+
+  if (n_cand > 1)
+    qsort(r->scratch, n_cand, sizeof *r->scratch, cmp_u32);
+  uint32_t n_uniq = 0;
+  for (uint32_t i = 0; i < n_cand; i++)
+    if (n_uniq == 0 || r->scratch[n_uniq - 1] != r->scratch[i])
+      r->scratch[n_uniq++] = r->scratch[i];
+
+  if ((rc = RESERVE(r->fanin, r->cap_fanin, (uint64_t)r->n_fanin + n_uniq)) ||
+      (rc = RESERVE(r->prod, r->cap_prod, (uint64_t)r->n_prod + 1)))
+    return rc;
+  for (uint32_t i = 0; i < t->n_args; i++) {
+    rec_buf *b = &r->bufs[acc[i].buf];
+    /* Worst case: every earlier arg of this task landed on the same buffer. */
+    HBG__TRY(RESERVE(b->acc, b->cap, (uint64_t)b->n + t->n_args));
+  }
+
+  /* Commit: nothing below fails. */
+  rec_node *n = &r->nodes[self];
+  memset(n, 0, sizeof *n);
+  n->kernel = t->kernel;
+  n->first_tensor = r->n_tensors;
+  n->n_tensors = t->n_args;
+  n->first_scalar = r->n_scalars;
+  n->n_scalars = t->n_scalars;
+  n->first_fanin = r->n_fanin;
+  n->n_fanin = n_uniq;
+  if (first_out != UINT64_MAX) {
+    n->heap_off = first_out;
+    n->heap_size = heap_cur - first_out;
+    r->prod[r->n_prod++] = self;
+    r->heap_top = heap_cur;
+  }
+  if (n_uniq)
+    memcpy(&r->fanin[r->n_fanin], r->scratch,
+           (size_t)n_uniq * sizeof *r->fanin);
+  r->n_fanin += n_uniq;
+  r->n_tensors += t->n_args;
+  r->n_scalars += t->n_scalars;
+  for (uint32_t i = 0; i < t->n_args; i++)
+    add_access(&r->bufs[acc[i].buf], &acc[i], self);
+  for (uint32_t i = 0; i < t->n_args; i++) {
+    const hbg_def_tensor *dt = &r->tensors[n->first_tensor + i];
+    if (dt->src == HBG_SRC_OWN_OUTPUT) {
+      t->args[i].addr = HBG__HEAP_TAG | dt->offset;
+      t->args[i].offset = 0;
+    }
+  }
+  r->n_nodes++;
+  if (out)
+    *out = self;
+  return 0;
+}
+
+static uint64_t pad8(uint64_t x) { return HBG__ALIGN_UP(x, (uint64_t)8); }
+
+int hbg__rec_finish(hbg_recorder *r, hbg__def **out) {
+  HBG__RETURN_IF(!r, HBG_E_INVAL);
+  int rc = 0;
+  uint8_t *img = NULL;
+  uint32_t *cursor = NULL;
+  hbg__def *d = NULL;
+  if (!out) {
+    rc = HBG_E_INVAL;
+    goto err_rec;
+  }
+  if (r->n_nodes == 0) {
+    rc = HBG_E_EMPTY;
+    goto err_rec;
+  }
+
+  const uint32_t N = r->n_nodes, E = r->n_fanin;
+  uint32_t R = 0;
+  for (uint32_t i = 0; i < N; i++)
+    R += r->nodes[i].n_fanin == 0;
+
+  hbg_def_hdr h;
+  memset(&h, 0, sizeof h);
+  uint64_t off = sizeof h;
+  h.off_nodes = (uint32_t)off;
+  off += (uint64_t)N * sizeof(hbg_def_node);
+  h.off_fanin_ptr = (uint32_t)off;
+  off += pad8(((uint64_t)N + 1) * 4);
+  h.off_fanin = (uint32_t)off;
+  off += pad8((uint64_t)E * 4);
+  if (off > HBG_IMG_MAX_BYTES) {
+    rc = HBG_E_LIMIT;
+    goto err_rec;
+  }
+  h.off_fanout_ptr = (uint32_t)off;
+  off += pad8(((uint64_t)N + 1) * 4);
+  h.off_fanout = (uint32_t)off;
+  off += pad8((uint64_t)E * 4);
+  h.off_roots = (uint32_t)off;
+  off += pad8((uint64_t)R * 4);
+  if (off > HBG_IMG_MAX_BYTES) {
+    rc = HBG_E_LIMIT;
+    goto err_rec;
+  }
+  h.off_tensors = (uint32_t)off;
+  off += (uint64_t)r->n_tensors * sizeof(hbg_def_tensor);
+  h.off_scalars = (uint32_t)off;
+  off += (uint64_t)r->n_scalars * sizeof(hbg_def_scalar);
+  h.off_bsig = (uint32_t)off;
+  off += (uint64_t)r->nbt * sizeof(hbg_def_bsig);
+  if (off > HBG_IMG_MAX_BYTES) {
+    rc = HBG_E_LIMIT;
+    goto err_rec;
+  }
+  h.magic = HBG_DEF_MAGIC;
+  h.version = HBG_IMG_VERSION;
+  h.total_size = (uint32_t)off;
+  h.heap_size = HBG__ALIGN_UP(r->heap_top, (uint64_t)HBG__HEAP_ALIGN);
+  h.n_nodes = N;
+  h.n_edges = E;
+  h.n_roots = R;
+  h.n_tensors = r->n_tensors;
+  h.n_scalars = r->n_scalars;
+  h.n_btensors = r->nbt;
+  h.n_bscalars = r->nbs;
+
+  size_t alloc = HBG__ALIGN_UP((size_t)off, (size_t)64);
+  img = aligned_alloc(64, alloc);
+  cursor = malloc(((size_t)N + 1) * sizeof *cursor);
+  d = calloc(1, sizeof *d);
+  if (!img || !cursor || !d) {
+    rc = HBG_E_NOMEM;
+    goto err_alloc;
+  }
+  memset(img, 0, alloc);
+
+  hbg_def_node *nodes = (hbg_def_node *)(img + h.off_nodes);
+  uint32_t *fin_ptr = (uint32_t *)(img + h.off_fanin_ptr);
+  uint32_t *fin = (uint32_t *)(img + h.off_fanin);
+  uint32_t *fout_ptr = (uint32_t *)(img + h.off_fanout_ptr);
+  uint32_t *fout = (uint32_t *)(img + h.off_fanout);
+  uint32_t *roots = (uint32_t *)(img + h.off_roots);
+  for (uint32_t i = 0, k = 0; i < N; i++) {
+    const rec_node *s = &r->nodes[i];
+    nodes[i].kernel = s->kernel;
+    nodes[i].first_tensor = s->first_tensor;
+    nodes[i].n_tensors = s->n_tensors;
+    nodes[i].first_scalar = s->first_scalar;
+    nodes[i].n_scalars = s->n_scalars;
+    nodes[i].heap_off = s->heap_off;
+    nodes[i].heap_size = s->heap_size;
+    fin_ptr[i] = s->first_fanin;
+    if (s->n_fanin == 0)
+      roots[k++] = i;
+  }
+  fin_ptr[N] = E;
+  if (E)
+    memcpy(fin, r->fanin, (size_t)E * 4);
+
+  memset(cursor, 0, ((size_t)N + 1) * sizeof *cursor);
+  for (uint32_t e = 0; e < E; e++)
+    cursor[r->fanin[e] + 1]++;
+  for (uint32_t i = 0; i < N; i++)
+    cursor[i + 1] += cursor[i];
+  memcpy(fout_ptr, cursor, ((size_t)N + 1) * sizeof *cursor);
+  for (uint32_t c = 0; c < N; c++)
+    for (uint32_t k = fin_ptr[c]; k < fin_ptr[c + 1]; k++)
+      fout[cursor[fin[k]]++] = c;
+
+  if (r->n_tensors)
+    memcpy(img + h.off_tensors, r->tensors,
+           (size_t)r->n_tensors * sizeof(hbg_def_tensor));
+  if (r->n_scalars)
+    memcpy(img + h.off_scalars, r->scalars,
+           (size_t)r->n_scalars * sizeof(hbg_def_scalar));
+  hbg_def_bsig *bsig = (hbg_def_bsig *)(img + h.off_bsig);
+  for (uint32_t i = 0; i < r->nbt; i++) {
+    bsig[i].dtype = r->bt[i].dtype;
+    bsig[i].ndim = r->bt[i].ndim;
+    bsig[i].mode = r->bt[i].mode;
+    memcpy(bsig[i].shape, r->bt[i].shape, sizeof bsig[i].shape);
+    memcpy(bsig[i].strides, r->bt[i].strides, sizeof bsig[i].strides);
+  }
+  memcpy(img, &h, sizeof h);
+  h.hash = XXH3_64bits(img, h.total_size);
+  memcpy(img + offsetof(hbg_def_hdr, hash), &h.hash, sizeof h.hash);
+
+  d->image = img;
+  d->size = h.total_size;
+  d->hash = h.hash;
+  d->heap_size = h.heap_size;
+  d->n_nodes = N;
+  d->n_btensors = r->nbt;
+  d->n_bscalars = r->nbs;
+  d->bsig = (const hbg_def_bsig *)(img + h.off_bsig);
+  free(cursor);
+  rec_free(r);
+  *out = d;
+  return 0;
+
+err_alloc:
+  free(d);
+  free(cursor);
+  free(img);
+err_rec:
+  rec_free(r);
+  return rc;
+}
