@@ -184,6 +184,28 @@ static void test_pipeline(hbg_device *dev, int policy) {
   hbg_runtime_destroy(rt);
 }
 
+static void test_chunks(hbg_device *dev) {
+  hbg_config cfg;
+  hbg_config_init(&cfg);
+  cfg.policy = HBG_POLICY_COALESCED;
+  cfg.device_handle = dev;
+  cfg.coalesce_chunk_bytes = 2048;
+  cfg.flags = HBG_CFG_POISON_STAGING;
+  hbg_runtime *rt = NULL;
+  ASSERT_OK(hbg_runtime_create(&cfg, &rt));
+  chain c;
+  ASSERT_OK(chain_create(&c, rt, 16, N));
+  hbg_bind_stats st;
+  for (uint32_t s = 0; s < 4; s++) {
+    ASSERT_OK(chain_bind(&c, s, &st));
+    /* chunks started during orchestration, then the tail and the header */
+    ASSERT_GT(st.window.copies, 3);
+    ASSERT_EQ(st.h2d_copies, st.window.copies + st.graph.copies);
+  }
+  chain_destroy(&c);
+  hbg_runtime_destroy(rt);
+}
+
 static hbg_bind *nest_bind;
 static int nest_rc;
 static int nested_record(hbg_recorder *rec, void *user) {
@@ -283,6 +305,7 @@ int main(void) {
       test_overflow(dev, p);
   }
   test_changed_definition(dev);
+  test_chunks(dev);
   test_misuse(dev);
   test_teardown_releases(dev);
   hbg_device_close(dev);

@@ -188,13 +188,16 @@ static int maybe_flush(hbg_bind *b) {
   hbg_runtime *rt = b->rt;
   uint64_t chunk = rt->cfg.coalesce_chunk_bytes;
   if (rt->cfg.policy != HBG_POLICY_COALESCED || !chunk || !b->win.pinned ||
-      b->win.len - b->win_flushed < chunk)
+      b->win.len - HBG__MAX(b->win_flushed, sizeof(hbg_win_hdr)) < chunk)
     return 0;
+  /* The header is written at launch, so chunks start after it: the copy
+   * engine never reads bytes the host is still writing. */
+  uint64_t from = b->win_flushed ? b->win_flushed : sizeof(hbg_win_hdr);
   uint64_t t0 = hbg__now_ns();
-  uint64_t n = b->win.len - b->win_flushed;
+  uint64_t n = b->win.len - from;
   int rc = hbg_dev_copy_h2d_async(rt->dev, b->slot->q,
-                                  b->slot->win_dev + b->win_flushed,
-                                  b->win.p + b->win_flushed, (size_t)n);
+                                  b->slot->win_dev + from, b->win.p + from,
+                                  (size_t)n);
   uint64_t t1 = hbg__now_ns();
   hbg__trace(rt, HBG_TRACK_UPLOAD, "window_chunk", t0, t1, n, b->seq);
   b->nested_upload_ns += t1 - t0;
@@ -739,6 +742,7 @@ int hbg_bind_launch(hbg_bind *b) {
                            .window = s->win_dev,
                            .window_bytes = b->win.len,
                            .status = s->status_dev};
+  b->t_launch_start = hbg__now_ns();
   rc = hbg_dev_launch(rt->dev, s->q, &d);
   if (rc < 0)
     return latch(b, rc);
@@ -752,7 +756,6 @@ int hbg_bind_launch(hbg_bind *b) {
     s->in_flight = 0;
     return latch(b, rc);
   }
-  b->t_launch_start = hbg__now_ns();
   return 0;
 }
 
