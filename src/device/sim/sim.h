@@ -22,4 +22,24 @@ hbg__sim *hbg__sim_from(hbg_device *dev);
  * @return 0 and *out, or HBG_E_RANGE. */
 int hbg__sim_resolve(hbg__sim *s, hbg_devptr addr, uint64_t len, void **out);
 
+/* Introspection of the sim's own state, for tests and tools. */
+typedef struct hbg__sim_info {
+  uint64_t mem_bytes;     /* device heap size (option mem=) */
+  uint64_t chunk_bytes;   /* bounce chunk (option chunk=) */
+  uint64_t tag;           /* high bits shared by this sim's addresses */
+  uint64_t free_bytes;    /* heap bytes not allocated (256-byte spans) */
+  uint64_t free_extents;  /* free-list length: 1 when the heap is empty */
+  uint64_t live_allocs;   /* live device allocations */
+  uint64_t registrations; /* registered host ranges, host_alloc included */
+  uint64_t locked;        /* of those, how many mlock actually locked */
+  uint64_t mlock_failed;  /* mlock failures (the range is registered anyway) */
+  uint32_t workers;       /* exec worker threads (option workers=) */
+  uint32_t queues;        /* live queues */
+  uint32_t events;        /* live events */
+  uint32_t bounce_locked; /* the bounce buffers are mlocked */
+} hbg__sim_info;
+
+/* @return 0 and *out, or HBG_E_INVAL. Thread-safe. */
+int hbg__sim_get_info(hbg__sim *s, hbg__sim_info *out);
+
 #endif

@@ -1,0 +1,678 @@
+/* The sim's copy engine and scheduler threads, queues and events.
+ *
+ * Every copy is a command handed to the engine thread; the submitter waits
+ * for its completion on a condition variable (one handshake). Queued work is
+ * FIFO per queue: only a queue's head command is ever handed to an executor,
+ * and its completion hands over the next one, so copies (engine thread) and
+ * launches (scheduler thread) of different queues overlap. */
+#include <stdio.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "device/sim/sim_internal.h"
+
+/* ---- executors ---------------------------------------------------------- */
+
+static void trace_cmd(hbg__sim *s, uint32_t track, const char *name,
+                      uint64_t t0, uint64_t bytes) {
+  hbg_trace_event ev = {.track = track,
+                        .name = name,
+                        .start_ns = t0,
+                        .dur_ns = hbg__now_ns() - t0,
+                        .bytes = bytes};
+  hbg_device_trace(s->dev, &ev);
+}
+
+static void run_copy(hbg__sim *s, hbg__sim_cmd *c) {
+  int tracing = hbg_device_tracing(s->dev);
+  uint64_t t0 = tracing ? hbg__now_ns() : 0;
+  uint8_t *dst = c->dst;
+  const uint8_t *src = c->src;
+  if (c->q) {
+    /* Queued copies run later than they were checked: the allocation may
+     * have been freed since. */
+    void *p;
+    if (hbg__sim_resolve(s, c->dev_addr, c->bytes, &p) < 0) {
+      c->err = HBG_E_RANGE;
+      return;
+    }
+    if (c->to_device)
+      dst = p;
+    else
+      src = p;
+  }
+  memcpy(dst, src, c->bytes);
+  if (c->to_device && s->exec)
+    hbg__exec_invalidate(s->exec, c->dev_addr, c->bytes);
+  HBG__SIM_INC(s, handshakes, 1);
+  if (tracing)
+    trace_cmd(s, HBG_TRACK_COPY, c->name, t0, c->bytes);
+}
+
+static void run_launch(hbg__sim *s, hbg__sim_cmd *c) {
+  int tracing = hbg_device_tracing(s->dev);
+  uint64_t t0 = tracing ? hbg__now_ns() : 0;
+  hbg_dev_status st;
+  memset(&st, 0, sizeof st);
+  st.task = UINT32_MAX;
+  st.node = UINT32_MAX;
+  int rc = s->exec ? hbg__exec_run(s->exec, &c->desc, &st)
+                   : HBG_E_UNSUPPORTED;
+  if (rc < 0 && st.error == 0)
+    st.error = rc;
+  if (c->desc.status) {
+    void *p;
+    if (hbg__sim_resolve(s, c->desc.status, sizeof st, &p) == 0) {
+      memcpy(p, &st, sizeof st);
+      if (s->exec)
+        hbg__exec_invalidate(s->exec, c->desc.status, sizeof st);
+    } else {
+      c->err = HBG_E_RANGE;
+    }
+  }
+  if (tracing)
+    trace_cmd(s, HBG_TRACK_DEVICE, "launch", t0, 0);
+}
+
+/* Caller holds mu. */
+static void event_done(hbg__sim_event *ev, uint64_t seq) {
+  if (seq > ev->done)
+    ev->done = seq;
+  if (--ev->refs == 0)
+    free(ev);
+}
+
+static void run_list_push(hbg__sim_cmd **head, hbg__sim_cmd **tail,
+                          hbg__sim_cmd *c) {
+  c->run_next = NULL;
+  if (*tail)
+    (*tail)->run_next = c;
+  else
+    *head = c;
+  *tail = c;
+}
+
+/* Hand q's head to its executor; event records complete on the spot.
+ * Caller holds mu and broadcasts done_cv afterwards. */
+static void queue_kick(hbg__sim *s, hbg__sim_queue *q) {
+  hbg__sim_cmd *c;
+  while ((c = q->head) && !q->busy) {
+    if (c->kind == HBG__SIM_CMD_EVENT) {
+      q->head = c->next;
+      if (!q->head)
+        q->tail = NULL;
+      event_done(c->ev, c->ev_seq);
+      free(c);
+      continue;
+    }
+    q->busy = 1;
+    if (c->kind == HBG__SIM_CMD_COPY) {
+      run_list_push(&s->eng_head, &s->eng_tail, c);
+      pthread_cond_signal(&s->eng_cv);
+    } else {
+      run_list_push(&s->sched_head, &s->sched_tail, c);
+      pthread_cond_signal(&s->sched_cv);
+    }
+  }
+}
+
+/* Caller holds mu. */
+static void cmd_complete(hbg__sim *s, hbg__sim_cmd *c) {
+  hbg__sim_queue *q = c->q;
+  if (q) {
+    if (c->err && !q->err)
+      q->err = c->err;
+    q->head = c->next;
+    if (!q->head)
+      q->tail = NULL;
+    q->busy = 0;
+    free(c);
+    queue_kick(s, q);
+  } else {
+    c->done = 1;
+  }
+  pthread_cond_broadcast(&s->done_cv);
+}
+
+static void executor_loop(hbg__sim *s, hbg__sim_cmd **head,
+                          hbg__sim_cmd **tail, pthread_cond_t *cv,
+                          void (*run)(hbg__sim *, hbg__sim_cmd *)) {
+  pthread_mutex_lock(&s->mu);
+  for (;;) {
+    hbg__sim_cmd *c = *head;
+    if (!c) {
+      if (s->stop)
+        break;
+      pthread_cond_wait(cv, &s->mu);
+      continue;
+    }
+    *head = c->run_next;
+    if (!*head)
+      *tail = NULL;
+    pthread_mutex_unlock(&s->mu);
+    run(s, c);
+    pthread_mutex_lock(&s->mu);
+    cmd_complete(s, c);
+  }
+  pthread_mutex_unlock(&s->mu);
+}
+
+static void *engine_main(void *arg) {
+  hbg__sim *s = arg;
+  executor_loop(s, &s->eng_head, &s->eng_tail, &s->eng_cv, run_copy);
+  return NULL;
+}
+
+static void *sched_main(void *arg) {
+  hbg__sim *s = arg;
+  executor_loop(s, &s->sched_head, &s->sched_tail, &s->sched_cv, run_launch);
+  return NULL;
+}
+
+int hbg__sim_engine_start(hbg__sim *s) {
+  if (pthread_mutex_init(&s->mu, NULL) != 0)
+    return HBG_E_NOMEM;
+  if (pthread_mutex_init(&s->bounce_mu, NULL) != 0)
+    goto err_mu;
+  if (pthread_cond_init(&s->eng_cv, NULL) != 0)
+    goto err_bounce_mu;
+  if (pthread_cond_init(&s->sched_cv, NULL) != 0)
+    goto err_eng_cv;
+  if (pthread_cond_init(&s->done_cv, NULL) != 0)
+    goto err_sched_cv;
+  if (pthread_create(&s->eng_thread, NULL, engine_main, s) != 0)
+    goto err_done_cv;
+  if (pthread_create(&s->sched_thread, NULL, sched_main, s) != 0)
+    goto err_engine;
+  return 0;
+
+err_engine:
+  pthread_mutex_lock(&s->mu);
+  s->stop = 1;
+  pthread_cond_broadcast(&s->eng_cv);
+  pthread_mutex_unlock(&s->mu);
+  pthread_join(s->eng_thread, NULL);
+err_done_cv:
+  pthread_cond_destroy(&s->done_cv);
+err_sched_cv:
+  pthread_cond_destroy(&s->sched_cv);
+err_eng_cv:
+  pthread_cond_destroy(&s->eng_cv);
+err_bounce_mu:
+  pthread_mutex_destroy(&s->bounce_mu);
+err_mu:
+  pthread_mutex_destroy(&s->mu);
+  hbg_device_set_native(s->dev, -1, "cannot start device threads");
+  return HBG_E_NOMEM;
+}
+
+void hbg__sim_engine_stop(hbg__sim *s) {
+  pthread_mutex_lock(&s->mu);
+  for (;;) {
+    hbg__sim_queue *q = s->queues;
+    while (q && !q->head)
+      q = q->next;
+    if (!q)
+      break;
+    pthread_cond_wait(&s->done_cv, &s->mu);
+  }
+  s->stop = 1;
+  pthread_cond_broadcast(&s->eng_cv);
+  pthread_cond_broadcast(&s->sched_cv);
+  pthread_mutex_unlock(&s->mu);
+  pthread_join(s->eng_thread, NULL);
+  pthread_join(s->sched_thread, NULL);
+
+  while (s->queues) {
+    hbg__sim_queue *q = s->queues;
+    s->queues = q->next;
+    free(q);
+  }
+  while (s->events) {
+    hbg__sim_event *ev = s->events;
+    s->events = ev->next;
+    free(ev);
+  }
+  pthread_cond_destroy(&s->done_cv);
+  pthread_cond_destroy(&s->sched_cv);
+  pthread_cond_destroy(&s->eng_cv);
+  pthread_mutex_destroy(&s->bounce_mu);
+  pthread_mutex_destroy(&s->mu);
+}
+
+/* ---- synchronous copies ------------------------------------------------- */
+
+/* Caller holds mu. */
+static void engine_submit(hbg__sim *s, hbg__sim_cmd *c) {
+  run_list_push(&s->eng_head, &s->eng_tail, c);
+  pthread_cond_signal(&s->eng_cv);
+}
+
+/* Caller holds mu. */
+static void engine_wait(hbg__sim *s, hbg__sim_cmd *c) {
+  while (!c->done)
+    pthread_cond_wait(&s->done_cv, &s->mu);
+}
+
+static void copy_cmd(hbg__sim_cmd *c, const char *name, int to_device,
+                     uint8_t *dst, const uint8_t *src, size_t bytes,
+                     hbg_devptr dev_addr) {
+  memset(c, 0, sizeof *c);
+  c->kind = HBG__SIM_CMD_COPY;
+  c->name = name;
+  c->to_device = to_device;
+  c->dst = dst;
+  c->src = src;
+  c->bytes = bytes;
+  c->dev_addr = dev_addr;
+}
+
+static void copy_direct(hbg__sim *s, hbg__sim_cmd *c) {
+  pthread_mutex_lock(&s->mu);
+  engine_submit(s, c);
+  engine_wait(s, c);
+  pthread_mutex_unlock(&s->mu);
+  HBG__SIM_INC(s, pinned_direct, 1);
+}
+
+static void chunk_submit(hbg__sim *s, hbg__sim_cmd *c) {
+  pthread_mutex_lock(&s->mu);
+  engine_submit(s, c);
+  pthread_mutex_unlock(&s->mu);
+  HBG__SIM_INC(s, bounce_chunks, 1);
+}
+
+static void chunk_wait(hbg__sim *s, hbg__sim_cmd *c) {
+  pthread_mutex_lock(&s->mu);
+  engine_wait(s, c);
+  pthread_mutex_unlock(&s->mu);
+}
+
+/* Pageable H2D: the calling thread fills one bounce buffer while the engine
+ * drains the other. */
+static void staged_h2d(hbg__sim *s, uint8_t *dev, hbg_devptr addr,
+                       const uint8_t *src, size_t bytes, const char *name) {
+  hbg__sim_cmd c[2];
+  int busy[2] = {0, 0};
+  pthread_mutex_lock(&s->bounce_mu);
+  for (size_t off = 0, i = 0; off < bytes; i++) {
+    size_t b = i & 1, n = HBG__MIN((size_t)s->chunk, bytes - off);
+    if (busy[b])
+      chunk_wait(s, &c[b]);
+    memcpy(s->bounce[b], src + off, n);
+    copy_cmd(&c[b], name, 1, dev + off, s->bounce[b], n, addr + off);
+    chunk_submit(s, &c[b]);
+    busy[b] = 1;
+    off += n;
+  }
+  for (size_t b = 0; b < 2; b++)
+    if (busy[b])
+      chunk_wait(s, &c[b]);
+  pthread_mutex_unlock(&s->bounce_mu);
+}
+
+/* Pageable D2H: the engine fills one bounce buffer while the calling
+ * thread drains the other. */
+static void staged_d2h(hbg__sim *s, uint8_t *dst, const uint8_t *dev,
+                       hbg_devptr addr, size_t bytes) {
+  hbg__sim_cmd c[2];
+  size_t off[2] = {0, 0};
+  size_t next = 0;
+  pthread_mutex_lock(&s->bounce_mu);
+  for (size_t b = 0; b < 2 && next < bytes; b++) {
+    size_t n = HBG__MIN((size_t)s->chunk, bytes - next);
+    copy_cmd(&c[b], "d2h", 0, s->bounce[b], dev + next, n, addr + next);
+    off[b] = next;
+    chunk_submit(s, &c[b]);
+    next += n;
+  }
+  for (size_t i = 0, done = 0; done < bytes; i++) {
+    size_t b = i & 1;
+    chunk_wait(s, &c[b]);
+    memcpy(dst + off[b], s->bounce[b], c[b].bytes);
+    done += c[b].bytes;
+    if (next < bytes) {
+      size_t n = HBG__MIN((size_t)s->chunk, bytes - next);
+      copy_cmd(&c[b], "d2h", 0, s->bounce[b], dev + next, n, addr + next);
+      off[b] = next;
+      chunk_submit(s, &c[b]);
+      next += n;
+    }
+  }
+  pthread_mutex_unlock(&s->bounce_mu);
+}
+
+static int h2d_sync(hbg__sim *s, hbg_devptr dst, const void *src,
+                    size_t bytes, const char *name) {
+  void *d;
+  if (hbg__sim_resolve(s, dst, bytes, &d) < 0) {
+    hbg_device_set_native(s->dev, HBG_E_RANGE,
+                          "sim: h2d of %zu bytes to 0x%llx: outside a live "
+                          "allocation",
+                          bytes, (unsigned long long)dst);
+    return HBG_E_RANGE;
+  }
+  if (hbg__sim_is_pinned(s, src, bytes)) {
+    hbg__sim_cmd c;
+    copy_cmd(&c, name, 1, d, src, bytes, dst);
+    copy_direct(s, &c);
+  } else {
+    staged_h2d(s, d, dst, src, bytes, name);
+  }
+  HBG__SIM_INC(s, h2d_copies, 1);
+  HBG__SIM_INC(s, h2d_bytes, bytes);
+  return 0;
+}
+
+int hbg__sim_copy_h2d(hbg_device *dev, hbg_devptr dst, const void *src,
+                      size_t bytes) {
+  hbg__sim *s = hbg_device_impl(dev);
+  HBG__RETURN_IF(!src && bytes, HBG_E_INVAL);
+  if (bytes == 0)
+    return 0;
+  return h2d_sync(s, dst, src, bytes, "h2d");
+}
+
+int hbg__sim_copy_d2h(hbg_device *dev, void *dst, hbg_devptr src,
+                      size_t bytes) {
+  hbg__sim *s = hbg_device_impl(dev);
+  HBG__RETURN_IF(!dst && bytes, HBG_E_INVAL);
+  if (bytes == 0)
+    return 0;
+  void *d;
+  if (hbg__sim_resolve(s, src, bytes, &d) < 0) {
+    hbg_device_set_native(dev, HBG_E_RANGE,
+                          "sim: d2h of %zu bytes from 0x%llx: outside a live "
+                          "allocation",
+                          bytes, (unsigned long long)src);
+    return HBG_E_RANGE;
+  }
+  if (hbg__sim_is_pinned(s, dst, bytes)) {
+    hbg__sim_cmd c;
+    copy_cmd(&c, "d2h", 0, dst, d, bytes, src);
+    copy_direct(s, &c);
+  } else {
+    staged_d2h(s, dst, d, src, bytes);
+  }
+  HBG__SIM_INC(s, d2h_copies, 1);
+  HBG__SIM_INC(s, d2h_bytes, bytes);
+  return 0;
+}
+
+/* ---- queues ------------------------------------------------------------- */
+
+/* Caller holds mu. Handles are checked against the live lists so that a
+ * stale or foreign handle is an error, not a dereference. */
+static hbg__sim_queue *queue_get(hbg__sim *s, hbg_dev_queue *h) {
+  for (hbg__sim_queue *q = s->queues; q; q = q->next)
+    if ((void *)q == (void *)h)
+      return q;
+  return NULL;
+}
+
+static hbg__sim_event *event_get(hbg__sim *s, hbg_dev_event *h) {
+  for (hbg__sim_event *ev = s->events; ev; ev = ev->next)
+    if ((void *)ev == (void *)h)
+      return ev;
+  return NULL;
+}
+
+/* Caller holds mu. */
+static void queue_drain(hbg__sim *s, hbg__sim_queue *q) {
+  while (q->head)
+    pthread_cond_wait(&s->done_cv, &s->mu);
+}
+
+/* Caller holds mu. */
+static void queue_push(hbg__sim *s, hbg__sim_queue *q, hbg__sim_cmd *c) {
+  c->q = q;
+  c->next = NULL;
+  if (q->tail)
+    q->tail->next = c;
+  else
+    q->head = c;
+  q->tail = c;
+  if (q->head == c) {
+    queue_kick(s, q);
+    pthread_cond_broadcast(&s->done_cv);
+  }
+}
+
+int hbg__sim_queue_create(hbg_device *dev, hbg_dev_queue **out) {
+  hbg__sim *s = hbg_device_impl(dev);
+  HBG__RETURN_IF(!out, HBG_E_INVAL);
+  hbg__sim_queue *q = calloc(1, sizeof *q);
+  if (!q)
+    return HBG_E_NOMEM;
+  q->s = s;
+  pthread_mutex_lock(&s->mu);
+  q->next = s->queues;
+  if (s->queues)
+    s->queues->prev = q;
+  s->queues = q;
+  pthread_mutex_unlock(&s->mu);
+  *out = (hbg_dev_queue *)(void *)q;
+  return 0;
+}
+
+int hbg__sim_queue_destroy(hbg_device *dev, hbg_dev_queue *h) {
+  hbg__sim *s = hbg_device_impl(dev);
+  if (!h)
+    return 0;
+  pthread_mutex_lock(&s->mu);
+  hbg__sim_queue *q = queue_get(s, h);
+  if (!q) {
+    pthread_mutex_unlock(&s->mu);
+    return HBG_E_INVAL;
+  }
+  queue_drain(s, q);
+  if (q->prev)
+    q->prev->next = q->next;
+  else
+    s->queues = q->next;
+  if (q->next)
+    q->next->prev = q->prev;
+  pthread_mutex_unlock(&s->mu);
+  free(q);
+  return 0;
+}
+
+int hbg__sim_queue_sync(hbg_device *dev, hbg_dev_queue *h) {
+  hbg__sim *s = hbg_device_impl(dev);
+  HBG__RETURN_IF(!h, HBG_E_INVAL);
+  pthread_mutex_lock(&s->mu);
+  hbg__sim_queue *q = queue_get(s, h);
+  int rc = HBG_E_INVAL;
+  if (q) {
+    queue_drain(s, q);
+    rc = q->err;
+    q->err = 0;
+  }
+  pthread_mutex_unlock(&s->mu);
+  if (rc == HBG_E_RANGE)
+    hbg_device_set_native(dev, HBG_E_RANGE,
+                          "sim: an asynchronous command on the queue touched "
+                          "device memory freed before it ran");
+  return rc;
+}
+
+int hbg__sim_copy_h2d_async(hbg_device *dev, hbg_dev_queue *h, hbg_devptr dst,
+                            const void *src, size_t bytes) {
+  hbg__sim *s = hbg_device_impl(dev);
+  HBG__RETURN_IF(!h || (!src && bytes), HBG_E_INVAL);
+  void *d = NULL;
+  if (bytes && hbg__sim_resolve(s, dst, bytes, &d) < 0) {
+    hbg_device_set_native(dev, HBG_E_RANGE,
+                          "sim: async h2d of %zu bytes to 0x%llx: outside a "
+                          "live allocation",
+                          bytes, (unsigned long long)dst);
+    return HBG_E_RANGE;
+  }
+  int pinned = bytes == 0 || hbg__sim_is_pinned(s, src, bytes);
+  hbg__sim_cmd *c = NULL;
+  if (pinned && bytes) {
+    c = malloc(sizeof *c);
+    if (!c)
+      return HBG_E_NOMEM;
+    copy_cmd(c, "h2d_async", 1, d, src, bytes, dst);
+  }
+
+  pthread_mutex_lock(&s->mu);
+  hbg__sim_queue *q = queue_get(s, h);
+  if (!q) {
+    pthread_mutex_unlock(&s->mu);
+    free(c);
+    return HBG_E_INVAL;
+  }
+  if (bytes == 0) {
+    pthread_mutex_unlock(&s->mu);
+    return 0;
+  }
+  if (c) {
+    queue_push(s, q, c);
+    pthread_mutex_unlock(&s->mu);
+    HBG__SIM_INC(s, async_copies, 1);
+    HBG__SIM_INC(s, pinned_direct, 1);
+    HBG__SIM_INC(s, h2d_copies, 1);
+    HBG__SIM_INC(s, h2d_bytes, bytes);
+    return 0;
+  }
+  /* Pageable source: like the real drivers, the copy cannot be deferred,
+   * so it runs synchronously in queue order. */
+  queue_drain(s, q);
+  pthread_mutex_unlock(&s->mu);
+  HBG__SIM_INC(s, async_copies, 1);
+  HBG__SIM_INC(s, async_degraded, 1);
+  return h2d_sync(s, dst, src, bytes, "h2d");
+}
+
+/* ---- events ------------------------------------------------------------- */
+
+int hbg__sim_event_create(hbg_device *dev, hbg_dev_event **out) {
+  hbg__sim *s = hbg_device_impl(dev);
+  HBG__RETURN_IF(!out, HBG_E_INVAL);
+  hbg__sim_event *ev = calloc(1, sizeof *ev);
+  if (!ev)
+    return HBG_E_NOMEM;
+  ev->s = s;
+  ev->refs = 1;
+  pthread_mutex_lock(&s->mu);
+  ev->next = s->events;
+  if (s->events)
+    s->events->prev = ev;
+  s->events = ev;
+  pthread_mutex_unlock(&s->mu);
+  *out = (hbg_dev_event *)(void *)ev;
+  return 0;
+}
+
+int hbg__sim_event_destroy(hbg_device *dev, hbg_dev_event *h) {
+  hbg__sim *s = hbg_device_impl(dev);
+  if (!h)
+    return 0;
+  pthread_mutex_lock(&s->mu);
+  hbg__sim_event *ev = event_get(s, h);
+  if (!ev) {
+    pthread_mutex_unlock(&s->mu);
+    return HBG_E_INVAL;
+  }
+  if (ev->prev)
+    ev->prev->next = ev->next;
+  else
+    s->events = ev->next;
+  if (ev->next)
+    ev->next->prev = ev->prev;
+  /* Pending records keep it alive until they complete. */
+  if (--ev->refs == 0)
+    free(ev);
+  pthread_mutex_unlock(&s->mu);
+  return 0;
+}
+
+int hbg__sim_event_record(hbg_device *dev, hbg_dev_event *eh,
+                          hbg_dev_queue *qh) {
+  hbg__sim *s = hbg_device_impl(dev);
+  HBG__RETURN_IF(!eh || !qh, HBG_E_INVAL);
+  hbg__sim_cmd *c = calloc(1, sizeof *c);
+  if (!c)
+    return HBG_E_NOMEM;
+  c->kind = HBG__SIM_CMD_EVENT;
+  pthread_mutex_lock(&s->mu);
+  hbg__sim_event *ev = event_get(s, eh);
+  hbg__sim_queue *q = queue_get(s, qh);
+  if (!ev || !q) {
+    pthread_mutex_unlock(&s->mu);
+    free(c);
+    return HBG_E_INVAL;
+  }
+  c->ev = ev;
+  c->ev_seq = ++ev->rec;
+  ev->refs++;
+  queue_push(s, q, c);
+  pthread_mutex_unlock(&s->mu);
+  return 0;
+}
+
+int hbg__sim_event_query(hbg_device *dev, hbg_dev_event *h) {
+  hbg__sim *s = hbg_device_impl(dev);
+  HBG__RETURN_IF(!h, HBG_E_INVAL);
+  pthread_mutex_lock(&s->mu);
+  hbg__sim_event *ev = event_get(s, h);
+  int rc = !ev ? HBG_E_INVAL : ev->done >= ev->rec ? 0 : HBG_E_AGAIN;
+  pthread_mutex_unlock(&s->mu);
+  return rc;
+}
+
+int hbg__sim_event_wait(hbg_device *dev, hbg_dev_event *h) {
+  hbg__sim *s = hbg_device_impl(dev);
+  HBG__RETURN_IF(!h, HBG_E_INVAL);
+  pthread_mutex_lock(&s->mu);
+  hbg__sim_event *ev = event_get(s, h);
+  if (!ev) {
+    pthread_mutex_unlock(&s->mu);
+    return HBG_E_INVAL;
+  }
+  uint64_t target = ev->rec;
+  ev->refs++;
+  while (ev->done < target)
+    pthread_cond_wait(&s->done_cv, &s->mu);
+  if (--ev->refs == 0)
+    free(ev);
+  pthread_mutex_unlock(&s->mu);
+  return 0;
+}
+
+/* ---- launch ------------------------------------------------------------- */
+
+int hbg__sim_launch(hbg_device *dev, hbg_dev_queue *h,
+                    const hbg_dev_launch_desc *l) {
+  hbg__sim *s = hbg_device_impl(dev);
+  HBG__RETURN_IF(!h || !l, HBG_E_INVAL);
+  HBG__RETURN_IF(l->struct_size < sizeof *l, HBG_E_INVAL);
+  void *p;
+  if (l->status && hbg__sim_resolve(s, l->status, sizeof(hbg_dev_status),
+                                    &p) < 0) {
+    hbg_device_set_native(dev, HBG_E_RANGE,
+                          "sim: launch status 0x%llx: not %zu bytes of a "
+                          "live allocation",
+                          (unsigned long long)l->status,
+                          sizeof(hbg_dev_status));
+    return HBG_E_RANGE;
+  }
+  hbg__sim_cmd *c = calloc(1, sizeof *c);
+  if (!c)
+    return HBG_E_NOMEM;
+  c->kind = HBG__SIM_CMD_LAUNCH;
+  c->desc = *l;
+  pthread_mutex_lock(&s->mu);
+  hbg__sim_queue *q = queue_get(s, h);
+  if (!q) {
+    pthread_mutex_unlock(&s->mu);
+    free(c);
+    return HBG_E_INVAL;
+  }
+  queue_push(s, q, c);
+  pthread_mutex_unlock(&s->mu);
+  HBG__SIM_INC(s, launches, 1);
+  return 0;
+}

@@ -1,0 +1,189 @@
+/* The sim's device memory: one lazily committed host mapping, first-fit
+ * allocation over an address-ordered free list with coalescing, and a sorted
+ * table of live allocations for O(log n) address resolution. */
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "common/util.h"
+#include "device/sim/sim_internal.h"
+
+int hbg__sim_heap_init(hbg__sim *s, uint64_t bytes) {
+  void *p = mmap(NULL, (size_t)bytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    hbg_device_set_native(s->dev, errno,
+                          "cannot map %llu bytes of device memory: %s",
+                          (unsigned long long)bytes, strerror(errno));
+    return HBG_E_NOMEM;
+  }
+  int rc = pthread_rwlock_init(&s->heap_lock, NULL);
+  if (rc != 0)
+    goto err_map;
+  rc = hbg__sim_rtab_reserve(&s->free_ext, 2);
+  if (rc < 0)
+    goto err_lock;
+  s->free_ext.v[0] = (hbg__sim_range){.start = 0, .len = bytes};
+  s->free_ext.n = 1;
+  s->heap = p;
+  s->heap_bytes = bytes;
+  s->heap_free = bytes;
+  return 0;
+
+err_lock:
+  pthread_rwlock_destroy(&s->heap_lock);
+err_map:
+  munmap(p, (size_t)bytes);
+  return HBG_E_NOMEM;
+}
+
+void hbg__sim_heap_fini(hbg__sim *s) {
+  if (!s->heap)
+    return;
+  munmap(s->heap, (size_t)s->heap_bytes);
+  pthread_rwlock_destroy(&s->heap_lock);
+  free(s->live.v);
+  free(s->free_ext.v);
+  s->heap = NULL;
+}
+
+static int sim_off(const hbg__sim *s, hbg_devptr addr, uint64_t *off) {
+  if ((addr & ~HBG__SIM_OFF_MASK) != s->tag)
+    return HBG_E_RANGE;
+  *off = addr & HBG__SIM_OFF_MASK;
+  return *off < s->heap_bytes ? 0 : HBG_E_RANGE;
+}
+
+int hbg__sim_resolve(hbg__sim *s, hbg_devptr addr, uint64_t len, void **out) {
+  HBG__RETURN_IF(!s || !out, HBG_E_INVAL);
+  uint64_t off;
+  HBG__TRY(sim_off(s, addr, &off));
+  int rc = HBG_E_RANGE;
+  pthread_rwlock_rdlock(&s->heap_lock);
+  ptrdiff_t i = hbg__sim_rtab_floor(&s->live, off);
+  if (i >= 0) {
+    const hbg__sim_range *r = &s->live.v[i];
+    uint64_t end = r->start + r->len;
+    if (off <= end && len <= end - off) {
+      *out = s->heap + off;
+      rc = 0;
+    }
+  }
+  pthread_rwlock_unlock(&s->heap_lock);
+  return rc;
+}
+
+int hbg__sim_mem_alloc(hbg_device *dev, size_t bytes, hbg_devptr *out) {
+  hbg__sim *s = hbg_device_impl(dev);
+  HBG__RETURN_IF(!out || bytes == 0, HBG_E_INVAL);
+  if ((uint64_t)bytes > s->heap_bytes) {
+    hbg_device_set_native(dev, HBG_E_DEVMEM,
+                          "sim: %zu bytes requested, the device has %llu "
+                          "(option mem=)",
+                          bytes, (unsigned long long)s->heap_bytes);
+    return HBG_E_DEVMEM;
+  }
+  uint64_t span = HBG__ALIGN_UP((uint64_t)bytes, HBG__SIM_DEV_ALIGN);
+
+  int rc = HBG_E_DEVMEM;
+  uint64_t heap_free;
+  pthread_rwlock_wrlock(&s->heap_lock);
+  /* Freeing must never need memory: keep room for one more extent than
+   * there can be (live + 1). */
+  if (hbg__sim_rtab_reserve(&s->live, s->live.n + 1) < 0 ||
+      hbg__sim_rtab_reserve(&s->free_ext, s->live.n + 2) < 0) {
+    rc = HBG_E_NOMEM;
+    goto out;
+  }
+  for (size_t i = 0; i < s->free_ext.n; i++) {
+    hbg__sim_range *f = &s->free_ext.v[i];
+    if (f->len < span)
+      continue;
+    uint64_t off = f->start;
+    f->start += span;
+    f->len -= span;
+    if (f->len == 0)
+      hbg__sim_rtab_remove_at(&s->free_ext, i);
+    ptrdiff_t at = hbg__sim_rtab_floor(&s->live, off) + 1;
+    hbg__sim_rtab_insert_at(&s->live, (size_t)at,
+                            (hbg__sim_range){.start = off,
+                                             .len = bytes,
+                                             .aux = span});
+    s->heap_free -= span;
+    *out = s->tag | off;
+    rc = 0;
+    break;
+  }
+out:
+  heap_free = s->heap_free;
+  pthread_rwlock_unlock(&s->heap_lock);
+  if (rc == 0) {
+    HBG__SIM_INC(s, mem_allocs, 1);
+    HBG__SIM_INC(s, mem_in_use, bytes);
+  } else if (rc == HBG_E_DEVMEM) {
+    hbg_device_set_native(s->dev, HBG_E_DEVMEM,
+                          "sim: no free extent of %llu bytes (%llu free)",
+                          (unsigned long long)span,
+                          (unsigned long long)heap_free);
+  }
+  return rc;
+}
+
+static void free_extent(hbg__sim *s, uint64_t off, uint64_t span) {
+  hbg__sim_rtab *t = &s->free_ext;
+  ptrdiff_t p = hbg__sim_rtab_floor(t, off);
+  int merge_prev = p >= 0 && t->v[p].start + t->v[p].len == off;
+  size_t nx = (size_t)(p + 1);
+  int merge_next = nx < t->n && off + span == t->v[nx].start;
+  if (merge_prev && merge_next) {
+    t->v[p].len += span + t->v[nx].len;
+    hbg__sim_rtab_remove_at(t, nx);
+  } else if (merge_prev) {
+    t->v[p].len += span;
+  } else if (merge_next) {
+    t->v[nx].start = off;
+    t->v[nx].len += span;
+  } else {
+    hbg__sim_rtab_insert_at(t, nx,
+                            (hbg__sim_range){.start = off, .len = span});
+  }
+  s->heap_free += span;
+}
+
+int hbg__sim_mem_free(hbg_device *dev, hbg_devptr p) {
+  hbg__sim *s = hbg_device_impl(dev);
+  if (p == 0)
+    return 0;
+  uint64_t off;
+  if (sim_off(s, p, &off) < 0)
+    return HBG_E_RANGE;
+
+  hbg__sim_range r = {0};
+  int rc = HBG_E_RANGE;
+  pthread_rwlock_wrlock(&s->heap_lock);
+  ptrdiff_t i = hbg__sim_rtab_floor(&s->live, off);
+  if (i >= 0 && s->live.v[i].start == off) {
+    r = s->live.v[i];
+    hbg__sim_rtab_remove_at(&s->live, (size_t)i);
+    rc = 0;
+  }
+  pthread_rwlock_unlock(&s->heap_lock);
+  if (rc < 0) {
+    hbg_device_set_native(s->dev, HBG_E_RANGE,
+                          "sim: mem_free of 0x%llx: not a live allocation",
+                          (unsigned long long)p);
+    return rc;
+  }
+
+  /* The range is unreachable now but not reusable yet: drop cached
+   * verdicts before another allocation can land on it. */
+  if (s->exec)
+    hbg__exec_invalidate(s->exec, p, r.len);
+
+  pthread_rwlock_wrlock(&s->heap_lock);
+  free_extent(s, r.start, r.aux);
+  pthread_rwlock_unlock(&s->heap_lock);
+  HBG__SIM_INC(s, mem_frees, 1);
+  HBG__SIM_DEC(s, mem_in_use, r.len);
+  return 0;
+}

@@ -1,0 +1,220 @@
+/* Private state of the sim device, shared by the files of src/device/sim. */
+#ifndef HBG_DEVICE_SIM_SIM_INTERNAL_H
+#define HBG_DEVICE_SIM_SIM_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/device_internal.h"
+#include "device/sim/sim.h"
+#include "exec/exec.h"
+
+#define HBG__SIM_DEV_ALIGN 256u
+#define HBG__SIM_OFF_BITS 48
+#define HBG__SIM_OFF_MASK ((UINT64_C(1) << HBG__SIM_OFF_BITS) - 1)
+#define HBG__SIM_TAG_BASE (UINT64_C(0xD5) << 56)
+#define HBG__SIM_MEM_MIN (UINT64_C(64) << 10)
+#define HBG__SIM_MEM_MAX (UINT64_C(1) << 40)
+#define HBG__SIM_CHUNK_MIN UINT64_C(256)
+#define HBG__SIM_CHUNK_MAX (UINT64_C(256) << 20)
+
+/* A sorted table of [start, start+len) ranges, searched by binary search. */
+typedef struct hbg__sim_range {
+  uint64_t start;
+  uint64_t len;
+  uint64_t aux;   /* heap: reserved span; registry: mapped length */
+  uint32_t flags; /* registry: HBG__SIM_REG_* */
+  uint32_t reserved;
+} hbg__sim_range;
+
+typedef struct hbg__sim_rtab {
+  hbg__sim_range *v;
+  size_t n, cap;
+} hbg__sim_rtab;
+
+enum { HBG__SIM_REG_OWNED = 1u << 0, HBG__SIM_REG_LOCKED = 1u << 1 };
+
+/* @return the index of the last range with start <= key, or -1. */
+static inline ptrdiff_t hbg__sim_rtab_floor(const hbg__sim_rtab *t,
+                                            uint64_t key) {
+  size_t lo = 0, hi = t->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (t->v[mid].start <= key)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return (ptrdiff_t)lo - 1;
+}
+
+static inline int hbg__sim_rtab_reserve(hbg__sim_rtab *t, size_t n) {
+  if (n <= t->cap)
+    return 0;
+  size_t cap = t->cap ? t->cap : 16;
+  while (cap < n)
+    cap *= 2;
+  hbg__sim_range *v = realloc(t->v, cap * sizeof *v);
+  if (!v)
+    return HBG_E_NOMEM;
+  t->v = v;
+  t->cap = cap;
+  return 0;
+}
+
+/* Capacity must have been reserved. */
+static inline void hbg__sim_rtab_insert_at(hbg__sim_rtab *t, size_t i,
+                                           hbg__sim_range r) {
+  memmove(t->v + i + 1, t->v + i, (t->n - i) * sizeof *t->v);
+  t->v[i] = r;
+  t->n++;
+}
+
+static inline void hbg__sim_rtab_remove_at(hbg__sim_rtab *t, size_t i) {
+  memmove(t->v + i, t->v + i + 1, (t->n - i - 1) * sizeof *t->v);
+  t->n--;
+}
+
+enum { HBG__SIM_CMD_COPY, HBG__SIM_CMD_LAUNCH, HBG__SIM_CMD_EVENT };
+
+typedef struct hbg__sim_queue hbg__sim_queue;
+typedef struct hbg__sim_event hbg__sim_event;
+
+/* One unit of work for the copy engine or the scheduler. A command with
+ * q == NULL lives on the submitting thread's stack and is completed by
+ * setting done; a queued command is owned by its queue. */
+typedef struct hbg__sim_cmd {
+  struct hbg__sim_cmd *next;     /* queue FIFO */
+  struct hbg__sim_cmd *run_next; /* engine or scheduler run list */
+  int kind;
+  int done;
+  int err;
+  int to_device;
+  const char *name;
+  uint8_t *dst;
+  const uint8_t *src;
+  size_t bytes;
+  hbg_devptr dev_addr;
+  hbg__sim_queue *q;
+  hbg__sim_event *ev;
+  uint64_t ev_seq;
+  hbg_dev_launch_desc desc;
+} hbg__sim_cmd;
+
+struct hbg__sim_queue {
+  hbg__sim *s;
+  hbg__sim_cmd *head, *tail; /* pending; head may be running */
+  int busy;                  /* head handed to the engine or scheduler */
+  int err;                   /* first asynchronous error, until queue_sync */
+  hbg__sim_queue *prev, *next;
+};
+
+struct hbg__sim_event {
+  hbg__sim *s;
+  uint64_t rec;  /* sequence of the latest record */
+  uint64_t done; /* highest completed record sequence */
+  int refs;      /* the handle plus pending records */
+  hbg__sim_event *prev, *next;
+};
+
+typedef struct hbg__sim_counters {
+  _Atomic uint64_t h2d_copies, h2d_bytes;
+  _Atomic uint64_t d2h_copies, d2h_bytes;
+  _Atomic uint64_t async_copies, async_degraded;
+  _Atomic uint64_t pinned_direct, bounce_chunks, handshakes;
+  _Atomic uint64_t mem_allocs, mem_frees, mem_in_use;
+  _Atomic uint64_t host_allocs, host_frees, host_in_use;
+  _Atomic uint64_t launches;
+  _Atomic uint64_t mlock_failed;
+} hbg__sim_counters;
+
+struct hbg__sim {
+  hbg_device *dev;
+  uint64_t tag;
+  uint64_t chunk;
+  uint32_t workers;
+
+  /* device heap */
+  uint8_t *heap;
+  uint64_t heap_bytes;
+  pthread_rwlock_t heap_lock;
+  hbg__sim_rtab live;     /* start = offset, len = requested, aux = span */
+  hbg__sim_rtab free_ext; /* start = offset, len = bytes; coalesced */
+  uint64_t heap_free;
+
+  /* registered (pinned) host memory */
+  pthread_mutex_t reg_mu;
+  hbg__sim_rtab reg; /* start = address, len = bytes, aux = mapped length */
+
+  /* engine, scheduler, queues and events: all under mu */
+  pthread_mutex_t mu;
+  pthread_cond_t eng_cv, sched_cv, done_cv;
+  hbg__sim_cmd *eng_head, *eng_tail;
+  hbg__sim_cmd *sched_head, *sched_tail;
+  hbg__sim_queue *queues;
+  hbg__sim_event *events;
+  int stop;
+  pthread_t eng_thread, sched_thread;
+
+  pthread_mutex_t bounce_mu; /* one staged copy at a time */
+  uint8_t *bounce[2];
+  size_t bounce_map;
+  int bounce_locked;
+
+  hbg__exec *exec;
+  hbg__sim_counters st;
+};
+
+#define HBG__SIM_INC(s, f, v)                                                  \
+  atomic_fetch_add_explicit(&(s)->st.f, (uint64_t)(v), memory_order_relaxed)
+#define HBG__SIM_DEC(s, f, v)                                                  \
+  atomic_fetch_sub_explicit(&(s)->st.f, (uint64_t)(v), memory_order_relaxed)
+#define HBG__SIM_GET(s, f)                                                     \
+  atomic_load_explicit(&(s)->st.f, memory_order_relaxed)
+
+/* sim_heap.c */
+int hbg__sim_heap_init(hbg__sim *s, uint64_t bytes);
+void hbg__sim_heap_fini(hbg__sim *s);
+int hbg__sim_mem_alloc(hbg_device *dev, size_t bytes, hbg_devptr *out);
+int hbg__sim_mem_free(hbg_device *dev, hbg_devptr p);
+
+/* sim_host.c */
+int hbg__sim_host_init(hbg__sim *s);
+void hbg__sim_host_fini(hbg__sim *s);
+int hbg__sim_host_alloc(hbg_device *dev, size_t bytes, void **out);
+int hbg__sim_host_free(hbg_device *dev, void *p);
+int hbg__sim_host_register(hbg_device *dev, void *p, size_t bytes);
+int hbg__sim_host_unregister(hbg_device *dev, void *p);
+/* @return non-zero when [p, p+bytes) lies inside one registered range. */
+int hbg__sim_is_pinned(hbg__sim *s, const void *p, size_t bytes);
+/* mlock, counting a failure (the range stays registered either way).
+ * @return 1 locked, 0 not. */
+int hbg__sim_try_lock(hbg__sim *s, void *p, size_t bytes);
+
+/* sim_engine.c */
+int hbg__sim_engine_start(hbg__sim *s);
+/* Drain every queue, stop and join the threads, free queues and events. */
+void hbg__sim_engine_stop(hbg__sim *s);
+int hbg__sim_copy_h2d(hbg_device *dev, hbg_devptr dst, const void *src,
+                      size_t bytes);
+int hbg__sim_copy_d2h(hbg_device *dev, void *dst, hbg_devptr src,
+                      size_t bytes);
+int hbg__sim_queue_create(hbg_device *dev, hbg_dev_queue **out);
+int hbg__sim_queue_destroy(hbg_device *dev, hbg_dev_queue *q);
+int hbg__sim_copy_h2d_async(hbg_device *dev, hbg_dev_queue *q, hbg_devptr dst,
+                            const void *src, size_t bytes);
+int hbg__sim_queue_sync(hbg_device *dev, hbg_dev_queue *q);
+int hbg__sim_event_create(hbg_device *dev, hbg_dev_event **out);
+int hbg__sim_event_destroy(hbg_device *dev, hbg_dev_event *ev);
+int hbg__sim_event_record(hbg_device *dev, hbg_dev_event *ev,
+                          hbg_dev_queue *q);
+int hbg__sim_event_query(hbg_device *dev, hbg_dev_event *ev);
+int hbg__sim_event_wait(hbg_device *dev, hbg_dev_event *ev);
+int hbg__sim_launch(hbg_device *dev, hbg_dev_queue *q,
+                    const hbg_dev_launch_desc *l);
+
+#endif
