@@ -50,9 +50,9 @@ int hbg_cmd_devices(int argc, char **argv) {
     const hbg_dev_ops *o = hbg_device_backend(i);
     char why[256] = "";
     int rc = o->probe ? o->probe(why, sizeof why) : 0;
-    const char *avail = "available";
-    if (rc < 0)
-      avail = why[0] ? why : hbg_strerror(rc);
+    const char *avail = why[0] ? why : "available";
+    if (rc < 0 && !why[0])
+      avail = hbg_strerror(rc);
     if (json) {
       printf("%s\n  {\"name\": ", i ? "," : "");
       json_str(o->name);
@@ -62,10 +62,10 @@ int hbg_cmd_devices(int argc, char **argv) {
       json_str(o->summary ? o->summary : "");
       printf("}");
     } else {
-      printf("%-8s %-14s %s\n", o->name, rc < 0 ? "unavailable" : avail,
+      printf("%-8s %-14s %s\n", o->name, rc < 0 ? "unavailable" : "available",
              o->summary ? o->summary : "");
-      if (rc < 0)
-        printf("%-8s   reason: %s\n", "", avail);
+      if (why[0] && (rc < 0 || strcmp(why, "available") != 0))
+        printf("%-8s   %s: %s\n", "", rc < 0 ? "reason" : "detail", avail);
     }
   }
   if (json)

@@ -1,0 +1,94 @@
+/*
+ * cuda backend (internal): state shared by the ops (cuda.c) and the launch
+ * verifier (cuda_verify.c). Built only with HBG_HAVE_CUDA.
+ *
+ * Device addresses are CUDA device pointers cast to uint64. The backend keeps
+ * two address registries of its own: host ranges it pinned (host_alloc /
+ * host_register; a copy whose host side lies inside one is counted as
+ * pinned) and live device allocations (sizes for mem_in_use, and the bounds
+ * the verifier checks untrusted image addresses against before any DMA).
+ */
+#ifndef HBG_DEVICE_CUDA_CUDA_INTERNAL_H
+#define HBG_DEVICE_CUDA_CUDA_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#include <hbg/hbg_device.h>
+
+enum {
+  HBG__CU_HOST_ALLOC = 1,
+  HBG__CU_HOST_REGISTER = 2,
+  HBG__CU_DEV_ALLOC = 3
+};
+
+/* Sorted, non-overlapping [lo, lo + len) ranges. */
+typedef struct hbg__cu_range {
+  uint64_t lo, len;
+  uint32_t kind;
+  uint32_t reserved;
+} hbg__cu_range;
+
+typedef struct hbg__cu_ranges {
+  hbg__cu_range *v;
+  size_t n, cap;
+} hbg__cu_ranges;
+
+/* A pinned host buffer the backend owns (verifier readback). */
+typedef struct hbg__cu_scratch {
+  uint8_t *p;
+  size_t cap;
+} hbg__cu_scratch;
+
+struct hbg_dev_queue {
+  cudaStream_t s;
+  hbg_dev_status *status; /* pinned source of the status write, lazily */
+};
+
+struct hbg_dev_event {
+  cudaEvent_t e;
+};
+
+/* Counters readable from any thread. */
+typedef struct hbg__cu_stats {
+  _Atomic uint64_t h2d_copies, h2d_bytes, d2h_copies, d2h_bytes;
+  _Atomic uint64_t async_copies, async_degraded, pinned_direct, handshakes;
+  _Atomic uint64_t mem_allocs, mem_frees, mem_in_use;
+  _Atomic uint64_t host_allocs, host_frees, host_in_use, launches;
+} hbg__cu_stats;
+
+typedef struct hbg__cuda {
+  int ordinal;
+  cudaStream_t sync; /* internal stream for the synchronous copies */
+  uint64_t mem_bytes;
+  hbg__cu_ranges host; /* HBG__CU_HOST_ALLOC / HBG__CU_HOST_REGISTER */
+  hbg__cu_ranges dmem; /* HBG__CU_DEV_ALLOC */
+  hbg__cu_scratch win, img;
+  hbg__cu_stats st;
+} hbg__cuda;
+
+#define HBG__CU_ADD(c, field, v)                                               \
+  atomic_fetch_add_explicit(&(c)->st.field, (uint64_t)(v),                     \
+                            memory_order_relaxed)
+
+/* Record e (with the failing call's name) as the device's native error and
+ * map it: cudaErrorMemoryAllocation -> oom, no device / driver / not
+ * supported -> HBG_E_UNSUPPORTED, anything else -> HBG_E_DEVICE. */
+int hbg__cu_err(hbg_device *dev, cudaError_t e, const char *call, int oom);
+
+/* The range containing [lo, lo + len) (len 0 counts as 1), or NULL. */
+const hbg__cu_range *hbg__cu_ranges_find(const hbg__cu_ranges *t, uint64_t lo,
+                                         uint64_t len);
+
+/* Grow s to hold need bytes (pinned). @return 0, HBG_E_NOMEM, device error. */
+int hbg__cu_scratch_reserve(hbg_device *dev, hbg__cu_scratch *s, size_t need);
+void hbg__cu_scratch_free(hbg_device *dev, hbg__cu_scratch *s);
+
+/* The launch op: see cuda_verify.c. */
+int hbg__cu_launch(hbg_device *dev, hbg_dev_queue *q,
+                   const hbg_dev_launch_desc *l);
+
+#endif
