@@ -3,10 +3,17 @@
  * and their host reference, for benchmarks and end-to-end checks.
  *
  * A workload owns device buffers (weights, inputs, outputs, KV cache) on one
- * runtime. Each bind submits one decode step: a few ordinary tasks, then one
- * graph submission per layer, then a few ordinary tasks. The decode position
- * is a boundary scalar, so the Definitions never change across steps while
- * the outputs do.
+ * runtime. Each bind submits one decode step: a few ordinary tasks, then the
+ * graph submissions of each layer, then a few ordinary tasks. The decode
+ * position is a boundary scalar, so the Definitions never change across
+ * steps while the outputs do. Submitting writes no device memory.
+ *
+ *   qwen3-14b  40 layers, one submission per layer, one Definition of 277
+ *              nodes, 26 boundary tensors and 2 boundary scalars per layer.
+ *   dsv4       43 layers, three submissions per layer (attention, then a
+ *              dense FFN in two parts or a MoE router + routed experts),
+ *              7 Definitions of 32 to 50 nodes, up to 99 boundary tensors
+ *              and 30 boundary scalars per layer.
  *
  * Thread safety: as for the runtime it was created on.
  */
@@ -33,8 +40,9 @@ typedef struct hbg_workload_info {
   uint32_t layers;
   uint32_t n_defs;            /* distinct Definitions (graph keys) */
   uint32_t min_nodes, max_nodes; /* nodes per Definition */
-  uint32_t max_btensors;      /* boundary tensors per layer, max */
-  uint32_t max_bscalars;
+  uint32_t max_btensors;      /* boundary tensors per layer (all of the
+                                 layer's submissions), max */
+  uint32_t max_bscalars;      /* boundary scalars per layer, max */
   uint32_t tasks_before, tasks_after; /* ordinary tasks around the layers */
   uint64_t device_bytes;      /* tensor memory the workload allocated */
 } hbg_workload_info;
@@ -44,9 +52,11 @@ HBG_API void hbg_workload_config_init(hbg_workload_config *cfg);
 HBG_API uint32_t hbg_workload_count(void);
 HBG_API const char *hbg_workload_name(uint32_t i);
 
-/* Allocate and fill the workload's device buffers on rt.
- * @return 0, HBG_E_INVAL, HBG_E_NOTFOUND (unknown name), HBG_E_LIMIT, or a
- * device error. */
+/* Allocate and fill the workload's device buffers on rt (weights from a
+ * generator seeded by cfg->seed; layers beyond 64 (qwen3-14b) or 48 (dsv4)
+ * reuse earlier layers' weights).
+ * @return 0, HBG_E_INVAL, HBG_E_NOTFOUND (unknown name), HBG_E_LIMIT
+ * (layers > 100000), HBG_E_NOMEM, or a device error. */
 HBG_API int hbg_workload_create(hbg_runtime *rt, const hbg_workload_config *cfg,
                                 hbg_workload **out);
 /* Free device buffers. Accepts NULL. Call before hbg_runtime_destroy. */
@@ -58,10 +68,12 @@ HBG_API int hbg_workload_get_info(const hbg_workload *w,
  * @return 0 or the first submission error. */
 HBG_API int hbg_workload_submit(hbg_workload *w, hbg_bind *b, uint32_t step);
 
-/* After the bind of `step` completed: read the outputs back and compare
- * with a host reference run of the same DAG (same kernels, same order).
- * *max_abs_err (optional) receives the largest difference.
- * @return 0 (match), HBG_E_VERIFY, or a device error. */
+/* After the bind of `step` completed, and before another bind of this
+ * workload runs: read the activations and caches back and compare them,
+ * bit for bit, with a host reference run of the same DAG (same kernels,
+ * same order) from the caches as the step found them.
+ * *max_abs_err (optional) receives the largest difference (0 on a match).
+ * @return 0 (match), HBG_E_VERIFY, HBG_E_NOMEM, or a device error. */
 HBG_API int hbg_workload_verify(hbg_workload *w, uint32_t step,
                                 double *max_abs_err);
 

@@ -17,13 +17,21 @@
 
 typedef struct hbg__exec hbg__exec;
 
-/* workers == 0 picks a default. */
+/* A pool of `workers` threads (0 picks 1) runs kernels next to the thread
+ * that calls hbg__exec_run. Kernels are short, so a sleeping worker is
+ * woken only when at least 64 items are ready (env HBG_EXEC_WAKE_MIN). */
 int hbg__exec_create(hbg__sim *s, uint32_t workers, hbg__exec **out);
 void hbg__exec_destroy(hbg__exec *e); /* accepts NULL */
 
 /* Run one launch to completion on the calling thread (plus workers) and
- * fill *st. @return st->error (0 or a negative code). Never crashes or
- * hangs on bad device data. */
+ * fill *st. Everything is validated before the first kernel runs: the
+ * window (copied first), each Submission, each Definition (or its cached
+ * verdict), kernel arguments, device ranges; a launch whose kernels or
+ * status would write over one of its own images is refused (HBG_E_RANGE),
+ * and whatever its kernels write loses its cached verdict. A kernel error
+ * stops dispatching; running kernels drain.
+ * @return st->error (0 or a negative code; st->task / st->node say where).
+ * Never crashes or hangs on bad device data. */
 int hbg__exec_run(hbg__exec *e, const hbg_dev_launch_desc *l, hbg_dev_status *st);
 
 /* Device memory [addr, addr+len) was written or freed. Thread-safe. */

@@ -1,0 +1,940 @@
+#include "exec/exec.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "exec/kernels.h"
+#include "graph/graph.h"
+
+#define NONE UINT32_MAX
+#define DEFAULT_WORKERS 1u
+#define MAX_VERDICTS 8192u
+#define ARENA_BLOCK (256u << 10)
+/* Ready items worth waking a sleeping worker for: kernels here take about
+ * a microsecond, a wake-up several (env HBG_EXEC_WAKE_MIN). */
+#define WAKE_MIN 64u
+#define BATCH_MAX 32u
+
+/* A Definition found valid at a device address: pending until the check
+ * finishes, dead once the host writes or frees memory overlapping it. */
+typedef struct verdict {
+  hbg_devptr addr;
+  uint64_t size;
+  uint64_t hash;
+  uint32_t state;  /* VC_* */
+  hbg_def_hdr hdr; /* the header as validated */
+} verdict;
+
+typedef struct ablock {
+  struct ablock *next;
+  size_t used, cap;
+  _Alignas(16) unsigned char mem[];
+} ablock;
+
+typedef struct xdef {
+  hbg_devptr addr;
+  uint64_t size;
+  hbg__def_view v;
+  hbg_def_hdr hdr; /* counts used at run time, copied once */
+  uint8_t *bw;     /* per boundary tensor: some node writes it */
+} xdef;
+
+typedef struct xrange {
+  hbg_devptr lo, hi;
+  uint32_t task;
+} xrange;
+
+typedef struct xtask {
+  uint32_t kind;
+  uint32_t pending;          /* unfinished task deps */
+  uint32_t first_out, n_out; /* dependents in run->dep_out */
+  uint32_t kernel;
+  uint32_t nt, ns;
+  hbg__ktensor *t; /* ordinary: args; graph: boundary tensors */
+  uint64_t *sc;    /* ordinary: scalars; graph: boundary scalars */
+  uint64_t *bext;  /* graph: boundary extents */
+  const xdef *def;
+  uint8_t *heap;
+  uint64_t heap_size;
+  uint32_t *node_pending;
+  uint32_t nodes_left;
+} xtask;
+
+typedef struct xrun {
+  hbg__exec *e;
+  uint32_t n_tasks;
+  xtask *tasks;
+  uint32_t *dep_out;
+  xdef **defs;
+  uint32_t n_defs, cap_defs;
+  uint64_t *q;
+  uint64_t q_head, q_tail, q_cap;
+  uint32_t running;
+  uint32_t tasks_done;
+  uint64_t nodes_done;
+  uint64_t defs_verified;
+  int error;
+  uint32_t err_task, err_node;
+  int finished;
+  ablock *arena;
+  xrange *img, *wr; /* images this launch reads, ranges its kernels write */
+  uint32_t n_img, cap_img, n_wr, cap_wr;
+} xrun;
+
+struct hbg__exec {
+  hbg__sim *sim;
+  uint32_t n_threads;
+  pthread_t *threads;
+  pthread_mutex_t run_mu; /* one launch at a time */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  uint32_t idle;
+  int shutdown;
+  xrun *cur;
+  pthread_mutex_t cache_mu;
+  verdict *vc;
+  uint32_t n_vc, cap_vc, n_vc_dead;
+  uint64_t vc_max_size;
+  ablock *spare; /* arena block kept between launches (under run_mu) */
+  uint64_t wake_min;
+};
+
+/* ---- per-launch arena ---- */
+
+static void *ar_alloc(xrun *r, size_t bytes) {
+  bytes = HBG__ALIGN_UP(bytes, (size_t)16);
+  ablock *b = r->arena;
+  if (!b || b->cap - b->used < bytes) {
+    size_t cap = HBG__MAX((size_t)ARENA_BLOCK, bytes);
+    b = malloc(sizeof *b + cap);
+    if (!b)
+      return NULL;
+    b->next = r->arena;
+    b->used = 0;
+    b->cap = cap;
+    r->arena = b;
+  }
+  void *p = b->mem + b->used;
+  b->used += bytes;
+  memset(p, 0, bytes);
+  return p;
+}
+
+/* Keep the largest block for the next launch (fresh pages cost faults). */
+static void ar_free(xrun *r, ablock **spare) {
+  ablock *keep = *spare;
+  while (r->arena) {
+    ablock *n = r->arena->next;
+    if (!keep || r->arena->cap > keep->cap) {
+      free(keep);
+      keep = r->arena;
+    } else {
+      free(r->arena);
+    }
+    r->arena = n;
+  }
+  if (keep) {
+    keep->next = NULL;
+    keep->used = 0;
+  }
+  *spare = keep;
+}
+
+/* ---- verdict cache ----
+ * Sorted by address. Dropped entries are only marked dead and swept when
+ * they are half the table, so freeing many buffers costs O(1) each. */
+
+enum { VC_PENDING = 1, VC_VALID = 2, VC_DEAD = 3 };
+
+static uint32_t vc_lower(const hbg__exec *e, hbg_devptr a) {
+  uint32_t lo = 0, hi = e->n_vc;
+  while (lo < hi) {
+    uint32_t m = lo + (hi - lo) / 2;
+    if (e->vc[m].addr < a)
+      lo = m + 1;
+    else
+      hi = m;
+  }
+  return lo;
+}
+
+static void vc_kill(hbg__exec *e, verdict *v) {
+  if (v->state != VC_DEAD) {
+    v->state = VC_DEAD;
+    e->n_vc_dead++;
+  }
+}
+
+static void vc_sweep(hbg__exec *e) {
+  uint32_t w = 0;
+  e->vc_max_size = 0;
+  for (uint32_t i = 0; i < e->n_vc; i++) {
+    if (e->vc[i].state == VC_DEAD)
+      continue;
+    e->vc[w++] = e->vc[i];
+    e->vc_max_size = HBG__MAX(e->vc_max_size, e->vc[i].size);
+  }
+  e->n_vc = w;
+  e->n_vc_dead = 0;
+}
+
+/* @return 1 when a valid verdict matches (and *hdr then holds the validated
+ * header), 0 when the caller must check (a pending entry now waits). */
+static int vc_begin(hbg__exec *e, hbg_devptr a, uint64_t size,
+                    const hbg_def_hdr *cur, hbg_def_hdr *hdr) {
+  int hit = 0;
+  pthread_mutex_lock(&e->cache_mu);
+  if (e->n_vc_dead > 32 && e->n_vc_dead * 2 > e->n_vc)
+    vc_sweep(e);
+  uint32_t i = vc_lower(e, a);
+  for (uint32_t j = i; j < e->n_vc && e->vc[j].addr == a; j++) {
+    verdict *v = &e->vc[j];
+    if (v->state == VC_VALID && v->size == size && v->hash == cur->hash &&
+        memcmp(&v->hdr, cur, sizeof *cur) == 0) {
+      *hdr = v->hdr;
+      hit = 1;
+    } else {
+      vc_kill(e, v);
+    }
+  }
+  if (!hit) {
+    if (e->n_vc == MAX_VERDICTS) {
+      e->n_vc = 0;
+      e->n_vc_dead = 0;
+      e->vc_max_size = 0;
+      i = 0;
+    }
+    if (e->n_vc == e->cap_vc) {
+      uint32_t cap = e->cap_vc ? e->cap_vc * 2 : 16;
+      verdict *nv = realloc(e->vc, (size_t)cap * sizeof *nv);
+      if (!nv)
+        goto out;
+      e->vc = nv;
+      e->cap_vc = cap;
+    }
+    memmove(&e->vc[i + 1], &e->vc[i], (size_t)(e->n_vc - i) * sizeof *e->vc);
+    e->n_vc++;
+    verdict *v = &e->vc[i];
+    memset(v, 0, sizeof *v);
+    v->addr = a;
+    v->size = size;
+    v->hash = cur->hash;
+    v->state = VC_PENDING;
+    v->hdr = *cur;
+    e->vc_max_size = HBG__MAX(e->vc_max_size, size);
+  }
+out:
+  pthread_mutex_unlock(&e->cache_mu);
+  return hit;
+}
+
+static void vc_end(hbg__exec *e, hbg_devptr a, uint64_t size, uint64_t hash,
+                   int ok) {
+  pthread_mutex_lock(&e->cache_mu);
+  for (uint32_t j = vc_lower(e, a); j < e->n_vc && e->vc[j].addr == a; j++) {
+    verdict *v = &e->vc[j];
+    if (v->state == VC_PENDING && v->size == size && v->hash == hash) {
+      if (ok)
+        v->state = VC_VALID;
+      else
+        vc_kill(e, v);
+    }
+  }
+  pthread_mutex_unlock(&e->cache_mu);
+}
+
+static void vc_kill_range(hbg__exec *e, hbg_devptr lo, hbg_devptr hi) {
+  if (e->n_vc == e->n_vc_dead)
+    return;
+  hbg_devptr from = lo > e->vc_max_size ? lo - e->vc_max_size : 0;
+  for (uint32_t i = vc_lower(e, from); i < e->n_vc && e->vc[i].addr < hi; i++)
+    if (e->vc[i].addr + e->vc[i].size > lo)
+      vc_kill(e, &e->vc[i]);
+}
+
+void hbg__exec_invalidate(hbg__exec *e, hbg_devptr addr, uint64_t len) {
+  if (!e || len == 0)
+    return;
+  pthread_mutex_lock(&e->cache_mu);
+  vc_kill_range(e, addr, addr + len < addr ? UINT64_MAX : addr + len);
+  pthread_mutex_unlock(&e->cache_mu);
+}
+
+/* ---- tensor building ---- */
+
+static void kt_from_sub(hbg__ktensor *k, const hbg_sub_tensor *s) {
+  memset(k, 0, sizeof *k);
+  k->dtype = s->dtype;
+  k->ndim = s->ndim;
+  k->mode = s->mode;
+  memcpy(k->shape, s->shape, sizeof k->shape);
+  memcpy(k->strides, s->strides, sizeof k->strides);
+}
+
+static void kt_from_def(hbg__ktensor *k, const hbg_def_tensor *d) {
+  memset(k, 0, sizeof *k);
+  k->dtype = d->dtype;
+  k->ndim = d->ndim;
+  k->mode = d->mode;
+  memcpy(k->shape, d->shape, sizeof k->shape);
+  memcpy(k->strides, d->strides, sizeof k->strides);
+}
+
+static void kt_from_bsig(hbg__ktensor *k, const hbg_def_bsig *b) {
+  memset(k, 0, sizeof *k);
+  k->dtype = b->dtype;
+  k->ndim = b->ndim;
+  k->mode = b->mode;
+  memcpy(k->shape, b->shape, sizeof k->shape);
+  memcpy(k->strides, b->strides, sizeof k->strides);
+}
+
+static int resolve(hbg__exec *e, hbg_devptr a, uint64_t off, uint64_t len,
+                   void **out) {
+  HBG__RETURN_IF(a + off < a, HBG_E_RANGE);
+  return hbg__sim_resolve(e->sim, a + off, len, out);
+}
+
+/* Arguments of node j. With x == NULL (verification) only metadata is
+ * built, boundary-exact tensors from the signature. Every index is
+ * bounds-checked against the validated header, so a Definition rewritten
+ * behind the cache's back yields an error, never a wild read. */
+static int node_args(const xdef *d, const xtask *x, uint32_t j, hbg__ktensor *t,
+                     uint64_t *sc, uint32_t *nt, uint32_t *ns) {
+  const hbg_def_hdr *h = &d->hdr;
+  HBG__RETURN_IF(j >= h->n_nodes, HBG_E_IMG_REF);
+  const hbg_def_node *nd = &d->v.nodes[j];
+  HBG__RETURN_IF(nd->kernel >= HBG_KERNEL__COUNT, HBG_E_IMG_FIELD);
+  HBG__RETURN_IF(nd->n_tensors > HBG_IMG_MAX_ARGS_PER_NODE ||
+                     nd->n_scalars > HBG_IMG_MAX_SCALARS_PER_NODE,
+                 HBG_E_IMG_COUNT);
+  HBG__RETURN_IF((uint64_t)nd->first_tensor + nd->n_tensors > h->n_tensors ||
+                     (uint64_t)nd->first_scalar + nd->n_scalars > h->n_scalars,
+                 HBG_E_IMG_REF);
+  for (uint32_t i = 0; i < nd->n_tensors; i++) {
+    const hbg_def_tensor *dt = &d->v.tensors[nd->first_tensor + i];
+    hbg__ktensor *k = &t[i];
+    uint64_t ext;
+    switch (dt->src) {
+    case HBG_SRC_BOUNDARY_EXACT:
+      HBG__RETURN_IF(dt->ref >= h->n_btensors, HBG_E_IMG_REF);
+      if (x) {
+        *k = x->t[dt->ref];
+      } else {
+        kt_from_bsig(k, &d->v.bsig[dt->ref]);
+        HBG__RETURN_IF(hbg__ktensor_extent(k) == 0, HBG_E_KERNEL);
+      }
+      k->mode = dt->mode;
+      break;
+    case HBG_SRC_BOUNDARY_VIEW:
+      HBG__RETURN_IF(dt->ref >= h->n_btensors, HBG_E_IMG_REF);
+      kt_from_def(k, dt);
+      ext = hbg__ktensor_extent(k);
+      HBG__RETURN_IF(ext == 0, HBG_E_KERNEL);
+      if (x) {
+        /* validated: views lie inside their boundary tensor */
+        HBG__RETURN_IF(dt->offset > x->bext[dt->ref] ||
+                           ext > x->bext[dt->ref] - dt->offset,
+                       HBG_E_IMG_REF);
+        k->data = (uint8_t *)x->t[dt->ref].data + dt->offset;
+      }
+      break;
+    case HBG_SRC_INTERNAL:
+    case HBG_SRC_OWN_OUTPUT:
+      kt_from_def(k, dt);
+      ext = hbg__ktensor_extent(k);
+      HBG__RETURN_IF(ext == 0, HBG_E_KERNEL);
+      HBG__RETURN_IF(dt->offset > h->heap_size ||
+                         ext > h->heap_size - dt->offset,
+                     HBG_E_IMG_REF);
+      if (x)
+        k->data = x->heap + dt->offset;
+      break;
+    default:
+      return HBG_E_IMG_FIELD;
+    }
+  }
+  for (uint32_t i = 0; i < nd->n_scalars; i++) {
+    const hbg_def_scalar *ds = &d->v.scalars[nd->first_scalar + i];
+    if (ds->kind == HBG_SCALAR_STATIC) {
+      sc[i] = ds->value;
+    } else {
+      HBG__RETURN_IF(ds->kind != HBG_SCALAR_BOUNDARY ||
+                         ds->index >= h->n_bscalars,
+                     HBG_E_IMG_REF);
+      sc[i] = x ? x->sc[ds->index] : 0;
+    }
+  }
+  *nt = nd->n_tensors;
+  *ns = nd->n_scalars;
+  return 0;
+}
+
+/* Once per Definition: every node's arguments pass the kernel checks. */
+static int def_kernels_check(const xdef *d) {
+  hbg__ktensor t[HBG_IMG_MAX_ARGS_PER_NODE];
+  uint64_t sc[HBG_IMG_MAX_SCALARS_PER_NODE];
+  for (uint32_t j = 0; j < d->hdr.n_nodes; j++) {
+    uint32_t nt, ns;
+    HBG__TRY(node_args(d, NULL, j, t, sc, &nt, &ns));
+    HBG__TRY(hbg__kernel_check(d->v.nodes[j].kernel, t, nt, ns));
+  }
+  return 0;
+}
+
+static void view_from_hdr(const uint8_t *p, const hbg_def_hdr *h,
+                          hbg__def_view *v) {
+  v->base = p;
+  v->hdr = (const hbg_def_hdr *)p;
+  v->nodes = (const hbg_def_node *)(p + h->off_nodes);
+  v->fanin_ptr = (const uint32_t *)(p + h->off_fanin_ptr);
+  v->fanin = (const uint32_t *)(p + h->off_fanin);
+  v->fanout_ptr = (const uint32_t *)(p + h->off_fanout_ptr);
+  v->fanout = (const uint32_t *)(p + h->off_fanout);
+  v->roots = (const uint32_t *)(p + h->off_roots);
+  v->tensors = (const hbg_def_tensor *)(p + h->off_tensors);
+  v->scalars = (const hbg_def_scalar *)(p + h->off_scalars);
+  v->bsig = (const hbg_def_bsig *)(p + h->off_bsig);
+}
+
+static int add_range(xrange **v, uint32_t *n, uint32_t *cap, hbg_devptr a,
+                     uint64_t len, uint32_t task) {
+  if (len == 0)
+    return 0;
+  if (*n == *cap) {
+    uint32_t c = *cap ? *cap * 2 : 64;
+    xrange *nv = realloc(*v, (size_t)c * sizeof *nv);
+    HBG__RETURN_IF(!nv, HBG_E_NOMEM);
+    *v = nv;
+    *cap = c;
+  }
+  (*v)[(*n)++] = (xrange){a, a + len < a ? UINT64_MAX : a + len, task};
+  return 0;
+}
+
+static int cmp_range(const void *a, const void *b) {
+  const xrange *x = a, *y = b;
+  return (x->lo > y->lo) - (x->lo < y->lo);
+}
+
+/* No kernel of this launch may write over an image it reads; whatever it
+ * writes over loses its cached verdict, so a Definition is never trusted
+ * after a kernel wrote it. */
+static int check_writes(xrun *r, const hbg_dev_launch_desc *l) {
+  HBG__TRY(add_range(&r->wr, &r->n_wr, &r->cap_wr, l->status,
+                     sizeof(hbg_dev_status), NONE));
+  pthread_mutex_lock(&r->e->cache_mu);
+  for (uint32_t k = 0; k < r->n_wr; k++)
+    vc_kill_range(r->e, r->wr[k].lo, r->wr[k].hi);
+  pthread_mutex_unlock(&r->e->cache_mu);
+  if (r->n_img)
+    qsort(r->img, r->n_img, sizeof *r->img, cmp_range);
+  hbg_devptr span = 0;
+  for (uint32_t i = 0; i < r->n_img; i++)
+    span = HBG__MAX(span, r->img[i].hi - r->img[i].lo);
+  for (uint32_t k = 0; k < r->n_wr; k++) {
+    const xrange *w = &r->wr[k];
+    hbg_devptr from = w->lo > span ? w->lo - span : 0;
+    uint32_t lo = 0, hi = r->n_img;
+    while (lo < hi) {
+      uint32_t m = lo + (hi - lo) / 2;
+      if (r->img[m].lo < from)
+        lo = m + 1;
+      else
+        hi = m;
+    }
+    for (uint32_t i = lo; i < r->n_img && r->img[i].lo < w->hi; i++)
+      if (r->img[i].hi > w->lo) {
+        r->err_task = w->task;
+        return HBG_E_RANGE;
+      }
+  }
+  return 0;
+}
+
+static int get_def(xrun *r, hbg_devptr a, const uint8_t *p, uint64_t size,
+                   const xdef **out) {
+  for (uint32_t i = r->n_defs; i-- > 0;)
+    if (r->defs[i]->addr == a && r->defs[i]->size == size) {
+      *out = r->defs[i];
+      return 0;
+    }
+  HBG__RETURN_IF(size < sizeof(hbg_def_hdr), HBG_E_IMG_TRUNCATED);
+  if (r->n_defs == r->cap_defs) {
+    uint32_t cap = r->cap_defs ? r->cap_defs * 2 : 8;
+    xdef **nd = realloc(r->defs, (size_t)cap * sizeof *nd);
+    HBG__RETURN_IF(!nd, HBG_E_NOMEM);
+    r->defs = nd;
+    r->cap_defs = cap;
+  }
+  xdef *d = ar_alloc(r, sizeof *d);
+  HBG__RETURN_IF(!d, HBG_E_NOMEM);
+  d->addr = a;
+  d->size = size;
+  hbg_def_hdr cur;
+  memcpy(&cur, p, sizeof cur);
+  if (vc_begin(r->e, a, size, &cur, &d->hdr)) {
+    view_from_hdr(p, &d->hdr, &d->v);
+  } else {
+    int rc = hbg__def_validate(p, size, &d->v);
+    if (rc == 0) {
+      d->hdr = cur;
+      rc = def_kernels_check(d);
+    }
+    vc_end(r->e, a, size, cur.hash, rc == 0);
+    HBG__TRY(rc);
+    r->defs_verified++;
+  }
+  d->bw = ar_alloc(r, d->hdr.n_btensors ? d->hdr.n_btensors : 1);
+  HBG__RETURN_IF(!d->bw, HBG_E_NOMEM);
+  for (uint32_t i = 0; i < d->hdr.n_tensors; i++) {
+    const hbg_def_tensor *t = &d->v.tensors[i];
+    if ((t->src == HBG_SRC_BOUNDARY_EXACT || t->src == HBG_SRC_BOUNDARY_VIEW) &&
+        t->ref < d->hdr.n_btensors && (t->mode & HBG_ACCESS_OUT))
+      d->bw[t->ref] = 1;
+  }
+  r->defs[r->n_defs++] = d;
+  *out = d;
+  return 0;
+}
+
+static int prep_graph(xrun *r, const hbg_win_task *wt, xtask *x) {
+  hbg__exec *e = r->e;
+  void *p;
+  hbg__sub_view sv;
+  HBG__TRY(resolve(e, wt->sub_addr, 0, wt->sub_size, &p));
+  HBG__TRY(hbg__sub_validate(p, wt->sub_size, &sv));
+  /* Later reads of the Submission are bounded by its size, whatever the
+   * memory holds by then. */
+  hbg_sub_hdr sh;
+  memcpy(&sh, sv.hdr, sizeof sh);
+  const uint8_t *dp;
+  hbg_devptr da;
+  uint64_t dsize;
+  if (sv.inline_def) {
+    HBG__RETURN_IF((uint64_t)sh.off_def + sh.def_size > wt->sub_size,
+                   HBG_E_IMG_OFFSET);
+    dp = (const uint8_t *)p + sh.off_def;
+    da = wt->sub_addr + sh.off_def;
+    dsize = sh.def_size;
+  } else {
+    HBG__TRY(resolve(e, wt->def_addr, 0, wt->def_size, &p));
+    dp = p;
+    da = wt->def_addr;
+    dsize = wt->def_size;
+  }
+  const xdef *d;
+  HBG__TRY(get_def(r, da, dp, dsize, &d));
+  HBG__TRY(hbg__sub_check_def(&sv, &d->v));
+  x->def = d;
+  x->heap_size = d->hdr.heap_size;
+  if (x->heap_size) {
+    HBG__TRY(resolve(e, wt->heap_addr, 0, x->heap_size, &p));
+    x->heap = p;
+  }
+  HBG__TRY(add_range(&r->img, &r->n_img, &r->cap_img, wt->sub_addr,
+                     wt->sub_size, r->err_task));
+  HBG__TRY(add_range(&r->img, &r->n_img, &r->cap_img, da, dsize, r->err_task));
+  HBG__TRY(add_range(&r->wr, &r->n_wr, &r->cap_wr, wt->heap_addr, x->heap_size,
+                     r->err_task));
+  uint32_t nb = d->hdr.n_btensors, nsc = d->hdr.n_bscalars, nn = d->hdr.n_nodes;
+  uint64_t toff = (uint64_t)((const uint8_t *)sv.tensors - sv.base),
+           soff = (uint64_t)((const uint8_t *)sv.scalars - sv.base);
+  HBG__RETURN_IF(toff + (uint64_t)nb * sizeof(hbg_sub_tensor) > wt->sub_size ||
+                     soff + (uint64_t)nsc * 8 > wt->sub_size,
+                 HBG_E_IMG_OFFSET);
+  x->nt = nb;
+  x->ns = nsc;
+  x->t = ar_alloc(r, (size_t)nb * sizeof *x->t);
+  x->bext = ar_alloc(r, (size_t)nb * sizeof *x->bext);
+  x->sc = ar_alloc(r, (size_t)nsc * sizeof *x->sc);
+  x->node_pending = ar_alloc(r, (size_t)nn * sizeof *x->node_pending);
+  HBG__RETURN_IF((nb && (!x->t || !x->bext)) || (nsc && !x->sc) ||
+                     !x->node_pending,
+                 HBG_E_NOMEM);
+  for (uint32_t i = 0; i < nb; i++) {
+    const hbg_sub_tensor *st = &sv.tensors[i];
+    kt_from_sub(&x->t[i], st);
+    uint64_t ext = hbg__ktensor_extent(&x->t[i]);
+    HBG__RETURN_IF(ext == 0, HBG_E_KERNEL);
+    HBG__TRY(resolve(e, st->addr, st->offset, ext, &p));
+    x->t[i].data = p;
+    x->bext[i] = ext;
+    if (d->bw[i])
+      HBG__TRY(add_range(&r->wr, &r->n_wr, &r->cap_wr, st->addr + st->offset,
+                         ext, r->err_task));
+  }
+  if (nsc)
+    memcpy(x->sc, sv.scalars, (size_t)nsc * sizeof *x->sc);
+  for (uint32_t j = 0; j < nn; j++) {
+    uint32_t a = d->v.fanin_ptr[j], b = d->v.fanin_ptr[j + 1];
+    HBG__RETURN_IF(b < a || b > d->hdr.n_edges, HBG_E_IMG_CSR);
+    x->node_pending[j] = b - a;
+  }
+  x->nodes_left = nn;
+  return 0;
+}
+
+static int prep_task(xrun *r, const hbg_win_task *wt, xtask *x) {
+  const uint8_t *base = (const uint8_t *)wt;
+  x->kernel = wt->kernel;
+  x->nt = wt->n_tensors;
+  x->ns = wt->n_scalars;
+  x->t = ar_alloc(r, (size_t)x->nt * sizeof *x->t);
+  x->sc = ar_alloc(r, (size_t)x->ns * sizeof *x->sc);
+  HBG__RETURN_IF((x->nt && !x->t) || (x->ns && !x->sc), HBG_E_NOMEM);
+  const hbg_sub_tensor *ts = (const hbg_sub_tensor *)(base + wt->off_tensors);
+  for (uint32_t i = 0; i < x->nt; i++) {
+    kt_from_sub(&x->t[i], &ts[i]);
+    uint64_t ext = hbg__ktensor_extent(&x->t[i]);
+    HBG__RETURN_IF(ext == 0, HBG_E_KERNEL);
+  }
+  HBG__TRY(hbg__kernel_check(x->kernel, x->t, x->nt, x->ns));
+  for (uint32_t i = 0; i < x->nt; i++) {
+    void *p;
+    uint64_t ext = hbg__ktensor_extent(&x->t[i]);
+    HBG__TRY(resolve(r->e, ts[i].addr, ts[i].offset, ext, &p));
+    x->t[i].data = p;
+    if (ts[i].mode & HBG_ACCESS_OUT)
+      HBG__TRY(add_range(&r->wr, &r->n_wr, &r->cap_wr,
+                         ts[i].addr + ts[i].offset, ext, r->err_task));
+  }
+  if (x->ns)
+    memcpy(x->sc, base + wt->off_scalars, (size_t)x->ns * sizeof *x->sc);
+  return 0;
+}
+
+static int prepare(xrun *r, const hbg_dev_launch_desc *l) {
+  hbg__exec *e = r->e;
+  void *p;
+  hbg__win_view wv;
+  HBG__TRY(resolve(e, l->window, 0, l->window_bytes, &p));
+  /* A private copy: nothing the host or a kernel writes later changes what
+   * was validated. */
+  HBG__RETURN_IF(l->window_bytes > HBG_IMG_MAX_BYTES, HBG_E_IMG_SIZE);
+  void *win = ar_alloc(r, l->window_bytes);
+  HBG__RETURN_IF(!win, HBG_E_NOMEM);
+  memcpy(win, p, l->window_bytes);
+  HBG__TRY(hbg__win_validate(win, l->window_bytes, &wv));
+  uint32_t n = wv.hdr->n_tasks;
+  r->n_tasks = n;
+  r->tasks = ar_alloc(r, (size_t)n * sizeof *r->tasks);
+  HBG__RETURN_IF(n && !r->tasks, HBG_E_NOMEM);
+  uint64_t n_deps = 0, n_items = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    const hbg_win_task *wt = hbg__win_task(&wv, i);
+    xtask *x = &r->tasks[i];
+    r->err_task = i;
+    HBG__RETURN_IF(!wt, HBG_E_IMG_REF);
+    x->kind = wt->kind;
+    x->pending = wt->n_deps;
+    const uint32_t *deps =
+        (const uint32_t *)((const uint8_t *)wt + wt->off_deps);
+    for (uint32_t k = 0; k < wt->n_deps; k++) {
+      HBG__RETURN_IF(deps[k] >= i, HBG_E_IMG_CYCLE);
+      r->tasks[deps[k]].n_out++;
+    }
+    n_deps += wt->n_deps;
+    if (wt->kind == HBG_WIN_GRAPH) {
+      HBG__TRY(prep_graph(r, wt, x));
+      n_items += x->nodes_left;
+    } else {
+      HBG__RETURN_IF(wt->kind != HBG_WIN_TASK, HBG_E_IMG_FIELD);
+      HBG__TRY(prep_task(r, wt, x));
+      n_items++;
+    }
+  }
+  r->err_task = NONE;
+  r->dep_out = ar_alloc(r, (size_t)n_deps * sizeof *r->dep_out);
+  r->q = ar_alloc(r, (size_t)n_items * sizeof *r->q);
+  HBG__RETURN_IF((n_deps && !r->dep_out) || (n_items && !r->q), HBG_E_NOMEM);
+  r->q_cap = n_items;
+  uint32_t acc = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    r->tasks[i].first_out = acc;
+    acc += r->tasks[i].n_out;
+    r->tasks[i].n_out = 0;
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    const hbg_win_task *wt = hbg__win_task(&wv, i);
+    const uint32_t *deps =
+        (const uint32_t *)((const uint8_t *)wt + wt->off_deps);
+    for (uint32_t k = 0; k < wt->n_deps; k++) {
+      xtask *d = &r->tasks[deps[k]];
+      r->dep_out[d->first_out + d->n_out++] = i;
+    }
+  }
+  return check_writes(r, l);
+}
+
+/* ---- scheduling (all under e->mu) ---- */
+
+static void fail(xrun *r, int err, uint32_t task, uint32_t node) {
+  if (r->error == 0) {
+    r->error = err;
+    r->err_task = task;
+    r->err_node = node;
+  }
+}
+
+static void push(xrun *r, uint32_t task, uint32_t node) {
+  if (r->q_tail == r->q_cap) {
+    fail(r, HBG_E_IMG_CSR, task, node);
+    return;
+  }
+  r->q[r->q_tail++] = (uint64_t)task << 32 | node;
+}
+
+static void task_ready(xrun *r, uint32_t i) {
+  xtask *x = &r->tasks[i];
+  if (x->kind == HBG_WIN_TASK) {
+    push(r, i, NONE);
+    return;
+  }
+  for (uint32_t j = 0; j < x->def->hdr.n_nodes; j++)
+    if (x->node_pending[j] == 0)
+      push(r, i, j);
+}
+
+static void task_done(xrun *r, uint32_t i) {
+  xtask *x = &r->tasks[i];
+  r->tasks_done++;
+  for (uint32_t k = 0; k < x->n_out; k++) {
+    uint32_t d = r->dep_out[x->first_out + k];
+    if (--r->tasks[d].pending == 0)
+      task_ready(r, d);
+  }
+}
+
+static void node_done(xrun *r, uint32_t i, uint32_t j) {
+  xtask *x = &r->tasks[i];
+  const xdef *d = x->def;
+  uint32_t a = d->v.fanout_ptr[j], b = d->v.fanout_ptr[j + 1];
+  if (b < a || b > d->hdr.n_edges) {
+    fail(r, HBG_E_IMG_CSR, i, j);
+    return;
+  }
+  for (uint32_t k = a; k < b; k++) {
+    uint32_t c = d->v.fanout[k];
+    if (c >= d->hdr.n_nodes || x->node_pending[c] == 0) {
+      fail(r, HBG_E_IMG_CSR, i, j);
+      return;
+    }
+    if (--x->node_pending[c] == 0)
+      push(r, i, c);
+  }
+  if (--x->nodes_left == 0)
+    task_done(r, i);
+}
+
+static void check_finished(xrun *r) {
+  if (r->finished)
+    return;
+  if (r->tasks_done == r->n_tasks && r->running == 0) {
+    r->finished = 1;
+  } else if (r->running == 0 && (r->error || r->q_head == r->q_tail)) {
+    fail(r, HBG_E_IMG_CSR, NONE, NONE);
+    r->finished = 1;
+  }
+}
+
+static int run_item(xrun *r, uint64_t item) {
+  uint32_t i = (uint32_t)(item >> 32), j = (uint32_t)item;
+  const xtask *x = &r->tasks[i];
+  if (j == NONE)
+    return hbg__kernel_run(x->kernel, x->t, x->nt, x->sc, x->ns);
+  hbg__ktensor t[HBG_IMG_MAX_ARGS_PER_NODE];
+  uint64_t sc[HBG_IMG_MAX_SCALARS_PER_NODE];
+  uint32_t nt, ns;
+  HBG__TRY(node_args(x->def, x, j, t, sc, &nt, &ns));
+  return hbg__kernel_run(x->def->v.nodes[j].kernel, t, nt, sc, ns);
+}
+
+static void wake(hbg__exec *e, const xrun *r) {
+  if (e->idle && !r->error && r->q_tail - r->q_head >= e->wake_min)
+    pthread_cond_signal(&e->cv);
+}
+
+/* Pop a share of the ready items (several per lock round trip: kernels
+ * are short) and run them; caller holds mu. @return 1 if it ran any. */
+static int step_locked(hbg__exec *e, xrun *r) {
+  uint64_t avail = r->q_tail - r->q_head;
+  if (r->error || avail == 0)
+    return 0;
+  uint64_t share = (avail + e->n_threads) / (e->n_threads + 1);
+  uint64_t take = HBG__MAX(HBG__MIN(share, (uint64_t)BATCH_MAX), (uint64_t)1);
+  uint64_t first = r->q_head;
+  r->q_head += take;
+  r->running++;
+  wake(e, r);
+  pthread_mutex_unlock(&e->mu);
+  uint64_t ran = 0;
+  int rc = 0;
+  while (ran < take && (rc = run_item(r, r->q[first + ran])) == 0)
+    ran++;
+  pthread_mutex_lock(&e->mu);
+  r->running--;
+  for (uint64_t k = 0; k < ran && !r->error; k++) {
+    uint64_t item = r->q[first + k];
+    uint32_t i = (uint32_t)(item >> 32), j = (uint32_t)item;
+    r->nodes_done++;
+    if (j == NONE)
+      task_done(r, i);
+    else
+      node_done(r, i, j);
+  }
+  if (rc < 0) {
+    uint64_t item = r->q[first + ran];
+    fail(r, rc, (uint32_t)(item >> 32), (uint32_t)item);
+  }
+  wake(e, r);
+  check_finished(r);
+  if (r->finished)
+    pthread_cond_broadcast(&e->cv);
+  return 1;
+}
+
+static void *worker_main(void *arg) {
+  hbg__exec *e = arg;
+  pthread_mutex_lock(&e->mu);
+  while (!e->shutdown) {
+    if (e->cur && step_locked(e, e->cur))
+      continue;
+    e->idle++;
+    pthread_cond_wait(&e->cv, &e->mu);
+    e->idle--;
+  }
+  pthread_mutex_unlock(&e->mu);
+  return NULL;
+}
+
+int hbg__exec_run(hbg__exec *e, const hbg_dev_launch_desc *l,
+                  hbg_dev_status *st) {
+  if (!st)
+    return HBG_E_INVAL;
+  memset(st, 0, sizeof *st);
+  st->task = NONE;
+  st->node = NONE;
+  if (!e || !l || l->struct_size < sizeof *l) {
+    st->error = HBG_E_INVAL;
+    return st->error;
+  }
+  pthread_mutex_lock(&e->run_mu);
+  xrun r;
+  memset(&r, 0, sizeof r);
+  r.e = e;
+  r.arena = e->spare;
+  e->spare = NULL;
+  r.err_task = NONE;
+  r.err_node = NONE;
+  int rc = prepare(&r, l);
+  if (rc < 0) {
+    fail(&r, rc, r.err_task, NONE);
+  } else if (r.n_tasks) {
+    pthread_mutex_lock(&e->mu);
+    for (uint32_t i = 0; i < r.n_tasks; i++)
+      if (r.tasks[i].pending == 0)
+        task_ready(&r, i);
+    e->cur = &r;
+    wake(e, &r);
+    check_finished(&r);
+    while (!r.finished) {
+      if (step_locked(e, &r))
+        continue;
+      e->idle++;
+      pthread_cond_wait(&e->cv, &e->mu);
+      e->idle--;
+    }
+    e->cur = NULL;
+    pthread_mutex_unlock(&e->mu);
+  }
+  st->error = r.error;
+  st->task = r.error ? r.err_task : NONE;
+  st->node = r.error ? r.err_node : NONE;
+  st->tasks_done = r.tasks_done;
+  st->nodes_done = r.nodes_done;
+  st->defs_verified = r.defs_verified;
+  free(r.defs);
+  free(r.img);
+  free(r.wr);
+  ar_free(&r, &e->spare);
+  /* the device writes the status after this: no verdict may survive it */
+  hbg__exec_invalidate(e, l->status, sizeof *st);
+  pthread_mutex_unlock(&e->run_mu);
+  return st->error;
+}
+
+int hbg__exec_create(hbg__sim *s, uint32_t workers, hbg__exec **out) {
+  HBG__RETURN_IF(!out, HBG_E_INVAL);
+  if (workers == 0)
+    workers = DEFAULT_WORKERS;
+  hbg__exec *e = calloc(1, sizeof *e);
+  if (!e)
+    return HBG_E_NOMEM;
+  e->sim = s;
+  e->wake_min = WAKE_MIN;
+  uint64_t v;
+  if (getenv("HBG_EXEC_WAKE_MIN") &&
+      hbg__env_u64("HBG_EXEC_WAKE_MIN", &v) == 0 && v > 0)
+    e->wake_min = v;
+  int rc = HBG_E_NOMEM;
+  e->threads = calloc(workers, sizeof *e->threads);
+  if (!e->threads)
+    goto err_threads;
+  if (pthread_mutex_init(&e->run_mu, NULL))
+    goto err_run_mu;
+  if (pthread_mutex_init(&e->mu, NULL))
+    goto err_mu;
+  if (pthread_cond_init(&e->cv, NULL))
+    goto err_cv;
+  if (pthread_mutex_init(&e->cache_mu, NULL))
+    goto err_cache_mu;
+  for (; e->n_threads < workers; e->n_threads++)
+    if (pthread_create(&e->threads[e->n_threads], NULL, worker_main, e)) {
+      rc = HBG_E_DEVICE;
+      goto err_workers;
+    }
+  *out = e;
+  return 0;
+
+err_workers:
+  pthread_mutex_lock(&e->mu);
+  e->shutdown = 1;
+  pthread_cond_broadcast(&e->cv);
+  pthread_mutex_unlock(&e->mu);
+  for (uint32_t i = 0; i < e->n_threads; i++)
+    pthread_join(e->threads[i], NULL);
+  pthread_mutex_destroy(&e->cache_mu);
+err_cache_mu:
+  pthread_cond_destroy(&e->cv);
+err_cv:
+  pthread_mutex_destroy(&e->mu);
+err_mu:
+  pthread_mutex_destroy(&e->run_mu);
+err_run_mu:
+  free(e->threads);
+err_threads:
+  free(e);
+  return rc;
+}
+
+void hbg__exec_destroy(hbg__exec *e) {
+  if (!e)
+    return;
+  pthread_mutex_lock(&e->mu);
+  e->shutdown = 1;
+  pthread_cond_broadcast(&e->cv);
+  pthread_mutex_unlock(&e->mu);
+  for (uint32_t i = 0; i < e->n_threads; i++)
+    pthread_join(e->threads[i], NULL);
+  pthread_mutex_destroy(&e->cache_mu);
+  pthread_cond_destroy(&e->cv);
+  pthread_mutex_destroy(&e->mu);
+  pthread_mutex_destroy(&e->run_mu);
+  free(e->spare);
+  free(e->vc);
+  free(e->threads);
+  free(e);
+}

@@ -1,0 +1,85 @@
+/*
+ * Built-in CPU kernels (internal): the sim device's workers and the
+ * workloads' host reference call the very same functions.
+ *
+ * Every tensor is float32 (HBG_DTYPE_F32), 1..HBG_MAX_DIMS dims, no zero
+ * dim, strides in elements, at most HBG__KERNEL_MAX_NUMEL elements. Inputs
+ * may broadcast (stride 0); outputs may not. "Flat" means the tensor is read in
+ * its own row-major logical order, so two tensors only need the same element
+ * count, not the same shape. Inputs need HBG_ACCESS_IN in their mode,
+ * outputs HBG_ACCESS_OUT. Outputs must not overlap inputs, except that the
+ * element-wise kernels and ROPE may run in place (output == input, same
+ * layout). f32 scalars travel as the IEEE bits in the low 32 bits of the
+ * u64. Reductions run in a fixed order (sequential unless said otherwise),
+ * so results are bit-identical on whatever thread runs them.
+ *
+ *   NOP      any tensors (any dtype), any scalars; does nothing
+ *   COPY     in, out                    out = in              (flat)
+ *   ADD      a, b, out                  out = a + b           (flat)
+ *   MUL      a, b, out                  out = a * b           (flat)
+ *   SCALE    in, out; s0 = f32 alpha    out = in * alpha      (flat)
+ *   RMSNORM  in[rows][d], w[d], out[rows][d]; s0 = f32 eps
+ *            out = in / sqrt(mean(in^2) + eps) * w, per row (rows = the
+ *            leading dims; w flat, out the same shape as in)
+ *   GEMV     W[n][k], x[k], y[n]; optional s0 = f32 alpha
+ *            y[i] = (sum_j W[i][j] * x[j]) [* alpha]  (a dequant scale)
+ *            (x and y flat, each of one constant stride). The sum runs in
+ *            four lanes l = j % 4 over whole groups of four, the tail into
+ *            lane 0, then (l0 + l1) + (l2 + l3).
+ *   ROPE     x[rows][d], cos[P][d/2], sin[P][d/2], out[rows][d];
+ *            s0 = position p < P. Rotate-half (NeoX/Qwen) on each row:
+ *            out[i] = x[i] c[i] - x[i+d/2] s[i],
+ *            out[i+d/2] = x[i+d/2] c[i] + x[i] s[i]   (d even)
+ *   SILU_MUL a, b, out                  out = a / (1 + exp(-a)) * b  (flat)
+ *   SOFTMAX  in[rows][d], out[rows][d]  softmax over the last dim
+ *   ATTN     q[Hq][D], K[Hk][T][D], V[Hk][T][D], out[Hq][D] (ndim 1 / 2
+ *            means one head); s0 = length L (1 <= L <= T), optional s1 =
+ *            f32 scale (default 1/sqrt(D)). Single-query attention of
+ *            head h over K/V head h / (Hq / Hk), positions [0, L);
+ *            Hq * T * D at most HBG__KERNEL_MAX_WORK.
+ *   FILL     out; s0 = f32 value        out = value
+ */
+#ifndef HBG_EXEC_KERNELS_H
+#define HBG_EXEC_KERNELS_H
+
+#include <stdint.h>
+
+#include <hbg/hbg.h>
+
+#define HBG__KERNEL_MAX_NUMEL (1ull << 26) /* elements per tensor */
+#define HBG__KERNEL_MAX_WORK (1ull << 28)  /* ATTN: heads * positions * dim */
+
+/* A kernel argument: tensor metadata plus the host address of element 0. */
+typedef struct hbg__ktensor {
+  void *data;
+  uint32_t dtype, ndim, mode;
+  uint32_t shape[HBG_MAX_DIMS];
+  uint32_t strides[HBG_MAX_DIMS];
+} hbg__ktensor;
+
+/* Fill k from a tensor's metadata and element-0 pointer. */
+void hbg__ktensor_from(hbg__ktensor *k, const hbg_tensor *t, void *data);
+
+/* Bytes from element 0 to one past the last element (any dtype), with
+ * overflow checks. @return 0 when the metadata breaks the rules above. */
+uint64_t hbg__ktensor_extent(const hbg__ktensor *k);
+
+/* @return "gemv" style name, or NULL for an unknown id. */
+const char *hbg__kernel_name(uint32_t kernel);
+
+/* Check argument counts, dtypes, modes and shapes (metadata only; data may
+ * be NULL). Value checks that need the scalars happen in run.
+ * @return 0 or HBG_E_KERNEL. */
+int hbg__kernel_check(uint32_t kernel, const hbg__ktensor *t, uint32_t nt,
+                      uint32_t ns);
+
+/* Check everything (as check, plus scalar values) and run the kernel.
+ * @return 0 or HBG_E_KERNEL (nothing written then). Thread-safe. */
+int hbg__kernel_run(uint32_t kernel, const hbg__ktensor *t, uint32_t nt,
+                    const uint64_t *scalars, uint32_t ns);
+
+/* f32 <-> scalar bits. */
+uint64_t hbg__kernel_f32(float f);
+float hbg__kernel_to_f32(uint64_t v);
+
+#endif

@@ -1,0 +1,129 @@
+/*
+ * Workload internals: device buffers with host mirrors, and an emitter that
+ * runs one description of a decode step either through the public API
+ * (ordinary tasks, graph submissions with a record callback) or directly on
+ * the host mirrors with the very same kernels (the reference).
+ */
+#ifndef HBG_WORKLOAD_WL_H
+#define HBG_WORKLOAD_WL_H
+
+#include <stdint.h>
+
+#include <hbg/hbg_workload.h>
+
+enum { WL_BUF_W, WL_BUF_G, WL_BUF_KV, WL_BUF_ACT, WL_BUF__COUNT };
+
+typedef struct hbg__wl_buf {
+  uint64_t dev;    /* device address */
+  uint64_t floats; /* size */
+  float *host;     /* mirror */
+} hbg__wl_buf;
+
+typedef struct hbg__wl_model hbg__wl_model;
+
+struct hbg_workload {
+  hbg_runtime *rt;
+  const hbg__wl_model *model;
+  uint32_t layers;
+  uint64_t seed;
+  hbg__wl_buf buf[WL_BUF__COUNT];
+  hbg_workload_info info;
+  void *m; /* model state (layout), owned */
+  /* host reference scratch for graph-internal tensors */
+  float *scratch;
+  uint64_t scratch_cap;
+  /* Definitions seen by the last reference run: key, inner tasks */
+  uint64_t def_keys[16];
+  uint32_t def_nodes[16];
+  uint32_t n_def_keys;
+};
+
+/* ---- emitter ---- */
+
+enum { WL_EM_SUBMIT, WL_EM_RECORD, WL_EM_REF };
+
+typedef struct hbg__wl_em {
+  int mode;
+  hbg_workload *w;
+  hbg_bind *bind;       /* SUBMIT */
+  hbg_recorder *rec;    /* RECORD */
+  const hbg_tensor *bt; /* inside a graph: its boundary */
+  uint32_t nbt, nbs;
+  const uint64_t *bs;
+  uint64_t heap_top; /* REF: scratch floats used by this graph */
+  uint32_t next_id;  /* REF: task ids */
+  uint32_t nodes;    /* inner tasks emitted */
+  int rc;            /* first error, latched */
+} hbg__wl_em;
+
+typedef void (*hbg__wl_body_fn)(hbg__wl_em *em, const void *cfg);
+
+/* An ordinary task (top level) or an inner task (inside a body). Outputs
+ * with addr == 0 inside a body get heap space and args[i].addr is updated.
+ * @return the task id (top level), 0 inside a body, or HBG_TASK_NONE after
+ * an error (latched in em->rc). */
+hbg_task_id hbg__wl_task(hbg__wl_em *em, uint32_t kernel, hbg_tensor *args,
+                         uint32_t n, const hbg_scalar *sc, uint32_t ns,
+                         const hbg_task_id *deps, uint32_t nd);
+
+/* One graph submission: key, boundary, scalars, deps; body describes the
+ * inner tasks in terms of em->bt / em->bs only (the same for every replay).
+ * @return the task id, or HBG_TASK_NONE after an error. */
+hbg_task_id hbg__wl_graph(hbg__wl_em *em, uint64_t key, const hbg_tensor *bt,
+                          uint32_t nbt, const uint64_t *bs, uint32_t nbs,
+                          const hbg_task_id *deps, uint32_t nd,
+                          hbg__wl_body_fn body, const void *cfg);
+
+/* ---- tensor helpers ---- */
+
+/* Contiguous f32 tensor at float offset `off` of buffer b. */
+hbg_tensor hbg__wl_t(const hbg_workload *w, int b, uint64_t off, uint32_t mode,
+                     uint32_t ndim, const uint32_t *dims);
+/* A view of base: element offset `eoff` from base's element 0, own dims,
+ * strides (NULL = contiguous). */
+hbg_tensor hbg__wl_view(const hbg_tensor *base, uint64_t eoff, uint32_t mode,
+                        uint32_t ndim, const uint32_t *dims,
+                        const uint32_t *strides);
+/* A new graph-internal output (addr 0). */
+hbg_tensor hbg__wl_new(uint32_t ndim, const uint32_t *dims);
+/* t read as an input. */
+hbg_tensor hbg__wl_in(hbg_tensor t);
+
+#define WL_D(...) ((const uint32_t[]){__VA_ARGS__})
+#define WL_ND(...) (uint32_t)(sizeof((const uint32_t[]){__VA_ARGS__}) / 4)
+
+/* Convenience emitters for bodies and top-level tasks. */
+void hbg__wl_k2(hbg__wl_em *em, uint32_t kernel, hbg_tensor a, hbg_tensor out,
+                const hbg_scalar *sc, uint32_t ns, hbg_tensor *got);
+void hbg__wl_k3(hbg__wl_em *em, uint32_t kernel, hbg_tensor a, hbg_tensor b,
+                hbg_tensor out, const hbg_scalar *sc, uint32_t ns,
+                hbg_tensor *got);
+
+hbg_scalar hbg__wl_static_f32(float f);
+hbg_scalar hbg__wl_bscalar(uint32_t index);
+uint64_t hbg__wl_f32(float f);
+
+/* ---- deterministic generator ---- */
+uint64_t hbg__wl_mix(uint64_t x);
+void hbg__wl_fill(float *p, uint64_t n, uint64_t seed, float lo, float hi);
+
+/* ---- models ---- */
+
+struct hbg__wl_model {
+  const char *name;
+  uint32_t default_layers;
+  /* Size the buffers (w->buf[*].floats), fill w->info counts; allocate
+   * w->m. */
+  int (*layout)(hbg_workload *w);
+  /* Fill the host mirrors of the weight and global buffers. */
+  void (*init)(hbg_workload *w);
+  /* Emit decode step `step`. */
+  void (*step)(hbg_workload *w, hbg__wl_em *em, uint32_t step);
+  /* Free what w->m owns (not w->m itself); may be NULL. */
+  void (*free)(void *m);
+};
+
+extern const hbg__wl_model hbg__wl_qwen3;
+extern const hbg__wl_model hbg__wl_dsv4;
+
+#endif

@@ -1,0 +1,448 @@
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "exec/kernels.h"
+#include "graph/graph.h"
+#include "workload/wl.h"
+
+#define WL_MAX_LAYERS 100000u
+#define WL_DEFAULT_SEED 0x5eed2024u
+
+static const hbg__wl_model *const models[] = {&hbg__wl_qwen3, &hbg__wl_dsv4};
+
+void hbg_workload_config_init(hbg_workload_config *cfg) {
+  if (!cfg)
+    return;
+  memset(cfg, 0, sizeof *cfg);
+  cfg->struct_size = sizeof *cfg;
+  cfg->name = "qwen3-14b";
+}
+
+uint32_t hbg_workload_count(void) { return (uint32_t)HBG__ARRAY_LEN(models); }
+
+const char *hbg_workload_name(uint32_t i) {
+  return i < HBG__ARRAY_LEN(models) ? models[i]->name : NULL;
+}
+
+/* ---- generator ---- */
+
+uint64_t hbg__wl_mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+void hbg__wl_fill(float *p, uint64_t n, uint64_t seed, float lo, float hi) {
+  uint64_t s = hbg__wl_mix(seed);
+  for (uint64_t i = 0; i < n; i++) {
+    s = hbg__wl_mix(s);
+    float u = (float)(s >> 40) / (float)(1u << 24);
+    p[i] = lo + (hi - lo) * u;
+  }
+}
+
+uint64_t hbg__wl_f32(float f) { return hbg__kernel_f32(f); }
+
+hbg_scalar hbg__wl_static_f32(float f) {
+  hbg_scalar s = {.value = hbg__wl_f32(f), .kind = HBG_SCALAR_STATIC};
+  return s;
+}
+
+hbg_scalar hbg__wl_bscalar(uint32_t index) {
+  hbg_scalar s = {.kind = HBG_SCALAR_BOUNDARY, .index = index};
+  return s;
+}
+
+/* ---- tensors ---- */
+
+static hbg_tensor mk(uint64_t addr, uint64_t off, uint32_t mode, uint32_t ndim,
+                     const uint32_t *dims, const uint32_t *strides) {
+  hbg_tensor t;
+  memset(&t, 0, sizeof t);
+  t.addr = addr;
+  t.offset = off;
+  t.dtype = HBG_DTYPE_F32;
+  t.ndim = (uint8_t)ndim;
+  t.mode = (uint8_t)mode;
+  uint32_t s = 1;
+  for (uint32_t i = ndim; i-- > 0;) {
+    t.shape[i] = dims[i];
+    t.strides[i] = strides ? strides[i] : s;
+    s *= dims[i];
+  }
+  return t;
+}
+
+hbg_tensor hbg__wl_t(const hbg_workload *w, int b, uint64_t off, uint32_t mode,
+                     uint32_t ndim, const uint32_t *dims) {
+  return mk(w->buf[b].dev, off * 4, mode, ndim, dims, NULL);
+}
+
+hbg_tensor hbg__wl_view(const hbg_tensor *base, uint64_t eoff, uint32_t mode,
+                        uint32_t ndim, const uint32_t *dims,
+                        const uint32_t *strides) {
+  return mk(base->addr, base->offset + eoff * 4, mode, ndim, dims, strides);
+}
+
+hbg_tensor hbg__wl_new(uint32_t ndim, const uint32_t *dims) {
+  return mk(0, 0, HBG_ACCESS_OUT, ndim, dims, NULL);
+}
+
+hbg_tensor hbg__wl_in(hbg_tensor t) {
+  t.mode = HBG_ACCESS_IN;
+  return t;
+}
+
+/* ---- host reference ---- */
+
+static int ref_ptr(hbg_workload *w, const hbg_tensor *t, void **out) {
+  uint64_t ext = hbg_tensor_extent(t);
+  HBG__RETURN_IF(ext == 0, HBG_E_KERNEL);
+  if ((t->addr & HBG__HEAP_TAG_MASK) == HBG__HEAP_TAG) {
+    uint64_t off = (t->addr & ~HBG__HEAP_TAG_MASK) + t->offset;
+    HBG__RETURN_IF(off > w->scratch_cap * 4 || ext > w->scratch_cap * 4 - off,
+                   HBG_E_RANGE);
+    *out = (uint8_t *)w->scratch + off;
+    return 0;
+  }
+  for (int b = 0; b < WL_BUF__COUNT; b++) {
+    const hbg__wl_buf *wb = &w->buf[b];
+    if (wb->dev != t->addr || !wb->floats)
+      continue;
+    HBG__RETURN_IF(t->offset > wb->floats * 4 ||
+                       ext > wb->floats * 4 - t->offset,
+                   HBG_E_RANGE);
+    *out = (uint8_t *)wb->host + t->offset;
+    return 0;
+  }
+  return HBG_E_RANGE;
+}
+
+static int ref_run(hbg__wl_em *em, uint32_t kernel, hbg_tensor *args,
+                   uint32_t n, const hbg_scalar *sc, uint32_t ns) {
+  hbg_workload *w = em->w;
+  HBG__RETURN_IF(n > HBG_IMG_MAX_ARGS_PER_NODE ||
+                     ns > HBG_IMG_MAX_SCALARS_PER_NODE,
+                 HBG_E_LIMIT);
+  for (uint32_t i = 0; i < n; i++) {
+    if (!(args[i].mode & HBG_ACCESS_OUT) || args[i].addr != 0)
+      continue;
+    uint64_t ext = hbg_tensor_extent(&args[i]);
+    HBG__RETURN_IF(ext == 0, HBG_E_KERNEL);
+    uint64_t at = HBG__ALIGN_UP(em->heap_top, (uint64_t)16);
+    uint64_t need = at + (ext + 3) / 4;
+    if (need > w->scratch_cap) {
+      uint64_t cap = HBG__MAX(need, w->scratch_cap * 2);
+      float *p = realloc(w->scratch, cap * 4);
+      HBG__RETURN_IF(!p, HBG_E_NOMEM);
+      w->scratch = p;
+      w->scratch_cap = cap;
+    }
+    em->heap_top = need;
+    args[i].addr = HBG__HEAP_TAG | (at * 4);
+    args[i].offset = 0;
+  }
+  hbg__ktensor kt[HBG_IMG_MAX_ARGS_PER_NODE];
+  uint64_t sv[HBG_IMG_MAX_SCALARS_PER_NODE];
+  for (uint32_t i = 0; i < n; i++) {
+    void *p;
+    HBG__TRY(ref_ptr(w, &args[i], &p));
+    hbg__ktensor_from(&kt[i], &args[i], p);
+  }
+  for (uint32_t i = 0; i < ns; i++) {
+    if (sc[i].kind == HBG_SCALAR_BOUNDARY) {
+      HBG__RETURN_IF(sc[i].index >= em->nbs, HBG_E_INVAL);
+      sv[i] = em->bs[sc[i].index];
+    } else {
+      sv[i] = sc[i].value;
+    }
+  }
+  return hbg__kernel_run(kernel, kt, n, sv, ns);
+}
+
+/* ---- emitter ---- */
+
+hbg_task_id hbg__wl_task(hbg__wl_em *em, uint32_t kernel, hbg_tensor *args,
+                         uint32_t n, const hbg_scalar *sc, uint32_t ns,
+                         const hbg_task_id *deps, uint32_t nd) {
+  if (em->rc)
+    return HBG_TASK_NONE;
+  hbg_task t = {.kernel = kernel,
+                .n_args = n,
+                .args = args,
+                .n_scalars = ns,
+                .scalars = sc,
+                .n_deps = nd,
+                .deps = deps};
+  hbg_task_id id = 0;
+  int rc;
+  switch (em->mode) {
+  case WL_EM_SUBMIT:
+    rc = hbg_submit_task(em->bind, &t, &id);
+    break;
+  case WL_EM_RECORD:
+    t.n_deps = 0;
+    t.deps = NULL;
+    rc = hbg_record_task(em->rec, &t, NULL);
+    break;
+  default:
+    rc = ref_run(em, kernel, args, n, sc, ns);
+    id = em->next_id++;
+    break;
+  }
+  if (rc) {
+    em->rc = rc;
+    return HBG_TASK_NONE;
+  }
+  em->nodes++;
+  return em->mode == WL_EM_RECORD ? 0 : id;
+}
+
+typedef struct rec_ctx {
+  hbg_workload *w;
+  hbg__wl_body_fn body;
+  const void *cfg;
+} rec_ctx;
+
+static int record_cb(hbg_recorder *rec, void *user) {
+  rec_ctx *c = user;
+  hbg__wl_em em;
+  memset(&em, 0, sizeof em);
+  em.mode = WL_EM_RECORD;
+  em.w = c->w;
+  em.rec = rec;
+  em.bt = hbg_record_tensors(rec, &em.nbt);
+  em.bs = hbg_record_scalars(rec, &em.nbs);
+  c->body(&em, c->cfg);
+  return em.rc;
+}
+
+hbg_task_id hbg__wl_graph(hbg__wl_em *em, uint64_t key, const hbg_tensor *bt,
+                          uint32_t nbt, const uint64_t *bs, uint32_t nbs,
+                          const hbg_task_id *deps, uint32_t nd,
+                          hbg__wl_body_fn body, const void *cfg) {
+  if (em->rc)
+    return HBG_TASK_NONE;
+  if (em->mode == WL_EM_SUBMIT) {
+    rec_ctx c = {em->w, body, cfg};
+    hbg_graph_submit g = {.key = key,
+                          .n_tensors = nbt,
+                          .tensors = bt,
+                          .scalars = bs,
+                          .n_scalars = nbs,
+                          .n_deps = nd,
+                          .deps = deps,
+                          .record = record_cb,
+                          .user = &c};
+    hbg_task_id id;
+    int rc = hbg_submit_graph(em->bind, &g, &id);
+    if (rc) {
+      em->rc = rc;
+      return HBG_TASK_NONE;
+    }
+    return id;
+  }
+  hbg__wl_em in;
+  memset(&in, 0, sizeof in);
+  in.mode = WL_EM_REF;
+  in.w = em->w;
+  in.bt = bt;
+  in.nbt = nbt;
+  in.bs = bs;
+  in.nbs = nbs;
+  body(&in, cfg);
+  if (in.rc) {
+    em->rc = in.rc;
+    return HBG_TASK_NONE;
+  }
+  hbg_workload *w = em->w;
+  uint32_t k = 0;
+  while (k < w->n_def_keys && w->def_keys[k] != key)
+    k++;
+  if (k == w->n_def_keys && k < HBG__ARRAY_LEN(w->def_keys)) {
+    w->def_keys[k] = key;
+    w->def_nodes[k] = in.nodes;
+    w->n_def_keys++;
+  }
+  return em->next_id++;
+}
+
+void hbg__wl_k2(hbg__wl_em *em, uint32_t kernel, hbg_tensor a, hbg_tensor out,
+                const hbg_scalar *sc, uint32_t ns, hbg_tensor *got) {
+  hbg_tensor args[2] = {hbg__wl_in(a), out};
+  hbg__wl_task(em, kernel, args, 2, sc, ns, NULL, 0);
+  if (got)
+    *got = hbg__wl_in(args[1]);
+}
+
+void hbg__wl_k3(hbg__wl_em *em, uint32_t kernel, hbg_tensor a, hbg_tensor b,
+                hbg_tensor out, const hbg_scalar *sc, uint32_t ns,
+                hbg_tensor *got) {
+  hbg_tensor args[3] = {hbg__wl_in(a), hbg__wl_in(b), out};
+  hbg__wl_task(em, kernel, args, 3, sc, ns, NULL, 0);
+  if (got)
+    *got = hbg__wl_in(args[2]);
+}
+
+/* ---- public API ---- */
+
+static void free_buffers(hbg_workload *w) {
+  for (int b = WL_BUF__COUNT; b-- > 0;) {
+    if (w->buf[b].dev)
+      hbg_buffer_free(w->rt, w->buf[b].dev);
+    free(w->buf[b].host);
+    w->buf[b].dev = 0;
+    w->buf[b].host = NULL;
+  }
+}
+
+int hbg_workload_create(hbg_runtime *rt, const hbg_workload_config *cfg,
+                        hbg_workload **out) {
+  HBG__RETURN_IF(!rt || !cfg || !out || !cfg->name, HBG_E_INVAL);
+  HBG__RETURN_IF(cfg->struct_size < sizeof *cfg, HBG_E_INVAL);
+  HBG__RETURN_IF(cfg->layers > WL_MAX_LAYERS, HBG_E_LIMIT);
+  const hbg__wl_model *m = NULL;
+  for (size_t i = 0; i < HBG__ARRAY_LEN(models); i++)
+    if (strcmp(models[i]->name, cfg->name) == 0)
+      m = models[i];
+  HBG__RETURN_IF(!m, HBG_E_NOTFOUND);
+  hbg_workload *w = calloc(1, sizeof *w);
+  if (!w)
+    return HBG_E_NOMEM;
+  w->rt = rt;
+  w->model = m;
+  w->layers = cfg->layers ? cfg->layers : m->default_layers;
+  w->seed = cfg->seed ? cfg->seed : WL_DEFAULT_SEED;
+  w->info.struct_size = sizeof w->info;
+  w->info.layers = w->layers;
+  int rc = m->layout(w);
+  if (rc)
+    goto err;
+  rc = HBG_E_NOMEM;
+  for (int b = 0; b < WL_BUF__COUNT; b++) {
+    if (!w->buf[b].floats)
+      continue;
+    w->buf[b].host = calloc(w->buf[b].floats, 4);
+    if (!w->buf[b].host)
+      goto err;
+  }
+  m->init(w);
+  for (int b = 0; b < WL_BUF__COUNT; b++) {
+    hbg__wl_buf *wb = &w->buf[b];
+    if (!wb->floats)
+      continue;
+    if ((rc = hbg_buffer_alloc(rt, wb->floats * 4, &wb->dev)) ||
+        (rc = hbg_buffer_write(rt, wb->dev, wb->host, wb->floats * 4)))
+      goto err;
+    w->info.device_bytes += wb->floats * 4;
+  }
+  /* One reference run: proves the description and counts the Definitions
+   * (the mirrors are re-synchronised by every verify). */
+  hbg__wl_em em;
+  memset(&em, 0, sizeof em);
+  em.mode = WL_EM_REF;
+  em.w = w;
+  m->step(w, &em, 0);
+  if ((rc = em.rc))
+    goto err;
+  w->info.n_defs = w->n_def_keys;
+  w->info.min_nodes = UINT32_MAX;
+  for (uint32_t k = 0; k < w->n_def_keys; k++) {
+    w->info.min_nodes = HBG__MIN(w->info.min_nodes, w->def_nodes[k]);
+    w->info.max_nodes = HBG__MAX(w->info.max_nodes, w->def_nodes[k]);
+  }
+  if (!w->n_def_keys)
+    w->info.min_nodes = 0;
+  *out = w;
+  return 0;
+
+err:
+  free_buffers(w);
+  free(w->scratch);
+  if (w->m && m->free)
+    m->free(w->m);
+  free(w->m);
+  free(w);
+  return rc;
+}
+
+void hbg_workload_destroy(hbg_workload *w) {
+  if (!w)
+    return;
+  free_buffers(w);
+  free(w->scratch);
+  if (w->m && w->model->free)
+    w->model->free(w->m);
+  free(w->m);
+  free(w);
+}
+
+int hbg_workload_get_info(const hbg_workload *w, hbg_workload_info *out) {
+  HBG__RETURN_IF(!w || !out, HBG_E_INVAL);
+  *out = w->info;
+  return 0;
+}
+
+int hbg_workload_submit(hbg_workload *w, hbg_bind *b, uint32_t step) {
+  HBG__RETURN_IF(!w || !b, HBG_E_INVAL);
+  hbg__wl_em em;
+  memset(&em, 0, sizeof em);
+  em.mode = WL_EM_SUBMIT;
+  em.w = w;
+  em.bind = b;
+  w->model->step(w, &em, step);
+  return em.rc;
+}
+
+static int compare(const float *dev, const float *ref, uint64_t n,
+                   double *max_err) {
+  int bad = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    if (memcmp(&dev[i], &ref[i], 4) == 0)
+      continue;
+    bad = 1;
+    double d = fabs((double)dev[i] - (double)ref[i]);
+    if (d != d)
+      d = INFINITY;
+    if (d > *max_err)
+      *max_err = d;
+  }
+  return bad;
+}
+
+int hbg_workload_verify(hbg_workload *w, uint32_t step, double *max_abs_err) {
+  HBG__RETURN_IF(!w, HBG_E_INVAL);
+  hbg__wl_buf *kv = &w->buf[WL_BUF_KV], *act = &w->buf[WL_BUF_ACT];
+  float *dkv = malloc(kv->floats * 4), *dact = malloc(act->floats * 4);
+  int rc = HBG_E_NOMEM;
+  if (!dkv || !dact)
+    goto out;
+  if ((rc = hbg_buffer_read(w->rt, dkv, kv->dev, kv->floats * 4)) ||
+      (rc = hbg_buffer_read(w->rt, dact, act->dev, act->floats * 4)))
+    goto out;
+  /* The step rewrites every activation and, in the caches, only the rows of
+   * its position (before reading them): start from the device's caches and
+   * from poisoned activations. */
+  memcpy(kv->host, dkv, kv->floats * 4);
+  memset(act->host, 0xff, act->floats * 4);
+  hbg__wl_em em;
+  memset(&em, 0, sizeof em);
+  em.mode = WL_EM_REF;
+  em.w = w;
+  w->model->step(w, &em, step);
+  if ((rc = em.rc))
+    goto out;
+  double err = 0.0;
+  int bad = compare(dkv, kv->host, kv->floats, &err);
+  bad |= compare(dact, act->host, act->floats, &err);
+  if (max_abs_err)
+    *max_abs_err = err;
+  rc = bad ? HBG_E_VERIFY : 0;
+out:
+  free(dkv);
+  free(dact);
+  return rc;
+}

@@ -1,0 +1,425 @@
+/* Every built-in kernel against a scalar reference, on contiguous and
+ * strided views, and every kind of bad argument. */
+#include <math.h>
+
+#include <hbg/hbg.h>
+
+#include "common/util.h"
+#include "exec/kernels.h"
+#include "test.h"
+
+static uint32_t rng = 12345;
+static float frand(void) {
+  rng = rng * 1664525u + 1013904223u;
+  return (float)(rng >> 8) / (float)(1u << 24) * 2.0f - 1.0f;
+}
+static void fill(float *p, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    p[i] = frand();
+}
+
+static hbg__ktensor mk(void *data, uint32_t ndim, const uint32_t *shape,
+                       const uint32_t *strides, uint32_t mode) {
+  hbg__ktensor k;
+  memset(&k, 0, sizeof k);
+  k.data = data;
+  k.dtype = HBG_DTYPE_F32;
+  k.ndim = ndim;
+  k.mode = mode;
+  uint32_t s = 1;
+  for (uint32_t i = ndim; i-- > 0;) {
+    k.shape[i] = shape[i];
+    k.strides[i] = strides ? strides[i] : s;
+    s *= shape[i];
+  }
+  return k;
+}
+#define IN HBG_ACCESS_IN
+#define OUT HBG_ACCESS_OUT
+#define DIMS(...) ((const uint32_t[]){__VA_ARGS__})
+
+static void same_bits(const float *a, const float *b, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (memcmp(&a[i], &b[i], 4) != 0)
+      T_FAIL("element %zu: %.9g vs %.9g", i, (double)a[i], (double)b[i]);
+}
+
+static void t_elementwise(void) {
+  float a[24], b[24], o[24], r[24];
+  fill(a, 24);
+  fill(b, 24);
+  /* a: [4][6] transposed view as [6][4]; b contiguous [24]; out [6][4] */
+  hbg__ktensor t[3] = {mk(a, 2, DIMS(6, 4), DIMS(1, 6), IN),
+                       mk(b, 1, DIMS(24), NULL, IN),
+                       mk(o, 2, DIMS(6, 4), NULL, OUT)};
+  struct {
+    uint32_t k;
+    int op;
+  } ks[] = {{HBG_KERNEL_ADD, 0}, {HBG_KERNEL_MUL, 1}, {HBG_KERNEL_SILU_MUL, 2}};
+  for (size_t c = 0; c < HBG__ARRAY_LEN(ks); c++) {
+    ASSERT_OK(hbg__kernel_run(ks[c].k, t, 3, NULL, 0));
+    for (uint32_t i = 0; i < 6; i++)
+      for (uint32_t j = 0; j < 4; j++) {
+        float x = a[j * 6 + i], y = b[i * 4 + j];
+        r[i * 4 + j] = ks[c].op == 0   ? x + y
+                       : ks[c].op == 1 ? x * y
+                                       : x / (1.0f + expf(-x)) * y;
+      }
+    same_bits(o, r, 24);
+  }
+  /* COPY: column 2 of a [4][6] matrix into a strided [4] (stride 3) */
+  float dst[12];
+  for (int i = 0; i < 12; i++)
+    dst[i] = 99.0f;
+  hbg__ktensor c2[2] = {mk(a + 2, 1, DIMS(4), DIMS(6), IN),
+                        mk(dst, 1, DIMS(4), DIMS(3), OUT)};
+  ASSERT_OK(hbg__kernel_run(HBG_KERNEL_COPY, c2, 2, NULL, 0));
+  for (int i = 0; i < 12; i++)
+    ASSERT(dst[i] == (i % 3 ? 99.0f : a[(i / 3) * 6 + 2]));
+  /* COPY reshapes: [2][3] -> [3][2] keeps row-major order */
+  float s6[6] = {1, 2, 3, 4, 5, 6}, d6[6];
+  hbg__ktensor c3[2] = {mk(s6, 2, DIMS(2, 3), NULL, IN),
+                        mk(d6, 2, DIMS(3, 2), NULL, OUT)};
+  ASSERT_OK(hbg__kernel_run(HBG_KERNEL_COPY, c3, 2, NULL, 0));
+  same_bits(d6, s6, 6);
+  /* SCALE and FILL on a strided output */
+  uint64_t alpha = hbg__kernel_f32(-1.5f);
+  hbg__ktensor sc[2] = {mk(a, 1, DIMS(8), DIMS(3), IN),
+                        mk(o, 1, DIMS(8), DIMS(3), OUT)};
+  for (int i = 0; i < 24; i++)
+    o[i] = 7.0f;
+  ASSERT_OK(hbg__kernel_run(HBG_KERNEL_SCALE, sc, 2, &alpha, 1));
+  for (int i = 0; i < 24; i++)
+    ASSERT(o[i] == (i % 3 ? 7.0f : a[i] * -1.5f));
+  ASSERT_OK(hbg__kernel_run(HBG_KERNEL_FILL, &sc[1], 1, &alpha, 1));
+  for (int i = 0; i < 24; i++)
+    ASSERT(o[i] == (i % 3 ? 7.0f : -1.5f));
+  /* broadcast input: a[5] against every element */
+  hbg__ktensor bc[3] = {mk(b, 1, DIMS(24), NULL, IN),
+                        mk(a + 5, 1, DIMS(24), DIMS(0), IN),
+                        mk(r, 1, DIMS(24), NULL, OUT)};
+  ASSERT_OK(hbg__kernel_run(HBG_KERNEL_MUL, bc, 3, NULL, 0));
+  for (int i = 0; i < 24; i++)
+    ASSERT(r[i] == b[i] * a[5]);
+  /* in place */
+  hbg__ktensor ip[3] = {mk(o, 1, DIMS(24), NULL, IN),
+                        mk(o, 1, DIMS(24), NULL, IN),
+                        mk(o, 1, DIMS(24), NULL, OUT)};
+  ASSERT_OK(hbg__kernel_run(HBG_KERNEL_ADD, ip, 3, NULL, 0));
+  for (int i = 0; i < 24; i++)
+    ASSERT(o[i] == (i % 3 ? 14.0f : -3.0f));
+  ASSERT_OK(hbg__kernel_run(HBG_KERNEL_NOP, NULL, 0, NULL, 0));
+}
+
+static void t_rows(void) {
+  /* 3 rows of d = 8 inside rows of 10 floats; out contiguous */
+  float in[30], w[16], o[24], r[24];
+  fill(in, 30);
+  fill(w, 16);
+  uint64_t eps = hbg__kernel_f32(1e-5f);
+  hbg__ktensor t[3] = {mk(in, 2, DIMS(3, 8), DIMS(10, 1), IN),
+                       mk(w, 1, DIMS(8), DIMS(2), IN),
+                       mk(o, 2, DIMS(3, 8), NULL, OUT)};
+  ASSERT_OK(hbg__kernel_run(HBG_KERNEL_RMSNORM, t, 3, &eps, 1));
+  for (int i = 0; i < 3; i++) {
+    float ss = 0.0f;
+    for (int j = 0; j < 8; j++)
+      ss += in[i * 10 + j] * in[i * 10 + j];
+    float inv = 1.0f / sqrtf(ss / 8.0f + 1e-5f);
+    for (int j = 0; j < 8; j++)
+      r[i * 8 + j] = in[i * 10 + j] * inv * w[j * 2];
+  }
+  same_bits(o, r, 24);
+  double norm = 0;
+  for (int j = 0; j < 8; j++)
+    norm += (double)(o[j] / w[j * 2]) * (o[j] / w[j * 2]);
+  ASSERT(fabs(norm / 8 - 1.0) < 1e-3);
+
+  hbg__ktensor s[2] = {mk(in, 2, DIMS(3, 8), DIMS(10, 1), IN),
+                       mk(o, 2, DIMS(3, 8), NULL, OUT)};
+  ASSERT_OK(hbg__kernel_run(HBG_KERNEL_SOFTMAX, s, 2, NULL, 0));
+  for (int i = 0; i < 3; i++) {
+    float mx = in[i * 10], sum = 0.0f;
+    for (int j = 1; j < 8; j++)
+      mx = in[i * 10 + j] > mx ? in[i * 10 + j] : mx;
+    for (int j = 0; j < 8; j++)
+      sum += (r[i * 8 + j] = expf(in[i * 10 + j] - mx));
+    double tot = 0;
+    for (int j = 0; j < 8; j++) {
+      r[i * 8 + j] *= 1.0f / sum;
+      tot += o[i * 8 + j];
+    }
+    ASSERT(fabs(tot - 1.0) < 1e-5);
+  }
+  same_bits(o, r, 24);
+}
+
+static float dot_lanes(const float *w, uint32_t sw, const float *x, uint32_t sx,
+                       uint32_t k) {
+  float l[4] = {0, 0, 0, 0};
+  uint32_t j = 0;
+  for (; j + 4 <= k; j += 4)
+    for (int q = 0; q < 4; q++)
+      l[q] += w[(j + q) * sw] * x[(j + q) * sx];
+  for (; j < k; j++)
+    l[0] += w[j * sw] * x[j * sx];
+  return (l[0] + l[1]) + (l[2] + l[3]);
+}
+
+static void t_gemv(void) {
+  enum { N = 5, K = 7 };
+  float wt[K * N], x[K * 2], y[N * 3], r[N];
+  fill(wt, K * N);
+  fill(x, K * 2);
+  for (int i = 0; i < N * 3; i++)
+    y[i] = 42.0f;
+  /* W[n][k] stored transposed (column-major), x stride 2, y stride 3 */
+  hbg__ktensor t[3] = {mk(wt, 2, DIMS(N, K), DIMS(1, N), IN),
+                       mk(x, 1, DIMS(K), DIMS(2), IN),
+                       mk(y, 1, DIMS(N), DIMS(3), OUT)};
+  ASSERT_OK(hbg__kernel_run(HBG_KERNEL_GEMV, t, 3, NULL, 0));
+  for (int i = 0; i < N; i++)
+    r[i] = dot_lanes(&wt[i], N, x, 2, K);
+  for (int i = 0; i < N; i++) {
+    same_bits(&y[i * 3], &r[i], 1);
+    ASSERT(y[i * 3 + 1] == 42.0f && y[i * 3 + 2] == 42.0f);
+  }
+  /* contiguous, and y given as [1][N] */
+  float w2[N * K], y2[N];
+  for (int i = 0; i < N; i++)
+    for (int j = 0; j < K; j++)
+      w2[i * K + j] = wt[j * N + i];
+  float xc[K];
+  for (int j = 0; j < K; j++)
+    xc[j] = x[j * 2];
+  hbg__ktensor c[3] = {mk(w2, 2, DIMS(N, K), NULL, IN),
+                       mk(xc, 1, DIMS(K), NULL, IN),
+                       mk(y2, 2, DIMS(1, N), NULL, OUT)};
+  ASSERT_OK(hbg__kernel_run(HBG_KERNEL_GEMV, c, 3, NULL, 0));
+  same_bits(y2, r, N);
+  /* alpha */
+  uint64_t alpha = hbg__kernel_f32(0.375f);
+  ASSERT_OK(hbg__kernel_run(HBG_KERNEL_GEMV, c, 3, &alpha, 1));
+  for (int i = 0; i < N; i++)
+    r[i] *= 0.375f;
+  same_bits(y2, r, N);
+  uint64_t two[2] = {alpha, alpha};
+  ASSERT_ERR(hbg__kernel_run(HBG_KERNEL_GEMV, c, 3, two, 2), HBG_E_KERNEL);
+}
+
+static void t_rope(void) {
+  enum { R = 3, D = 8, P = 5 };
+  float x[R * D], cs[P * D / 2], sn[P * D / 2], o[R * D], r[R * D];
+  fill(x, R * D);
+  for (int p = 0; p < P; p++)
+    for (int i = 0; i < D / 2; i++) {
+      cs[p * D / 2 + i] = cosf((float)p * (float)(i + 1) * 0.3f);
+      sn[p * D / 2 + i] = sinf((float)p * (float)(i + 1) * 0.3f);
+    }
+  hbg__ktensor t[4] = {
+      mk(x, 2, DIMS(R, D), NULL, IN), mk(cs, 2, DIMS(P, D / 2), NULL, IN),
+      mk(sn, 2, DIMS(P, D / 2), NULL, IN), mk(o, 2, DIMS(R, D), NULL, OUT)};
+  uint64_t pos = 3;
+  ASSERT_OK(hbg__kernel_run(HBG_KERNEL_ROPE, t, 4, &pos, 1));
+  for (int row = 0; row < R; row++)
+    for (int i = 0; i < D / 2; i++) {
+      float x0 = x[row * D + i], x1 = x[row * D + i + D / 2];
+      float c = cs[3 * D / 2 + i], s = sn[3 * D / 2 + i];
+      r[row * D + i] = x0 * c - x1 * s;
+      r[row * D + i + D / 2] = x1 * c + x0 * s;
+    }
+  same_bits(o, r, R * D);
+  /* in place */
+  hbg__ktensor ip[4] = {t[0], t[1], t[2], mk(x, 2, DIMS(R, D), NULL, OUT)};
+  ASSERT_OK(hbg__kernel_run(HBG_KERNEL_ROPE, ip, 4, &pos, 1));
+  same_bits(x, r, R * D);
+  pos = P;
+  memcpy(o, r, sizeof o);
+  ASSERT_ERR(hbg__kernel_run(HBG_KERNEL_ROPE, t, 4, &pos, 1), HBG_E_KERNEL);
+  same_bits(o, r, R * D);
+  hbg__ktensor odd[4] = {mk(x, 2, DIMS(3, 7), NULL, IN), t[1], t[2],
+                         mk(o, 2, DIMS(3, 7), NULL, OUT)};
+  pos = 0;
+  ASSERT_ERR(hbg__kernel_run(HBG_KERNEL_ROPE, odd, 4, &pos, 1), HBG_E_KERNEL);
+}
+
+static void t_attn(void) {
+  enum { HQ = 4, HK = 2, T = 6, D = 8 };
+  float q[HQ * D], kv[2][T * HK * D], o[HQ * D], r[HQ * D];
+  fill(q, HQ * D);
+  fill(kv[0], T * HK * D);
+  fill(kv[1], T * HK * D);
+  /* caches stored [T][HK][D], viewed as [HK][T][D] */
+  hbg__ktensor t[4] = {mk(q, 2, DIMS(HQ, D), NULL, IN),
+                       mk(kv[0], 3, DIMS(HK, T, D), DIMS(D, HK * D, 1), IN),
+                       mk(kv[1], 3, DIMS(HK, T, D), DIMS(D, HK * D, 1), IN),
+                       mk(o, 2, DIMS(HQ, D), NULL, OUT)};
+  for (uint32_t L = 1; L <= T; L++) {
+    uint64_t sc[2] = {L, hbg__kernel_f32(0.25f)};
+    for (uint32_t ns = 1; ns <= 2; ns++) {
+      float scale = ns == 2 ? 0.25f : 1.0f / sqrtf((float)D);
+      ASSERT_OK(hbg__kernel_run(HBG_KERNEL_ATTN, t, 4, sc, ns));
+      for (int h = 0; h < HQ; h++) {
+        int g = h / (HQ / HK);
+        double s[T], mx = -1e30, sum = 0, acc[D] = {0};
+        for (uint32_t p = 0; p < L; p++) {
+          s[p] = 0;
+          for (int j = 0; j < D; j++)
+            s[p] += (double)q[h * D + j] * kv[0][(p * HK + g) * D + j];
+          s[p] *= scale;
+          mx = s[p] > mx ? s[p] : mx;
+        }
+        for (uint32_t p = 0; p < L; p++) {
+          double e = exp(s[p] - mx);
+          sum += e;
+          for (int j = 0; j < D; j++)
+            acc[j] += e * kv[1][(p * HK + g) * D + j];
+        }
+        for (int j = 0; j < D; j++) {
+          r[h * D + j] = (float)(acc[j] / sum);
+          if (fabs(r[h * D + j] - o[h * D + j]) > 1e-5)
+            T_FAIL("attn L=%u h=%d j=%d: %g vs %g", L, h, j,
+                   (double)o[h * D + j], (double)r[h * D + j]);
+        }
+      }
+    }
+  }
+  uint64_t bad[2] = {0, T + 1};
+  ASSERT_ERR(hbg__kernel_run(HBG_KERNEL_ATTN, t, 4, &bad[0], 1), HBG_E_KERNEL);
+  ASSERT_ERR(hbg__kernel_run(HBG_KERNEL_ATTN, t, 4, &bad[1], 1), HBG_E_KERNEL);
+  /* one head, ndim 1 / 2 */
+  hbg__ktensor one[4] = {
+      mk(q, 1, DIMS(D), NULL, IN), mk(kv[0], 2, DIMS(T, D), NULL, IN),
+      mk(kv[1], 2, DIMS(T, D), NULL, IN), mk(o, 1, DIMS(D), NULL, OUT)};
+  uint64_t L = 3;
+  ASSERT_OK(hbg__kernel_run(HBG_KERNEL_ATTN, one, 4, &L, 1));
+  /* Hq not a multiple of Hk */
+  hbg__ktensor gq[4] = {mk(q, 2, DIMS(3, D), NULL, IN), t[1], t[2],
+                        mk(o, 2, DIMS(3, D), NULL, OUT)};
+  ASSERT_ERR(hbg__kernel_run(HBG_KERNEL_ATTN, gq, 4, &L, 1), HBG_E_KERNEL);
+  /* broadcast views cannot make the work unbounded */
+  float *bq = calloc(1u << 16, 4), *bo = calloc(1u << 16, 4);
+  ASSERT(bq && bo);
+  hbg__ktensor big[4] = {
+      mk(bq, 2, DIMS(256, 256), NULL, IN),
+      mk(kv[0], 3, DIMS(1, 1u << 14, 256), DIMS(0, 0, 0), IN),
+      mk(kv[1], 3, DIMS(1, 1u << 14, 256), DIMS(0, 0, 0), IN),
+      mk(bo, 2, DIMS(256, 256), NULL, OUT)};
+  ASSERT_ERR(hbg__kernel_run(HBG_KERNEL_ATTN, big, 4, &L, 1), HBG_E_KERNEL);
+  big[1].shape[1] = big[2].shape[1] = 1u << 10;
+  ASSERT_OK(hbg__kernel_run(HBG_KERNEL_ATTN, big, 4, &L, 1));
+  free(bq);
+  free(bo);
+}
+
+static void t_bad_args(void) {
+  float a[16], b[16], o[16];
+  fill(a, 16);
+  fill(b, 16);
+  for (int i = 0; i < 16; i++)
+    o[i] = 5.0f;
+  hbg__ktensor ok[3] = {mk(a, 1, DIMS(16), NULL, IN),
+                        mk(b, 1, DIMS(16), NULL, IN),
+                        mk(o, 1, DIMS(16), NULL, OUT)};
+  uint64_t s = 0;
+  ASSERT_OK(hbg__kernel_check(HBG_KERNEL_ADD, ok, 3, 0));
+  ASSERT_ERR(hbg__kernel_run(HBG_KERNEL__COUNT, ok, 3, NULL, 0), HBG_E_KERNEL);
+  ASSERT_ERR(hbg__kernel_run(999, ok, 3, NULL, 0), HBG_E_KERNEL);
+  ASSERT_ERR(hbg__kernel_run(HBG_KERNEL_ADD, ok, 2, NULL, 0), HBG_E_KERNEL);
+  ASSERT_ERR(hbg__kernel_run(HBG_KERNEL_ADD, ok, 3, &s, 1), HBG_E_KERNEL);
+  ASSERT_ERR(hbg__kernel_run(HBG_KERNEL_ADD, NULL, 3, NULL, 0), HBG_E_KERNEL);
+  ASSERT_ERR(hbg__kernel_run(HBG_KERNEL_SCALE, ok, 2, NULL, 1), HBG_E_KERNEL);
+  ASSERT_ERR(hbg__kernel_run(HBG_KERNEL_SCALE, ok, 2, NULL, 0), HBG_E_KERNEL);
+  hbg__ktensor t[3];
+#define BAD(kern, field_change, ns)                                            \
+  do {                                                                         \
+    memcpy(t, ok, sizeof t);                                                   \
+    field_change;                                                              \
+    ASSERT_ERR(hbg__kernel_run(kern, t, 3, &s, ns), HBG_E_KERNEL);             \
+    ASSERT_ERR(hbg__kernel_check(kern, t, 3, ns), HBG_E_KERNEL);               \
+  } while (0)
+  BAD(HBG_KERNEL_ADD, t[0].dtype = HBG_DTYPE_I32, 0);
+  BAD(HBG_KERNEL_ADD, t[1].dtype = 77, 0);
+  BAD(HBG_KERNEL_ADD, t[2].mode = HBG_ACCESS_IN, 0);
+  BAD(HBG_KERNEL_ADD, t[0].mode = HBG_ACCESS_OUT, 0);
+  BAD(HBG_KERNEL_ADD, t[0].mode = 0, 0);
+  BAD(HBG_KERNEL_ADD, t[0].mode = 9, 0);
+  BAD(HBG_KERNEL_ADD, t[1].shape[0] = 15, 0);
+  BAD(HBG_KERNEL_ADD, t[1].shape[0] = 0, 0);
+  BAD(HBG_KERNEL_ADD, t[1].ndim = 0, 0);
+  BAD(HBG_KERNEL_ADD, t[1].ndim = 5, 0);
+  BAD(HBG_KERNEL_ADD, t[2].strides[0] = 0, 0); /* no broadcast output */
+  BAD(HBG_KERNEL_ADD,
+      (t[0].shape[0] = 0xffffffffu, t[0].strides[0] = 0xffffffffu), 0);
+  BAD(HBG_KERNEL_ADD,
+      (t[0].ndim = 4,
+       t[0].shape[0] = t[0].shape[1] = t[0].shape[2] = t[0].shape[3] = 1u << 16,
+       t[0].strides[0] = t[0].strides[1] = t[0].strides[2] = t[0].strides[3] =
+           1),
+      0);
+  BAD(HBG_KERNEL_GEMV, (void)0, 0); /* W must be 2-D */
+  BAD(HBG_KERNEL_GEMV,
+      (t[0].ndim = 2, t[0].shape[0] = 4, t[0].shape[1] = 4, t[0].strides[0] = 4,
+       t[0].strides[1] = 1),
+      0); /* x has 16 != 4 */
+  memcpy(t, ok, sizeof t);
+  t[1].shape[0] = 8;
+  ASSERT_ERR(hbg__kernel_run(HBG_KERNEL_RMSNORM, t, 3, &s, 1), HBG_E_KERNEL);
+  /* GEMV x not one stride: [2][2] with a gap */
+  hbg__ktensor g[3] = {mk(a, 2, DIMS(2, 4), NULL, IN),
+                       mk(b, 2, DIMS(2, 2), DIMS(4, 1), IN),
+                       mk(o, 1, DIMS(2), NULL, OUT)};
+  ASSERT_ERR(hbg__kernel_run(HBG_KERNEL_GEMV, g, 3, NULL, 0), HBG_E_KERNEL);
+  g[1] = mk(b, 2, DIMS(2, 2), NULL, IN);
+  ASSERT_OK(hbg__kernel_run(HBG_KERNEL_GEMV, g, 3, NULL, 0));
+  /* lanes: k = 9 covers the groups and the tail */
+  float w9[2 * 9], x9[9], y9[2];
+  fill(w9, 18);
+  fill(x9, 9);
+  hbg__ktensor g9[3] = {mk(w9, 2, DIMS(2, 9), NULL, IN),
+                        mk(x9, 1, DIMS(9), NULL, IN),
+                        mk(y9, 1, DIMS(2), NULL, OUT)};
+  ASSERT_OK(hbg__kernel_run(HBG_KERNEL_GEMV, g9, 3, NULL, 0));
+  for (int i = 0; i < 2; i++) {
+    float want = dot_lanes(&w9[i * 9], 1, x9, 1, 9);
+    same_bits(&y9[i], &want, 1);
+  }
+  /* NULL data */
+  memcpy(t, ok, sizeof t);
+  t[1].data = NULL;
+  ASSERT_ERR(hbg__kernel_run(HBG_KERNEL_ADD, t, 3, NULL, 0), HBG_E_KERNEL);
+  ASSERT_OK(hbg__kernel_check(HBG_KERNEL_ADD, t, 3, 0));
+  /* NOP takes anything well-formed, any dtype */
+  memcpy(t, ok, sizeof t);
+  t[0].dtype = HBG_DTYPE_U8;
+  ASSERT_OK(hbg__kernel_run(HBG_KERNEL_NOP, t, 3, &s, 1));
+  t[0].shape[0] = 0;
+  ASSERT_ERR(hbg__kernel_run(HBG_KERNEL_NOP, t, 3, &s, 1), HBG_E_KERNEL);
+  for (int i = 0; i < 16; i++)
+    ASSERT(o[i] == 5.0f || i < 2);
+  /* names and extents */
+  ASSERT_STREQ(hbg__kernel_name(HBG_KERNEL_GEMV), "gemv");
+  ASSERT_STREQ(hbg__kernel_name(HBG_KERNEL_FILL), "fill");
+  ASSERT(hbg__kernel_name(HBG_KERNEL__COUNT) == NULL);
+  for (uint32_t k = 0; k < HBG_KERNEL__COUNT; k++)
+    ASSERT(hbg__kernel_name(k) != NULL);
+  hbg__ktensor e = mk(a, 2, DIMS(3, 4), DIMS(10, 2), IN);
+  ASSERT_UEQ(hbg__ktensor_extent(&e), (2 * 10 + 3 * 2 + 1) * 4);
+  hbg_tensor pub;
+  ASSERT_OK(hbg_tensor_contig(&pub, 0, 0, HBG_DTYPE_F32, 2, DIMS(3, 4), IN));
+  hbg__ktensor_from(&e, &pub, a);
+  ASSERT_UEQ(hbg__ktensor_extent(&e), 48);
+  ASSERT(e.data == a && e.strides[0] == 4);
+  ASSERT(hbg__kernel_to_f32(hbg__kernel_f32(3.25f)) == 3.25f);
+}
+
+int main(void) {
+  t_elementwise();
+  t_rows();
+  t_gemv();
+  t_rope();
+  t_attn();
+  t_bad_args();
+  printf("kernels: ok\n");
+  return 0;
+}

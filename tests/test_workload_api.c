@@ -1,0 +1,154 @@
+/* Workload API: defaults, errors, and that verify catches a wrong output
+ * (in the activations and in the caches). */
+#include <stdlib.h>
+
+#include <hbg/hbg.h>
+#include <hbg/hbg_workload.h>
+
+#include "test.h"
+#include "workload/wl.h"
+
+static hbg_runtime *runtime(const char *opts) {
+  hbg_config cfg;
+  hbg_config_init(&cfg);
+  cfg.device = "sim";
+  cfg.device_options = opts;
+  hbg_runtime *rt;
+  ASSERT_OK(hbg_runtime_create(&cfg, &rt));
+  return rt;
+}
+
+static void bind_step(hbg_runtime *rt, hbg_workload *w, uint32_t step) {
+  hbg_bind *b;
+  ASSERT_OK(hbg_bind_begin(rt, &b));
+  ASSERT_OK(hbg_workload_submit(w, b, step));
+  ASSERT_OK(hbg_bind_launch(b));
+  ASSERT_OK(hbg_bind_wait(b));
+  hbg_bind_end(b);
+}
+
+static void t_errors(void) {
+  hbg_workload_config c;
+  hbg_workload_config_init(&c);
+  ASSERT_EQ(c.struct_size, sizeof c);
+  ASSERT_EQ(c.layers, 0);
+  ASSERT_STREQ(c.name, "qwen3-14b");
+  hbg_workload_config_init(NULL);
+  hbg_runtime *rt = runtime(NULL);
+  hbg_workload *w = NULL;
+  ASSERT_ERR(hbg_workload_create(NULL, &c, &w), HBG_E_INVAL);
+  ASSERT_ERR(hbg_workload_create(rt, NULL, &w), HBG_E_INVAL);
+  ASSERT_ERR(hbg_workload_create(rt, &c, NULL), HBG_E_INVAL);
+  c.name = "llama";
+  ASSERT_ERR(hbg_workload_create(rt, &c, &w), HBG_E_NOTFOUND);
+  c.name = NULL;
+  ASSERT_ERR(hbg_workload_create(rt, &c, &w), HBG_E_INVAL);
+  c.name = "dsv4";
+  c.layers = 1u << 30;
+  ASSERT_ERR(hbg_workload_create(rt, &c, &w), HBG_E_LIMIT);
+  c.layers = 0;
+  c.struct_size = 4;
+  ASSERT_ERR(hbg_workload_create(rt, &c, &w), HBG_E_INVAL);
+  ASSERT(w == NULL);
+  hbg_workload_destroy(NULL);
+  hbg_workload_info info;
+  ASSERT_ERR(hbg_workload_get_info(NULL, &info), HBG_E_INVAL);
+  ASSERT_ERR(hbg_workload_submit(NULL, NULL, 0), HBG_E_INVAL);
+  ASSERT_ERR(hbg_workload_verify(NULL, 0, NULL), HBG_E_INVAL);
+  hbg_runtime_destroy(rt);
+}
+
+/* Corrupt one float of the device's activations or caches after a bind:
+ * verify reports HBG_E_VERIFY and a non-zero error. */
+static void t_detects(const char *name) {
+  hbg_runtime *rt = runtime("workers=4");
+  hbg_workload_config c;
+  hbg_workload_config_init(&c);
+  c.name = name;
+  c.layers = 6;
+  c.seed = 99;
+  hbg_workload *w;
+  ASSERT_OK(hbg_workload_create(rt, &c, &w));
+  hbg_workload_info info;
+  ASSERT_OK(hbg_workload_get_info(w, &info));
+  ASSERT_EQ(info.struct_size, sizeof info);
+  ASSERT_EQ(info.tasks_before, 2);
+  ASSERT_EQ(info.tasks_after, 3);
+  ASSERT(info.device_bytes > 0);
+  /* nothing has run: the activations cannot match */
+  ASSERT_ERR(hbg_workload_verify(w, 3, NULL), HBG_E_VERIFY);
+  double err;
+  for (uint32_t step = 3; step < 6; step++) {
+    bind_step(rt, w, step);
+    ASSERT_OK(hbg_workload_verify(w, step, &err));
+    ASSERT(err == 0.0);
+  }
+  /* verifying another step than the one that ran fails */
+  ASSERT_ERR(hbg_workload_verify(w, 4, &err), HBG_E_VERIFY);
+  struct {
+    int buf;
+    uint64_t at;
+  } pokes[] = {
+      {WL_BUF_ACT, 0},                             /* embedding copy */
+      {WL_BUF_ACT, w->buf[WL_BUF_ACT].floats - 1}, /* last probability */
+      {WL_BUF_ACT, w->buf[WL_BUF_ACT].floats / 2},
+      {WL_BUF_KV, 5 * 16}, /* layer 0 cache row of step 5 */
+  };
+  for (size_t i = 0; i < sizeof pokes / sizeof pokes[0]; i++) {
+    bind_step(rt, w, 5);
+    ASSERT_OK(hbg_workload_verify(w, 5, &err));
+    uint64_t a = w->buf[pokes[i].buf].dev + pokes[i].at * 4;
+    float v;
+    ASSERT_OK(hbg_buffer_read(rt, &v, a, 4));
+    v += 1.0f;
+    ASSERT_OK(hbg_buffer_write(rt, a, &v, 4));
+    err = 0;
+    ASSERT_ERR(hbg_workload_verify(w, 5, &err), HBG_E_VERIFY);
+    ASSERT(err > 0.5);
+  }
+  /* the cache holds other steps' rows: a later step still verifies */
+  bind_step(rt, w, 6);
+  ASSERT_OK(hbg_workload_verify(w, 6, &err));
+  hbg_workload_destroy(w);
+  hbg_runtime_destroy(rt);
+}
+
+/* Same seed, same outputs on another runtime with other worker counts,
+ * waking workers for any ready item (so they run most kernels); another
+ * seed, other outputs. */
+static void t_seed(void) {
+  float out[3][256];
+  const char *opts[3] = {"workers=1", "workers=3", "workers=2"};
+  uint64_t seeds[3] = {7, 7, 8};
+  for (int i = 0; i < 3; i++) {
+    if (i == 1)
+      setenv("HBG_EXEC_WAKE_MIN", "1", 1);
+    else
+      unsetenv("HBG_EXEC_WAKE_MIN");
+    hbg_runtime *rt = runtime(opts[i]);
+    hbg_workload_config c;
+    hbg_workload_config_init(&c);
+    c.layers = 4;
+    c.seed = seeds[i];
+    hbg_workload *w;
+    ASSERT_OK(hbg_workload_create(rt, &c, &w));
+    bind_step(rt, w, 2);
+    ASSERT_OK(hbg_workload_verify(w, 2, NULL));
+    const hbg__wl_buf *act = &w->buf[WL_BUF_ACT];
+    ASSERT_OK(hbg_buffer_read(rt, out[i], act->dev + (act->floats - 256) * 4,
+                              sizeof out[i]));
+    hbg_workload_destroy(w);
+    hbg_runtime_destroy(rt);
+  }
+  ASSERT(memcmp(out[0], out[1], sizeof out[0]) == 0);
+  ASSERT(memcmp(out[0], out[2], sizeof out[0]) != 0);
+}
+
+int main(void) {
+  t_errors();
+  t_detects("qwen3-14b");
+  t_detects("dsv4");
+  t_seed();
+  printf("workload_api: ok\n");
+  return 0;
+}
