@@ -1,11 +1,634 @@
+#include <errno.h>
+#include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
+#include <hbg/hbg.h>
+#include <hbg/hbg_workload.h>
+
+#include "bench_out.h"
+#include "bench_stats.h"
 #include "cli.h"
 
-/* TODO(owner): placeholder until the issue that builds it lands. */
-int hbg_cmd_bench(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  fprintf(stderr, "hbg bench: not built yet\n");
+#define TRACE_BINDS 3u
+#define TRACE_CAP (1u << 17)
+
+typedef struct bench_opts {
+  const char *workload, *device, *device_options;
+  const char *json, *csv, *svg, *trace;
+  uint32_t layers, rounds, warmup, interleave, verify_every, chunk;
+  double trim;
+  int pipeline, quiet, verify_set;
+  int policies[HBG_POLICY__COUNT];
+  uint32_t n_policies;
+} bench_opts;
+
+typedef struct trace_slot {
+  bench_trace_ev ev;
+  atomic_int ready;
+} trace_slot;
+
+typedef struct trace_buf {
+  trace_slot *s;
+  uint32_t cap;
+  atomic_uint n;
+} trace_buf;
+
+typedef struct trace_ctx {
+  trace_buf *buf;
+  uint32_t pid;
+} trace_ctx;
+
+typedef struct bench_arm {
+  int policy;
+  hbg_runtime *rt;
+  hbg_workload *w;
+  hbg_bind *inflight;
+  bench_slot inflight_slot;
+  trace_ctx tctx;
+} bench_arm;
+
+typedef struct bench {
+  bench_opts o;
+  bench_arm arms[HBG_POLICY__COUNT];
+  uint32_t n_arms;
+  bench_rec *recs;
+  uint32_t mismatches;
+  trace_buf tb;
+  int progress;
+  size_t done, total;
+} bench;
+
+static const char *const track_names[] = {"orchestration", "uploads (host)",
+                                          "copy engine", "device execution"};
+
+static void usage(FILE *f) {
+  fprintf(f,
+"usage: hbg bench [options]\n"
+"\n"
+"Run the upload policies side by side on a built-in workload, interleaved in\n"
+"one process on one device kind, and report per-bind control-plane phases.\n"
+"\n"
+"  --workload NAME       qwen3-14b (default) or dsv4\n"
+"  --layers N            layers (default: the workload's)\n"
+"  --device NAME         device backend (default sim, env HBG_DEVICE)\n"
+"  --device-options S    backend options k=v,k=v\n"
+"  --policy LIST         comma list of deferred,pinned-eager,coalesced\n"
+"                        (default all three; the first is the ratio baseline)\n"
+"  --rounds N            measured binds per policy (default 60)\n"
+"  --warmup N            warm-up binds per policy, dropped (default 5)\n"
+"  --interleave K        binds per block: A x K, B x K, C x K, A x K ... (default 5)\n"
+"  --trim F              trimmed mean drops floor(n*F) at each end (default 0.2)\n"
+"  --chunk BYTES         coalesced: async chunk size, k/m suffix (default 0: one copy)\n"
+"  --pipeline            keep 2 binds in flight (begin bind N+1 before waiting\n"
+"                        bind N); a bind to verify and the last of a block are\n"
+"                        waited before the next begins\n"
+"  --verify-every N      verify every N-th measured bind against the host\n"
+"                        reference, 0 = only the last of each policy (default 1;\n"
+"                        0 with --pipeline)\n"
+"  --json FILE           summary as JSON\n"
+"  --csv FILE            one row per measured bind\n"
+"  --svg FILE            stacked bar chart of the control-plane phases\n"
+"  --trace FILE          Chrome/Perfetto trace of %u extra binds per policy\n"
+"  --quiet               no table, no progress\n"
+"  --help                this text\n"
+"\n"
+"Exit status: 0, 1 on an error or a verification mismatch, 2 on bad usage.\n",
+          TRACE_BINDS);
+}
+
+/* ---------------- options ---------------- */
+
+static int take(int argc, char **argv, int *i, const char *name,
+                const char **val) {
+  size_t n = strlen(name);
+  const char *a = argv[*i];
+  if (strncmp(a, name, n) != 0)
+    return 0;
+  if (a[n] == '=') {
+    *val = a + n + 1;
+    return 1;
+  }
+  if (a[n] != '\0')
+    return 0;
+  if (*i + 1 >= argc) {
+    fprintf(stderr, "hbg bench: %s needs a value\n", name);
+    return -1;
+  }
+  *val = argv[++*i];
   return 1;
+}
+
+static int parse_u32(const char *name, const char *s, uint32_t lo,
+                     uint32_t *out) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  unsigned long long mul = 1;
+  if (end != s && (*end == 'k' || *end == 'K'))
+    mul = 1024, end++;
+  else if (end != s && (*end == 'm' || *end == 'M'))
+    mul = 1024 * 1024, end++;
+  if (errno || end == s || *end || *s == '-' || v * mul > UINT32_MAX ||
+      v * mul < lo) {
+    fprintf(stderr, "hbg bench: bad value for %s: '%s'\n", name, s);
+    return -1;
+  }
+  *out = (uint32_t)(v * mul);
+  return 0;
+}
+
+static int parse_policies(bench_opts *o, const char *s) {
+  o->n_policies = 0;
+  while (*s) {
+    const char *e = strchr(s, ',');
+    size_t n = e ? (size_t)(e - s) : strlen(s);
+    char name[32];
+    int p;
+    if (n == 0 || n >= sizeof name)
+      goto bad;
+    memcpy(name, s, n);
+    name[n] = '\0';
+    if (hbg_policy_parse(name, &p) < 0 || o->n_policies >= HBG_POLICY__COUNT)
+      goto bad;
+    for (uint32_t i = 0; i < o->n_policies; i++)
+      if (o->policies[i] == p)
+        goto bad;
+    o->policies[o->n_policies++] = p;
+    s += n + (e != NULL);
+    if (e && !*s)
+      goto bad;
+  }
+  if (o->n_policies)
+    return 0;
+bad:
+  fprintf(stderr,
+          "hbg bench: bad --policy: want a comma list of distinct names from "
+          "deferred,pinned-eager,coalesced\n");
+  return -1;
+}
+
+/* @return 0, 1 (--help), or -1 (usage error, printed). */
+static int parse_opts(bench_opts *o, int argc, char **argv) {
+  memset(o, 0, sizeof *o);
+  o->workload = "qwen3-14b";
+  o->rounds = 60;
+  o->warmup = 5;
+  o->interleave = 5;
+  o->verify_every = 1;
+  o->trim = 0.2;
+  for (int p = 0; p < HBG_POLICY__COUNT; p++)
+    o->policies[o->n_policies++] = p;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = NULL;
+    int r;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h"))
+      return 1;
+    if (!strcmp(a, "--pipeline")) {
+      o->pipeline = 1;
+      continue;
+    }
+    if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
+      o->quiet = 1;
+      continue;
+    }
+#define OPT(name) ((r = take(argc, argv, &i, name, &v)) != 0)
+    if (OPT("--workload"))
+      o->workload = v;
+    else if (OPT("--layers")) {
+      if (r > 0 && parse_u32(a, v, 1, &o->layers) < 0)
+        return -1;
+    } else if (OPT("--device"))
+      o->device = v;
+    else if (OPT("--device-options"))
+      o->device_options = v;
+    else if (OPT("--policy")) {
+      if (r > 0 && parse_policies(o, v) < 0)
+        return -1;
+    } else if (OPT("--rounds")) {
+      if (r > 0 && parse_u32(a, v, 1, &o->rounds) < 0)
+        return -1;
+    } else if (OPT("--warmup")) {
+      if (r > 0 && parse_u32(a, v, 0, &o->warmup) < 0)
+        return -1;
+    } else if (OPT("--interleave")) {
+      if (r > 0 && parse_u32(a, v, 1, &o->interleave) < 0)
+        return -1;
+    } else if (OPT("--chunk")) {
+      if (r > 0 && parse_u32(a, v, 0, &o->chunk) < 0)
+        return -1;
+    } else if (OPT("--verify-every")) {
+      if (r > 0 && parse_u32(a, v, 0, &o->verify_every) < 0)
+        return -1;
+      o->verify_set = 1;
+    } else if (OPT("--trim")) {
+      if (r > 0) {
+        char *end;
+        o->trim = strtod(v, &end);
+        if (end == v || *end || !(o->trim >= 0.0 && o->trim < 0.5)) {
+          fprintf(stderr, "hbg bench: --trim wants 0 <= F < 0.5\n");
+          return -1;
+        }
+      }
+    } else if (OPT("--json"))
+      o->json = v;
+    else if (OPT("--csv"))
+      o->csv = v;
+    else if (OPT("--svg"))
+      o->svg = v;
+    else if (OPT("--trace"))
+      o->trace = v;
+    else {
+      fprintf(stderr, "hbg bench: unknown option '%s'\n", a);
+      return -1;
+    }
+#undef OPT
+    if (r < 0)
+      return -1;
+  }
+  if (o->pipeline && !o->verify_set)
+    o->verify_every = 0;
+  return 0;
+}
+
+/* ---------------- errors ---------------- */
+
+static int report(const bench_arm *a, const char *what, int rc) {
+  fprintf(stderr, "hbg bench: %s%s%s failed: %s (%s)\n",
+          a ? hbg_policy_name(a->policy) : "", a ? ": " : "", what,
+          hbg_err_name(rc), hbg_strerror(rc));
+  int64_t code;
+  const char *msg = NULL;
+  if (a && a->rt && hbg_runtime_last_native_error(a->rt, &code, &msg) == 0)
+    fprintf(stderr, "hbg bench:   native error %lld: %s\n", (long long)code,
+            msg ? msg : "");
+  return rc;
+}
+
+/* ---------------- tracing ---------------- */
+
+static void trace_cb(void *user, const hbg_trace_event *e) {
+  trace_ctx *c = user;
+  trace_buf *t = c->buf;
+  unsigned i = atomic_fetch_add_explicit(&t->n, 1, memory_order_relaxed);
+  if (i >= t->cap)
+    return;
+  trace_slot *s = &t->s[i];
+  s->ev.pid = c->pid;
+  s->ev.tid = e->track;
+  s->ev.name = e->name;
+  s->ev.start_ns = e->start_ns;
+  s->ev.dur_ns = e->dur_ns;
+  s->ev.bytes = e->bytes;
+  s->ev.seq = e->bind_seq;
+  atomic_store_explicit(&s->ready, 1, memory_order_release);
+}
+
+/* ---------------- binds ---------------- */
+
+static int wants_verify(const bench *B, const bench_slot *s) {
+  if (!s->measured)
+    return 0;
+  if (s->round + 1 == B->o.rounds)
+    return 1;
+  return B->o.verify_every && (s->round + 1) % B->o.verify_every == 0;
+}
+
+static void progress(bench *B) {
+  B->done++;
+  if (B->progress && (B->done % 4 == 0 || B->done == B->total))
+    fprintf(stderr, "\rhbg bench: %zu/%zu binds", B->done, B->total);
+}
+
+static int finish(bench *B, bench_arm *a, hbg_bind *b, const bench_slot *s) {
+  hbg_bind_stats st;
+  int rc = hbg_bind_wait(b);
+  if (rc < 0) {
+    hbg_bind_end(b);
+    return report(a, "hbg_bind_wait", rc);
+  }
+  rc = hbg_bind_stats_get(b, &st);
+  hbg_bind_end(b);
+  if (rc < 0)
+    return report(a, "hbg_bind_stats_get", rc);
+  double err = 0.0;
+  int verified = -1;
+  if (wants_verify(B, s)) {
+    rc = hbg_workload_verify(a->w, s->index, &err);
+    if (rc == HBG_E_VERIFY) {
+      if (B->progress)
+        fputc('\n', stderr);
+      fprintf(stderr,
+              "hbg bench: %s: step %u differs from the host reference "
+              "(max abs err %g)\n",
+              hbg_policy_name(a->policy), s->index, err);
+      B->mismatches++;
+      verified = 0;
+    } else if (rc < 0) {
+      return report(a, "hbg_workload_verify", rc);
+    } else {
+      verified = 1;
+    }
+  }
+  progress(B);
+  if (!s->measured || !B->recs)
+    return 0;
+  bench_rec *x = &B->recs[(size_t)(a - B->arms) * B->o.rounds + s->round];
+  x->arm = (uint32_t)(a - B->arms);
+  x->round = s->round;
+  x->seq = s->index;
+  x->ns[BENCH_PH_CONTROL] = st.control_plane_ns;
+  x->ns[BENCH_PH_HOST_ORCH] = st.host_orch_ns;
+  x->ns[BENCH_PH_GRAPH_UP] = st.graph_upload_ns;
+  x->ns[BENCH_PH_WINDOW_UP] = st.window_upload_ns;
+  x->ns[BENCH_PH_EXEC] = st.exec_ns;
+  x->graph_bytes = st.graph.bytes;
+  x->graph_copies = st.graph.copies;
+  x->window_bytes = st.window.bytes;
+  x->window_copies = st.window.copies;
+  x->def_bytes = st.def_bytes;
+  x->h2d_bytes = st.h2d_bytes;
+  x->h2d_copies = st.h2d_copies;
+  x->arena_high_water = st.arena_high_water;
+  x->leftover = st.leftover;
+  x->fallback = st.fallback;
+  x->dev_allocs = st.dev_allocs;
+  x->n_recorded = st.n_recorded;
+  x->verified = verified;
+  x->max_abs_err = err;
+  return 0;
+}
+
+/* One bind of step s->index. With --pipeline the bind stays in flight until
+ * the next one of the same policy is launched. */
+static int run_bind(bench *B, bench_arm *a, const bench_slot *s) {
+  hbg_bind *b = NULL;
+  int rc = hbg_bind_begin(a->rt, &b);
+  if (rc < 0)
+    return report(a, "hbg_bind_begin", rc);
+  rc = hbg_workload_submit(a->w, b, s->index);
+  if (rc < 0) {
+    hbg_bind_end(b);
+    return report(a, "hbg_workload_submit", rc);
+  }
+  rc = hbg_bind_launch(b);
+  if (rc < 0) {
+    hbg_bind_end(b);
+    return report(a, "hbg_bind_launch", rc);
+  }
+  if (!B->o.pipeline)
+    return finish(B, a, b, s);
+  if (a->inflight) {
+    hbg_bind *prev = a->inflight;
+    a->inflight = NULL;
+    rc = finish(B, a, prev, &a->inflight_slot);
+    if (rc < 0) {
+      hbg_bind_end(b);
+      return rc;
+    }
+  }
+  if (s->block_end || wants_verify(B, s))
+    return finish(B, a, b, s);
+  a->inflight = b;
+  a->inflight_slot = *s;
+  return 0;
+}
+
+static int run_measured(bench *B) {
+  const bench_opts *o = &B->o;
+  size_t len = bench_schedule_len(B->n_arms, o->warmup, o->rounds);
+  bench_slot *sched = malloc(len * sizeof *sched);
+  if (!sched)
+    return report(NULL, "malloc", HBG_E_NOMEM);
+  int rc = bench_schedule(B->n_arms, o->warmup, o->rounds, o->interleave,
+                          sched, len);
+  for (size_t i = 0; i < len && rc == 0; i++)
+    rc = run_bind(B, &B->arms[sched[i].arm], &sched[i]);
+  free(sched);
+  return rc;
+}
+
+static int run_traced(bench *B) {
+  trace_buf *t = &B->tb;
+  t->s = calloc(TRACE_CAP, sizeof *t->s);
+  if (!t->s)
+    return report(NULL, "calloc", HBG_E_NOMEM);
+  t->cap = TRACE_CAP;
+  atomic_init(&t->n, 0);
+  for (uint32_t i = 0; i < TRACE_CAP; i++)
+    atomic_init(&t->s[i].ready, 0);
+  for (uint32_t ai = 0; ai < B->n_arms; ai++) {
+    bench_arm *a = &B->arms[ai];
+    a->tctx.buf = t;
+    a->tctx.pid = ai;
+    int rc = hbg_runtime_set_trace(a->rt, trace_cb, &a->tctx);
+    if (rc < 0)
+      return report(a, "hbg_runtime_set_trace", rc);
+    for (uint32_t j = 0; j < TRACE_BINDS && rc == 0; j++) {
+      bench_slot s = {.arm = ai,
+                      .index = B->o.warmup + B->o.rounds + j,
+                      .block_end = j + 1 == TRACE_BINDS};
+      rc = run_bind(B, a, &s);
+    }
+    hbg_runtime_set_trace(a->rt, NULL, NULL);
+    if (rc < 0)
+      return rc;
+  }
+  return 0;
+}
+
+static int write_trace(bench *B) {
+  trace_buf *t = &B->tb;
+  uint32_t n = atomic_load(&t->n);
+  if (n > t->cap) {
+    fprintf(stderr, "hbg bench: trace: %u events dropped (buffer full)\n",
+            n - t->cap);
+    n = t->cap;
+  }
+  bench_trace_ev *ev = malloc((n ? n : 1) * sizeof *ev);
+  const char *names[HBG_POLICY__COUNT];
+  if (!ev)
+    return report(NULL, "malloc", HBG_E_NOMEM);
+  size_t k = 0;
+  for (uint32_t i = 0; i < n; i++)
+    if (atomic_load_explicit(&t->s[i].ready, memory_order_acquire) &&
+        t->s[i].ev.tid < 4)
+      ev[k++] = t->s[i].ev;
+  for (uint32_t i = 0; i < B->n_arms; i++)
+    names[i] = hbg_policy_name(B->arms[i].policy);
+  int rc = -1;
+  FILE *f = fopen(B->o.trace, "w");
+  if (f) {
+    rc = bench_write_trace(ev, k, names, B->n_arms, track_names, 4, f);
+    if (fclose(f) != 0)
+      rc = -1;
+  }
+  free(ev);
+  if (rc < 0)
+    fprintf(stderr, "hbg bench: cannot write %s: %s\n", B->o.trace,
+            strerror(errno));
+  return rc;
+}
+
+typedef int (*writer_fn)(const bench_result *, FILE *);
+
+static int write_out(const char *path, writer_fn fn, const bench_result *r) {
+  FILE *f = fopen(path, "w");
+  int rc = -1;
+  if (f) {
+    rc = fn(r, f);
+    if (fclose(f) != 0)
+      rc = -1;
+  }
+  if (rc < 0)
+    fprintf(stderr, "hbg bench: cannot write %s: %s\n", path,
+            strerror(errno));
+  return rc;
+}
+
+/* ---------------- setup ---------------- */
+
+static int open_arms(bench *B, const char **device, uint32_t *layers) {
+  for (uint32_t i = 0; i < B->o.n_policies; i++) {
+    bench_arm *a = &B->arms[i];
+    a->policy = B->o.policies[i];
+    B->n_arms = i + 1;
+    hbg_config cfg;
+    hbg_config_init(&cfg);
+    cfg.policy = (uint32_t)a->policy;
+    if (B->o.device)
+      cfg.device = B->o.device;
+    if (B->o.device_options)
+      cfg.device_options = B->o.device_options;
+    cfg.coalesce_chunk_bytes = B->o.chunk;
+    if (!i) {
+      *device = cfg.device ? cfg.device : "sim";
+      if (!B->o.device_options)
+        B->o.device_options = cfg.device_options;
+    }
+    int rc = hbg_runtime_create(&cfg, &a->rt);
+    if (rc < 0)
+      return report(a, "hbg_runtime_create", rc);
+    hbg_workload_config wc;
+    hbg_workload_config_init(&wc);
+    wc.name = B->o.workload;
+    wc.layers = B->o.layers;
+    rc = hbg_workload_create(a->rt, &wc, &a->w);
+    if (rc == HBG_E_NOTFOUND) {
+      fprintf(stderr, "hbg bench: unknown workload '%s'; built in:",
+              B->o.workload);
+      for (uint32_t k = 0; k < hbg_workload_count(); k++)
+        fprintf(stderr, " %s", hbg_workload_name(k));
+      fputc('\n', stderr);
+      return rc;
+    }
+    if (rc < 0)
+      return report(a, "hbg_workload_create", rc);
+    if (!i) {
+      hbg_workload_info info;
+      memset(&info, 0, sizeof info);
+      info.struct_size = sizeof info;
+      rc = hbg_workload_get_info(a->w, &info);
+      if (rc < 0)
+        return report(a, "hbg_workload_get_info", rc);
+      *layers = info.layers;
+    }
+  }
+  return 0;
+}
+
+static void close_arms(bench *B) {
+  for (uint32_t i = B->n_arms; i-- > 0;) {
+    bench_arm *a = &B->arms[i];
+    hbg_bind_end(a->inflight);
+    a->inflight = NULL;
+    hbg_workload_destroy(a->w);
+    hbg_runtime_destroy(a->rt);
+    a->w = NULL;
+    a->rt = NULL;
+  }
+}
+
+int hbg_cmd_bench(int argc, char **argv) {
+  bench B;
+  memset(&B, 0, sizeof B);
+  int rc = parse_opts(&B.o, argc, argv);
+  if (rc > 0) {
+    usage(stdout);
+    return 0;
+  }
+  if (rc < 0) {
+    fprintf(stderr, "hbg bench: 'hbg bench --help' lists the options\n");
+    return 2;
+  }
+  const bench_opts *o = &B.o;
+  bench_policy_res pol[HBG_POLICY__COUNT];
+  bench_result res;
+  memset(&res, 0, sizeof res);
+  memset(pol, 0, sizeof pol);
+  int status = 1;
+
+  B.recs = calloc((size_t)o->n_policies * o->rounds, sizeof *B.recs);
+  if (!B.recs) {
+    report(NULL, "calloc", HBG_E_NOMEM);
+    return 1;
+  }
+  if (open_arms(&B, &res.device, &res.layers) < 0)
+    goto out;
+  B.total = bench_schedule_len(B.n_arms, o->warmup, o->rounds) +
+            (o->trace ? (size_t)B.n_arms * TRACE_BINDS : 0);
+  B.progress = !o->quiet && isatty(STDERR_FILENO);
+  if (run_measured(&B) < 0)
+    goto out;
+  if (o->trace && run_traced(&B) < 0)
+    goto out;
+  if (B.progress)
+    fprintf(stderr, "\r\033[K");
+  B.progress = 0;
+
+  res.workload = o->workload;
+  res.device_options = o->device_options;
+  res.version = hbg_version_string();
+  res.rounds = o->rounds;
+  res.warmup = o->warmup;
+  res.interleave = o->interleave;
+  res.verify_every = o->verify_every;
+  res.pipeline = (uint32_t)o->pipeline;
+  res.chunk = o->chunk;
+  res.trim = o->trim;
+  res.n_policies = B.n_arms;
+  res.pol = pol;
+  res.n_recs = (size_t)B.n_arms * o->rounds;
+  res.recs = B.recs;
+  for (uint32_t i = 0; i < B.n_arms; i++)
+    pol[i].name = hbg_policy_name(B.arms[i].policy);
+  bench_result_machine(&res);
+  if (bench_result_compute(&res) < 0) {
+    report(NULL, "statistics", HBG_E_NOMEM);
+    goto out;
+  }
+  status = B.mismatches ? 1 : 0;
+  if (!o->quiet && bench_print_table(&res, stdout) < 0)
+    status = 1;
+  if (o->json && write_out(o->json, bench_write_json, &res) < 0)
+    status = 1;
+  if (o->csv && write_out(o->csv, bench_write_csv, &res) < 0)
+    status = 1;
+  if (o->svg && write_out(o->svg, bench_write_svg, &res) < 0)
+    status = 1;
+  if (o->trace && write_trace(&B) < 0)
+    status = 1;
+  if (B.mismatches)
+    fprintf(stderr, "hbg bench: %u verified bind(s) differ from the host "
+                    "reference\n", B.mismatches);
+out:
+  if (B.progress)
+    fputc('\n', stderr);
+  close_arms(&B);
+  free(B.tb.s);
+  free(B.recs);
+  return status;
 }

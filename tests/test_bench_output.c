@@ -1,0 +1,477 @@
+/* hbg bench writers (tools/bench_out.c): JSON parses back with every key,
+ * the SVG is well-formed XML, the trace is Chrome trace-event JSON. */
+#include <ctype.h>
+#include <math.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "../tools/bench_out.c"
+#include "../tools/bench_stats.c"
+#include "test.h"
+
+#define ROUNDS 7u
+#define NPOL 3u
+
+static bench_rec recs[NPOL * ROUNDS];
+static bench_policy_res pol[NPOL];
+
+/* A synthetic run: policy a, round r has control_plane (a+1) * (r+1) * 1000
+ * ns, split 10% / 70% / 20%; the first policy never uploads graphs. */
+static void make_result(bench_result *r) {
+  memset(r, 0, sizeof *r);
+  memset(pol, 0, sizeof pol);
+  pol[0].name = "deferred";
+  pol[1].name = "pinned-eager";
+  pol[2].name = "coalesced<&>";
+  for (uint32_t a = 0; a < NPOL; a++)
+    for (uint32_t i = 0; i < ROUNDS; i++) {
+      bench_rec *x = &recs[a * ROUNDS + i];
+      memset(x, 0, sizeof *x);
+      uint64_t cp = (uint64_t)(a + 1) * (i + 1) * 1000;
+      x->arm = a;
+      x->round = i;
+      x->seq = 5 + i;
+      x->ns[BENCH_PH_HOST_ORCH] = cp / 10;
+      x->ns[BENCH_PH_GRAPH_UP] = a ? cp * 7 / 10 : 0;
+      x->ns[BENCH_PH_WINDOW_UP] = cp - x->ns[BENCH_PH_HOST_ORCH] -
+                                  x->ns[BENCH_PH_GRAPH_UP];
+      x->ns[BENCH_PH_CONTROL] = cp;
+      x->ns[BENCH_PH_EXEC] = 50000 + i;
+      x->graph_bytes = 5310080 / (a + 1);
+      x->graph_copies = 40;
+      x->window_bytes = 4096;
+      x->window_copies = 1;
+      x->h2d_bytes = x->graph_bytes + x->window_bytes;
+      x->h2d_copies = 41;
+      x->leftover = a == 1 && i == 3 ? 7 : 0;
+      x->arena_high_water = 1000 + i;
+      x->verified = a == 2 && i == 6 ? 0 : i % 2 ? -1 : 1;
+      x->max_abs_err = x->verified == 0 ? 0.5 : 0.0;
+    }
+  r->workload = "qwen3-14b";
+  r->device = "sim";
+  r->device_options = "workers=2";
+  r->version = "0.1.0";
+  r->layers = 40;
+  r->rounds = ROUNDS;
+  r->warmup = 5;
+  r->interleave = 5;
+  r->verify_every = 1;
+  r->trim = 0.2;
+  r->n_policies = NPOL;
+  r->pol = pol;
+  r->n_recs = NPOL * ROUNDS;
+  r->recs = recs;
+  bench_result_machine(r);
+  ASSERT_EQ(bench_result_compute(r), 0);
+}
+
+typedef int (*writer)(const bench_result *, FILE *);
+
+static char *render(writer fn, const bench_result *r) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  ASSERT(f);
+  ASSERT_EQ(fn(r, f), 0);
+  ASSERT_EQ(fclose(f), 0);
+  ASSERT(buf && len > 0);
+  return buf;
+}
+
+static void t_compute(void) {
+  bench_result r;
+  make_result(&r);
+  /* sorted control_plane of policy 1: 2000, 4000, ..., 14000 */
+  ASSERT(fabs(pol[1].ph[BENCH_PH_CONTROL].median - 8000.0) < 1e-9);
+  ASSERT(fabs(pol[1].ph[BENCH_PH_CONTROL].min - 2000.0) < 1e-9);
+  /* n = 7, trim 0.2: drop one at each end: mean(4000..12000) */
+  ASSERT(fabs(pol[1].ph[BENCH_PH_CONTROL].tmean - 8000.0) < 1e-9);
+  ASSERT(fabs(pol[2].ratio[BENCH_PH_CONTROL] - 3.0) < 1e-9);
+  ASSERT(isnan(pol[1].ratio[BENCH_PH_GRAPH_UP])); /* baseline median 0 */
+  ASSERT(fabs(pol[1].leftover - 1.0) < 1e-9);     /* 7 over 7 binds */
+  ASSERT(fabs(pol[0].h2d_bytes - (5310080.0 + 4096.0)) < 1e-9);
+  ASSERT_UEQ(pol[0].arena_high_water, 1006);
+  ASSERT_UEQ(pol[0].binds, ROUNDS);
+  ASSERT_UEQ(pol[0].checked, 4);
+  ASSERT_EQ(pol[0].verified, 1);
+  ASSERT_UEQ(pol[2].mismatched, 1);
+  ASSERT_EQ(pol[2].verified, 0);
+
+  bench_result bad = r;
+  bad.n_recs = ROUNDS; /* policies 1 and 2 have no binds */
+  ASSERT_EQ(bench_result_compute(&bad), -1);
+}
+
+static const cJSON *get(const cJSON *o, const char *k) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+  if (!v)
+    T_FAIL("JSON key \"%s\" missing", k);
+  return v;
+}
+
+static double num(const cJSON *o, const char *k) {
+  const cJSON *v = get(o, k);
+  if (!cJSON_IsNumber(v))
+    T_FAIL("JSON key \"%s\" is not a number", k);
+  return v->valuedouble;
+}
+
+static void t_json(void) {
+  bench_result r;
+  make_result(&r);
+  char *s = render(bench_write_json, &r);
+  cJSON *root = cJSON_Parse(s);
+  ASSERT(root && cJSON_IsObject(root));
+  ASSERT_STREQ(cJSON_GetStringValue(get(root, "workload")), "qwen3-14b");
+  ASSERT_STREQ(cJSON_GetStringValue(get(root, "device")), "sim");
+  ASSERT_EQ(num(root, "layers"), 40);
+  ASSERT_EQ(num(root, "rounds"), ROUNDS);
+  ASSERT_EQ(num(root, "warmup"), 5);
+  ASSERT_EQ(num(root, "interleave"), 5);
+  ASSERT(fabs(num(root, "trim") - 0.2) < 1e-12);
+  const cJSON *m = get(root, "machine");
+  ASSERT(cJSON_IsObject(m));
+  ASSERT(cJSON_IsString(get(m, "hostname")));
+  ASSERT_GE(num(m, "nproc"), 1);
+  const cJSON *ps = get(root, "policies");
+  ASSERT(cJSON_IsArray(ps));
+  ASSERT_EQ(cJSON_GetArraySize(ps), NPOL);
+  static const char *const phases[] = {"control_plane_us", "host_orch_us",
+                                       "graph_upload_us", "window_upload_us",
+                                       "exec_us"};
+  static const char *const per_bind[] = {
+      "graph_bytes_per_bind", "def_bytes_per_bind", "h2d_bytes_per_bind",
+      "h2d_copies_per_bind", "leftover_per_bind", "fallback_per_bind"};
+  for (uint32_t a = 0; a < NPOL; a++) {
+    const cJSON *p = cJSON_GetArrayItem(ps, (int)a);
+    ASSERT(cJSON_IsObject(p));
+    ASSERT_STREQ(cJSON_GetStringValue(get(p, "name")), pol[a].name);
+    for (size_t i = 0; i < sizeof phases / sizeof phases[0]; i++) {
+      const cJSON *ph = get(p, phases[i]);
+      ASSERT(cJSON_IsObject(ph));
+      num(ph, "median");
+      num(ph, "min");
+      num(ph, "trimmed_mean");
+    }
+    for (size_t i = 0; i < sizeof per_bind / sizeof per_bind[0]; i++)
+      num(p, per_bind[i]);
+    ASSERT(cJSON_IsBool(get(p, "verified")));
+    ASSERT_EQ(cJSON_IsTrue(get(p, "verified")), a != 2);
+    const cJSON *ra = get(p, "ratio_vs_first");
+    ASSERT(cJSON_IsObject(ra));
+    ASSERT(fabs(num(ra, "control_plane") - (double)(a + 1)) < 1e-9);
+    /* the baseline's graph_upload median is 0: no ratio */
+    ASSERT(cJSON_IsNull(get(ra, "graph_upload")));
+  }
+  /* values in microseconds */
+  const cJSON *p1 = cJSON_GetArrayItem(ps, 1);
+  ASSERT(fabs(num(get(p1, "control_plane_us"), "median") - 8.0) < 1e-9);
+  ASSERT(fabs(num(p1, "h2d_bytes_per_bind") - (5310080.0 / 2 + 4096)) < 1e-6);
+  cJSON_Delete(root);
+  free(s);
+}
+
+static void t_csv(void) {
+  bench_result r;
+  make_result(&r);
+  char *s = render(bench_write_csv, &r);
+  size_t lines = 0, header_commas = 0;
+  for (const char *p = s; *p; p++)
+    if (*p == '\n')
+      lines++;
+  for (const char *p = s; *p && *p != '\n'; p++)
+    header_commas += *p == ',';
+  ASSERT_UEQ(lines, 1 + NPOL * ROUNDS);
+  ASSERT(!strncmp(s, "policy,round,", 13));
+  ASSERT(strstr(s, "control_plane_ns"));
+  ASSERT(strstr(s, "h2d_copies"));
+  ASSERT(strstr(s, "\npinned-eager,3,8,"));
+  for (const char *p = strchr(s, '\n') + 1; *p; p = strchr(p, '\n') + 1) {
+    size_t commas = 0;
+    for (const char *q = p; *q != '\n'; q++)
+      commas += *q == ',';
+    ASSERT_UEQ(commas, header_commas);
+  }
+  free(s);
+}
+
+static void t_table(void) {
+  bench_result r;
+  make_result(&r);
+  char *s = render(bench_print_table, &r);
+  ASSERT(strstr(s, "deferred"));
+  ASSERT(strstr(s, "control_plane"));
+  ASSERT(strstr(s, "window_upload"));
+  ASSERT(strstr(s, "ratio of medians vs deferred"));
+  ASSERT(strstr(s, "graph_upload n/a"));
+  ASSERT(strstr(s, "control_plane 3.000x"));
+  free(s);
+}
+
+/* ---- a tiny XML well-formedness checker ---- */
+
+static const char *xml_name(const char *p) {
+  if (!(isalpha((unsigned char)*p) || *p == '_' || *p == ':'))
+    return NULL;
+  while (isalnum((unsigned char)*p) || strchr("_:.-", *p))
+    p++;
+  return p;
+}
+
+static const char *xml_ref(const char *p) {
+  /* p at '&' */
+  p++;
+  if (*p == '#') {
+    p++;
+    int hex = *p == 'x';
+    p += hex;
+    const char *d = p;
+    while (hex ? isxdigit((unsigned char)*p) : isdigit((unsigned char)*p))
+      p++;
+    return p > d && *p == ';' ? p + 1 : NULL;
+  }
+  const char *e = xml_name(p);
+  if (!e || *e != ';')
+    return NULL;
+  size_t n = (size_t)(e - p);
+  static const char *const known[] = {"amp", "lt", "gt", "quot", "apos"};
+  for (size_t i = 0; i < 5; i++)
+    if (strlen(known[i]) == n && !strncmp(p, known[i], n))
+      return e + 1;
+  return NULL;
+}
+
+/* @return NULL when well-formed, else a description. */
+static const char *xml_check(const char *s) {
+  const char *stack[64];
+  size_t slen[64], depth = 0;
+  int roots = 0;
+  const char *p = s;
+  while (*p) {
+    if (*p != '<') {
+      if (*p == '&') {
+        if (!(p = xml_ref(p)))
+          return "bad entity reference in text";
+        continue;
+      }
+      if (!depth && !isspace((unsigned char)*p))
+        return "text outside the root element";
+      p++;
+      continue;
+    }
+    if (!strncmp(p, "<?", 2)) {
+      if (roots || depth || !(p = strstr(p, "?>")))
+        return "bad processing instruction";
+      p += 2;
+    } else if (!strncmp(p, "<!--", 4)) {
+      if (!(p = strstr(p + 4, "-->")))
+        return "unterminated comment";
+      p += 3;
+    } else if (p[1] == '/') {
+      const char *e = xml_name(p + 2);
+      if (!e || !depth)
+        return "bad end tag";
+      size_t n = (size_t)(e - (p + 2));
+      depth--;
+      if (n != slen[depth] || strncmp(p + 2, stack[depth], n))
+        return "mismatched end tag";
+      while (isspace((unsigned char)*e))
+        e++;
+      if (*e != '>')
+        return "bad end tag";
+      p = e + 1;
+    } else {
+      const char *name = p + 1, *e = xml_name(name);
+      if (!e)
+        return "bad start tag";
+      if (!depth && roots++)
+        return "more than one root element";
+      size_t n = (size_t)(e - name);
+      p = e;
+      for (;;) {
+        int ws = 0;
+        while (isspace((unsigned char)*p))
+          p++, ws = 1;
+        if (*p == '>' || (*p == '/' && p[1] == '>'))
+          break;
+        const char *ae = xml_name(p);
+        if (!ws || !ae)
+          return "bad attribute";
+        p = ae;
+        while (isspace((unsigned char)*p))
+          p++;
+        if (*p++ != '=')
+          return "attribute without '='";
+        while (isspace((unsigned char)*p))
+          p++;
+        char q = *p++;
+        if (q != '"' && q != '\'')
+          return "unquoted attribute value";
+        while (*p && *p != q) {
+          if (*p == '<')
+            return "'<' in attribute value";
+          if (*p == '&') {
+            if (!(p = xml_ref(p)))
+              return "bad entity reference in attribute";
+          } else {
+            p++;
+          }
+        }
+        if (*p++ != q)
+          return "unterminated attribute value";
+      }
+      if (*p == '/') {
+        p += 2;
+      } else {
+        if (depth == 64)
+          return "too deep";
+        stack[depth] = name;
+        slen[depth++] = n;
+        p++;
+      }
+    }
+  }
+  if (depth)
+    return "unclosed element";
+  return roots == 1 ? NULL : "no root element";
+}
+
+static void t_xml_checker(void) {
+  ASSERT(xml_check("<a><b x=\"1\"/>t&amp;</a>") == NULL);
+  ASSERT(xml_check("<?xml version=\"1.0\"?>\n<a>&#181;</a>\n") == NULL);
+  ASSERT(xml_check("<a><b></a></b>") != NULL);
+  ASSERT(xml_check("<a x=1></a>") != NULL);
+  ASSERT(xml_check("<a>&</a>") != NULL);
+  ASSERT(xml_check("<a>x < y</a>") != NULL);
+  ASSERT(xml_check("<a></a><b></b>") != NULL);
+  ASSERT(xml_check("<a>") != NULL);
+  ASSERT(xml_check("<a x=\"<\"></a>") != NULL);
+}
+
+static void t_svg(void) {
+  bench_result r;
+  make_result(&r);
+  char *s = render(bench_write_svg, &r);
+  const char *err = xml_check(s);
+  if (err)
+    T_FAIL("SVG not well-formed: %s", err);
+  ASSERT(strstr(s, "<svg xmlns=\"http://www.w3.org/2000/svg\""));
+  ASSERT(strstr(s, "version=\"1.1\""));
+  ASSERT(strstr(s, "coalesced&lt;&amp;&gt;")); /* names are escaped */
+  ASSERT(strstr(s, "host_orch"));
+  ASSERT(strstr(s, "graph_upload"));
+  ASSERT(strstr(s, "window_upload"));
+  ASSERT(strstr(s, "\xC2\xB5s")); /* units */
+  ASSERT(strstr(s, "<rect"));
+  ASSERT(strstr(s, "</svg>"));
+
+  if (access("/usr/bin/xmllint", X_OK) == 0) {
+    char path[] = "/tmp/hbg_bench_svg_XXXXXX";
+    int fd = mkstemp(path);
+    ASSERT(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    ASSERT(f);
+    ASSERT(fputs(s, f) >= 0);
+    ASSERT_EQ(fclose(f), 0);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "/usr/bin/xmllint --noout %s", path);
+    int rc = system(cmd);
+    unlink(path);
+    ASSERT_EQ(rc, 0);
+  } else {
+    printf("test_bench_output: no /usr/bin/xmllint, built-in checker only\n");
+  }
+  free(s);
+
+  /* a degenerate result (all zero) still renders */
+  for (uint32_t i = 0; i < NPOL * ROUNDS; i++)
+    memset(recs[i].ns, 0, sizeof recs[i].ns);
+  ASSERT_EQ(bench_result_compute(&r), 0);
+  s = render(bench_write_svg, &r);
+  ASSERT(xml_check(s) == NULL);
+  ASSERT(!strstr(s, "nan") && !strstr(s, "inf"));
+  free(s);
+}
+
+static void t_trace(void) {
+  static const char *const procs[] = {"deferred", "coalesced"};
+  static const char *const tracks[] = {"orchestration", "uploads",
+                                       "copy engine", "device"};
+  bench_trace_ev ev[] = {
+      {0, 0, "orchestrate", 1000000, 50000, 0, 1},
+      {0, 1, "submission", 1050000, 3000, 132752, 1},
+      {0, 2, "h2d", 1051000, 1500, 132752, 1},
+      {1, 3, "launch", 2000000, 900000, 0, 7},
+      {1, 2, "h2d \"q\"", 1999000, 1234, 4096, 7},
+  };
+  size_t n = sizeof ev / sizeof ev[0];
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  ASSERT(f);
+  ASSERT_EQ(bench_write_trace(ev, n, procs, 2, tracks, 4, f), 0);
+  ASSERT_EQ(fclose(f), 0);
+  cJSON *root = cJSON_Parse(buf);
+  ASSERT(root);
+  const cJSON *te = get(root, "traceEvents");
+  ASSERT(cJSON_IsArray(te));
+  size_t nx = 0, nmeta = 0;
+  double min_ts = 1e300;
+  const cJSON *e;
+  cJSON_ArrayForEach(e, te) {
+    const char *ph = cJSON_GetStringValue(get(e, "ph"));
+    ASSERT(ph);
+    ASSERT(cJSON_IsString(get(e, "name")));
+    num(e, "pid");
+    num(e, "tid");
+    if (!strcmp(ph, "M")) {
+      nmeta++;
+      ASSERT(cJSON_IsObject(get(e, "args")));
+      continue;
+    }
+    ASSERT_STREQ(ph, "X");
+    nx++;
+    double ts = num(e, "ts"), dur = num(e, "dur");
+    ASSERT(ts >= 0.0 && dur >= 0.0);
+    if (ts < min_ts)
+      min_ts = ts;
+    ASSERT_GE(num(e, "pid"), 1);
+    ASSERT_GE(num(e, "tid"), 1);
+    if (!strcmp(cJSON_GetStringValue(get(e, "name")), "launch")) {
+      ASSERT(fabs(ts - 1000.0) < 1e-9); /* us from the earliest event */
+      ASSERT(fabs(dur - 900.0) < 1e-9);
+      ASSERT_EQ(num(e, "pid"), 2);
+      ASSERT_EQ(num(e, "tid"), 4);
+    }
+  }
+  ASSERT_UEQ(nx, n);
+  ASSERT_UEQ(nmeta, 2 * 2 + 2 * 4 * 2); /* process + thread name/sort */
+  ASSERT(min_ts == 0.0);
+  cJSON_Delete(root);
+  free(buf);
+
+  /* no events: still a valid trace */
+  buf = NULL;
+  f = open_memstream(&buf, &len);
+  ASSERT(f);
+  ASSERT_EQ(bench_write_trace(NULL, 0, procs, 1, tracks, 4, f), 0);
+  ASSERT_EQ(fclose(f), 0);
+  root = cJSON_Parse(buf);
+  ASSERT(root && cJSON_IsArray(get(root, "traceEvents")));
+  cJSON_Delete(root);
+  free(buf);
+}
+
+int main(void) {
+  t_compute();
+  t_json();
+  t_csv();
+  t_table();
+  t_xml_checker();
+  t_svg();
+  t_trace();
+  printf("test_bench_output: ok\n");
+  return 0;
+}

@@ -1,0 +1,93 @@
+/* Results of `hbg bench` and their writers: the stdout table, JSON (cJSON),
+ * CSV, an SVG chart and a Chrome/Perfetto trace. No hbg dependency. */
+#ifndef HBG_TOOLS_BENCH_OUT_H
+#define HBG_TOOLS_BENCH_OUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "bench_stats.h"
+
+enum {
+  BENCH_PH_CONTROL = 0,
+  BENCH_PH_HOST_ORCH,
+  BENCH_PH_GRAPH_UP,
+  BENCH_PH_WINDOW_UP,
+  BENCH_PH_EXEC,
+  BENCH_PH__COUNT
+};
+
+/* "control_plane", "host_orch", ... */
+const char *bench_phase_name(int ph);
+
+/* One measured bind. */
+typedef struct bench_rec {
+  uint32_t arm;
+  uint32_t round;
+  uint64_t seq;
+  uint64_t ns[BENCH_PH__COUNT];
+  uint64_t graph_bytes, graph_copies;
+  uint64_t window_bytes, window_copies;
+  uint64_t def_bytes;
+  uint64_t h2d_bytes, h2d_copies;
+  uint64_t arena_high_water;
+  uint32_t leftover, fallback, dev_allocs, n_recorded;
+  int32_t verified; /* -1 not checked, 0 mismatch, 1 matched */
+  double max_abs_err;
+} bench_rec;
+
+typedef struct bench_policy_res {
+  const char *name;
+  bench_summary ph[BENCH_PH__COUNT]; /* ns */
+  double ratio[BENCH_PH__COUNT];     /* median / first policy's median */
+  /* means per measured bind */
+  double graph_bytes, graph_copies, window_bytes, window_copies, def_bytes;
+  double h2d_bytes, h2d_copies, leftover, fallback, dev_allocs;
+  uint64_t arena_high_water; /* max over the measured binds */
+  uint32_t binds, checked, mismatched;
+  double max_abs_err;
+  int verified; /* checked > 0 && mismatched == 0 */
+} bench_policy_res;
+
+typedef struct bench_result {
+  const char *workload, *device, *device_options, *version;
+  uint32_t layers, rounds, warmup, interleave, verify_every, pipeline;
+  uint64_t chunk;
+  double trim;
+  char hostname[128];
+  long nproc;
+  uint32_t n_policies;
+  bench_policy_res *pol; /* n_policies, name set by the caller */
+  size_t n_recs;
+  const bench_rec *recs; /* measured binds, any order */
+} bench_result;
+
+/* Fill every pol[i] but its name from recs.
+ * @return 0, or -1 (out of memory, a policy without measured binds). */
+int bench_result_compute(bench_result *r);
+/* Hostname and processor count of this machine into r. */
+void bench_result_machine(bench_result *r);
+
+/* Writers. @return 0, or -1 (out of memory or a write error). */
+int bench_print_table(const bench_result *r, FILE *f);
+int bench_write_json(const bench_result *r, FILE *f);
+int bench_write_csv(const bench_result *r, FILE *f);
+int bench_write_svg(const bench_result *r, FILE *f);
+
+typedef struct bench_trace_ev {
+  uint32_t pid; /* process: one per policy */
+  uint32_t tid; /* track */
+  const char *name;
+  uint64_t start_ns, dur_ns, bytes, seq;
+} bench_trace_ev;
+
+/* Chrome trace-event JSON ({"traceEvents": [...]}): metadata naming each
+ * pid (proc_names[pid]) and tid (track_names[tid]), then complete events
+ * ("ph":"X") with ts/dur in microseconds from the earliest event. */
+int bench_write_trace(const bench_trace_ev *ev, size_t n,
+                      const char *const *proc_names, uint32_t n_procs,
+                      const char *const *track_names, uint32_t n_tracks,
+                      FILE *f);
+
+#endif
