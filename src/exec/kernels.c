@@ -208,7 +208,7 @@ static void ew_run(int op, const hbg__ktensor *t, uint32_t nin, float alpha) {
 static void rmsnorm_run(const hbg__ktensor *t, float eps) {
   const hbg__ktensor *in = &t[0], *w = &t[1], *out = &t[2];
   uint32_t d = last_dim(in);
-  uint64_t rows = numel(in) / d, sw;
+  uint64_t rows = numel(in) / d, sw = 0;
   uint64_t si = in->strides[in->ndim - 1], so = out->strides[out->ndim - 1];
   lin_stride(w, &sw);
   const float *pw = w->data;
@@ -273,7 +273,7 @@ static void rope_run(const hbg__ktensor *t, uint64_t pos) {
 static void gemv_run(const hbg__ktensor *t, float alpha, int scaled) {
   const hbg__ktensor *w = &t[0], *x = &t[1], *y = &t[2];
   uint32_t n = w->shape[0], k = w->shape[1];
-  uint64_t sw0 = w->strides[0], sw1 = w->strides[1], sx, sy;
+  uint64_t sw0 = w->strides[0], sw1 = w->strides[1], sx = 0, sy = 0;
   lin_stride(x, &sx);
   lin_stride(y, &sy);
   const float *pw = w->data, *px = x->data;
