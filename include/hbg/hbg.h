@@ -178,7 +178,7 @@ typedef enum hbg_kernel_id {
   HBG_KERNEL_MUL = 3,      /* out = a * b */
   HBG_KERNEL_SCALE = 4,    /* out = in * f32(scalar0) */
   HBG_KERNEL_RMSNORM = 5,  /* out = in / rms(in) * w ; scalar0 = f32 eps */
-  HBG_KERNEL_GEMV = 6,     /* out[n] = sum_k W[n][k] * x[k] */
+  HBG_KERNEL_GEMV = 6,     /* out[n] = alpha * sum_k W[n][k] * x[k]; s0 = f32 alpha (optional) */
   HBG_KERNEL_ROPE = 7,     /* rotary embedding, scalar0 = position */
   HBG_KERNEL_SILU_MUL = 8, /* out = silu(a) * b */
   HBG_KERNEL_SOFTMAX = 9,  /* softmax over the last dim */
