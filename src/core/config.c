@@ -99,11 +99,15 @@ uint64_t hbg_tensor_extent(const hbg_tensor *t) {
   uint64_t es = hbg_dtype_size(t->dtype);
   if (!es)
     return 0;
-  uint64_t last = 0;
+  uint64_t last = 0, span, bytes;
   for (uint32_t i = 0; i < t->ndim; i++) {
     if (t->shape[i] == 0)
       return 0;
-    last += (uint64_t)(t->shape[i] - 1) * t->strides[i];
+    if (hbg__mul_u64(t->shape[i] - 1, t->strides[i], &span) ||
+        hbg__add_u64(last, span, &last))
+      return 0;
   }
-  return (last + 1) * es;
+  if (hbg__add_u64(last, 1, &last) || hbg__mul_u64(last, es, &bytes))
+    return 0;
+  return bytes;
 }
