@@ -322,22 +322,15 @@ static void step(hbg_workload *w, hbg__wl_em *em, uint32_t st) {
     prev = hbg__wl_graph(em, KEY, bt, NB, bs, 2, &prev, 1, body, NULL);
   }
 
-  hbg_tensor x = hbg__wl_t(w, WL_BUF_ACT, q->a_resid + (uint64_t)w->layers * H,
-                           IN, 1, WL_D(H));
-  hbg_tensor xf = hbg__wl_t(w, WL_BUF_ACT, q->a_xf, OUT, 1, WL_D(H));
-  hbg_tensor lg = hbg__wl_t(w, WL_BUF_ACT, q->a_logits, OUT, 1, WL_D(V));
-  hbg_scalar eps = hbg__wl_static_f32(1e-6f);
-  a[0] = x;
-  a[1] = hbg__wl_t(w, WL_BUF_G, G_FNORM, IN, 1, WL_D(H));
-  a[2] = xf;
-  prev = hbg__wl_task(em, HBG_KERNEL_RMSNORM, a, 3, &eps, 1, &prev, 1);
-  a[0] = hbg__wl_t(w, WL_BUF_G, G_LM, IN, 2, WL_D(V, H));
-  a[1] = hbg__wl_in(xf);
-  a[2] = lg;
-  prev = hbg__wl_task(em, HBG_KERNEL_GEMV, a, 3, NULL, 0, &prev, 1);
-  a[0] = hbg__wl_in(lg);
-  a[1] = hbg__wl_t(w, WL_BUF_ACT, q->a_probs, OUT, 1, WL_D(V));
-  hbg__wl_task(em, HBG_KERNEL_SOFTMAX, a, 2, NULL, 0, &prev, 1);
+  hbg__wl_head head = {.resid = q->a_resid + (uint64_t)w->layers * H,
+                       .xf = q->a_xf,
+                       .logits = q->a_logits,
+                       .probs = q->a_probs,
+                       .fnorm = G_FNORM,
+                       .lm = G_LM,
+                       .hidden = H,
+                       .vocab = V};
+  hbg__wl_emit_head(w, em, prev, &head);
 }
 
 const hbg__wl_model hbg__wl_qwen3 = {

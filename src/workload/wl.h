@@ -99,6 +99,17 @@ void hbg__wl_k3(hbg__wl_em *em, uint32_t kernel, hbg_tensor a, hbg_tensor b,
                 hbg_tensor out, const hbg_scalar *sc, uint32_t ns,
                 hbg_tensor *got);
 
+/* The decode head both models end with: final RMSNorm of the last residual,
+ * LM-head GEMV, softmax. Offsets are float offsets into the activation (act)
+ * and global (g) buffers. */
+typedef struct hbg__wl_head {
+  uint64_t resid, xf, logits, probs; /* act */
+  uint64_t fnorm, lm;                /* g */
+  uint32_t hidden, vocab;
+} hbg__wl_head;
+void hbg__wl_emit_head(hbg_workload *w, hbg__wl_em *em, hbg_task_id prev,
+                       const hbg__wl_head *h);
+
 hbg_scalar hbg__wl_static_f32(float f);
 hbg_scalar hbg__wl_bscalar(uint32_t index);
 uint64_t hbg__wl_f32(float f);

@@ -46,6 +46,27 @@ void hbg__wl_fill(float *p, uint64_t n, uint64_t seed, float lo, float hi) {
 
 uint64_t hbg__wl_f32(float f) { return hbg__kernel_f32(f); }
 
+void hbg__wl_emit_head(hbg_workload *w, hbg__wl_em *em, hbg_task_id prev,
+                       const hbg__wl_head *h) {
+  const uint32_t IN = HBG_ACCESS_IN, OUT = HBG_ACCESS_OUT;
+  const uint32_t H = h->hidden, V = h->vocab;
+  hbg_tensor a[3];
+  hbg_tensor xf = hbg__wl_t(w, WL_BUF_ACT, h->xf, OUT, 1, WL_D(H));
+  hbg_tensor lg = hbg__wl_t(w, WL_BUF_ACT, h->logits, OUT, 1, WL_D(V));
+  hbg_scalar eps = hbg__wl_static_f32(1e-6f);
+  a[0] = hbg__wl_t(w, WL_BUF_ACT, h->resid, IN, 1, WL_D(H));
+  a[1] = hbg__wl_t(w, WL_BUF_G, h->fnorm, IN, 1, WL_D(H));
+  a[2] = xf;
+  prev = hbg__wl_task(em, HBG_KERNEL_RMSNORM, a, 3, &eps, 1, &prev, 1);
+  a[0] = hbg__wl_t(w, WL_BUF_G, h->lm, IN, 2, WL_D(V, H));
+  a[1] = hbg__wl_in(xf);
+  a[2] = lg;
+  prev = hbg__wl_task(em, HBG_KERNEL_GEMV, a, 3, NULL, 0, &prev, 1);
+  a[0] = hbg__wl_in(lg);
+  a[1] = hbg__wl_t(w, WL_BUF_ACT, h->probs, OUT, 1, WL_D(V));
+  hbg__wl_task(em, HBG_KERNEL_SOFTMAX, a, 2, NULL, 0, &prev, 1);
+}
+
 hbg_scalar hbg__wl_static_f32(float f) {
   hbg_scalar s = {.value = hbg__wl_f32(f), .kind = HBG_SCALAR_STATIC};
   return s;
