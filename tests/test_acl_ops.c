@@ -527,8 +527,8 @@ static uint32_t win_finish(win *w) {
   return w->len;
 }
 
-static hbg__def *make_def(hbg_tensor bt[2]) {
-  uint32_t dims[1] = {16};
+static hbg__def *make_def_n(hbg_tensor bt[2], uint32_t n) {
+  uint32_t dims[1] = {n};
   ASSERT_OK(hbg_tensor_contig(&bt[0], 0x10000, 0, HBG_DTYPE_F32, 1, dims,
                               HBG_ACCESS_IN));
   ASSERT_OK(hbg_tensor_contig(&bt[1], 0x20000, 0, HBG_DTYPE_F32, 1, dims,
@@ -542,6 +542,8 @@ static hbg__def *make_def(hbg_tensor bt[2]) {
   ASSERT_OK(hbg__rec_finish(rec, &def));
   return def;
 }
+
+static hbg__def *make_def(hbg_tensor bt[2]) { return make_def_n(bt, 16); }
 
 static hbg_dev_status read_status(hbg_device *d, hbg_devptr st_dev) {
   hbg_dev_status st;
@@ -638,17 +640,30 @@ static void test_launch(void) {
   ASSERT_OK(hbg_dev_launch(d, q, &l));
   ASSERT_EQ(read_status(d, std_).error, 0);
 
-  /* a Submission that does not match its Definition */
+  /* a Submission that does not match its Definition: written for another
+   * signature, i.e. another Definition (the signature is not in the
+   * Submission, its def_hash is what differs) */
   uint8_t *h3 = malloc(s2);
   ASSERT(h3);
-  hbg_tensor other[2] = {bt[0], bt[1]};
-  other[0].shape[0] = 8;
-  other[0].strides[0] = 1;
-  ASSERT_EQ(hbg__sub_write(h3, s2, def, 7, 1, other, NULL, 0), (int)s2);
+  hbg_tensor other[2];
+  hbg__def *odef = make_def_n(other, 8);
+  ASSERT_EQ(odef->size, def->size);
+  ASSERT_EQ(hbg__sub_size(odef, 0), s2);
+  ASSERT_EQ(hbg__sub_write(h3, s2, odef, 7, 1, other, NULL, 0), (int)s2);
+  hbg__def_free(odef);
   ASSERT_OK(hbg_dev_copy_h2d(d, sub2, h3, s2));
   ASSERT_OK(hbg_dev_launch(d, q, &l));
   st = read_status(d, std_);
   ASSERT_EQ(st.error, HBG_E_IMG_DEF);
+  ASSERT_UEQ(st.task, 2);
+  /* a boundary tensor at address 0 */
+  hbg_tensor zero[2] = {bt[0], bt[1]};
+  zero[1].addr = 0;
+  ASSERT_EQ(hbg__sub_write(h3, s2, def, 7, 1, zero, NULL, 0), (int)s2);
+  ASSERT_OK(hbg_dev_copy_h2d(d, sub2, h3, s2));
+  ASSERT_OK(hbg_dev_launch(d, q, &l));
+  st = read_status(d, std_);
+  ASSERT_EQ(st.error, HBG_E_IMG_FIELD);
   ASSERT_UEQ(st.task, 2);
   ASSERT_OK(hbg_dev_copy_h2d(d, sub2, h2, s2));
 

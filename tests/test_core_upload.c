@@ -139,7 +139,8 @@ static void test_changed_definition(hbg_device *dev) {
 static void test_overflow(hbg_device *dev, int policy) {
   hbg_runtime *rt = mk(dev, policy, 4096, HBG_CFG_POISON_STAGING);
   chain c;
-  ASSERT_OK(chain_create(&c, rt, 16, N));
+  /* 32 layers: their Submissions alone (128 B each) fill the 4 KiB arena */
+  ASSERT_OK(chain_create(&c, rt, 32, N));
   hbg_bind_stats st[4];
   for (uint32_t s = 0; s < 4; s++)
     ASSERT_OK(chain_bind(&c, s, &st[s]));
@@ -194,7 +195,8 @@ static void test_chunks(hbg_device *dev) {
   hbg_runtime *rt = NULL;
   ASSERT_OK(hbg_runtime_create(&cfg, &rt));
   chain c;
-  ASSERT_OK(chain_create(&c, rt, 16, N));
+  /* 32 layers: a window of several 2 KiB chunks (Submissions are 128 B) */
+  ASSERT_OK(chain_create(&c, rt, 32, N));
   hbg_bind_stats st;
   for (uint32_t s = 0; s < 4; s++) {
     ASSERT_OK(chain_bind(&c, s, &st));

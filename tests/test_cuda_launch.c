@@ -382,6 +382,28 @@ static void test_resident_def(fx *f) {
   expect(&st, HBG_E_RANGE, 1);
   free(w3.p);
 
+  /* A boundary tensor whose extent (from the Definition's signature) runs
+   * 8 bytes past the end of its buffer. */
+  memcpy(bad, f->bt, sizeof bad);
+  bad[1].offset = 8;
+  win_init(&w3);
+  win_graph_inside(&w3, f, f->def, f->bt, def, 0);
+  win_graph_inside(&w3, f, f->def, bad, def, 1);
+  win_finish(&w3);
+  st = run(f, &w3);
+  expect(&st, HBG_E_RANGE, 1);
+  free(w3.p);
+
+  /* A boundary tensor at address 0: the Submission is malformed. */
+  memcpy(bad, f->bt, sizeof bad);
+  bad[2].addr = 0;
+  win_init(&w3);
+  win_graph_inside(&w3, f, f->def, bad, def, 0);
+  win_finish(&w3);
+  st = run(f, &w3);
+  expect(&st, HBG_E_IMG_FIELD, 0);
+  free(w3.p);
+
   ASSERT_OK(hbg_dev_mem_free(f->d, half));
   ASSERT_OK(hbg_dev_mem_free(f->d, def));
   free(w.p);

@@ -255,21 +255,46 @@ static void t_self_modify(scene *s) {
   ASSERT_OK(hbg_dev_mem_free(s->f.dev, S2));
   ASSERT_OK(hbg_dev_mem_free(s->f.dev, big));
   S2 = xf_alloc(&s->f, 4096);
-  /* point y at the Submission's own memory, then fix its hash */
-  hbg_sub_tensor y;
-  memcpy(&y, img + sizeof(hbg_sub_hdr) + 2 * sizeof y, sizeof y);
+  /* point y (boundary 2) at the Submission's own memory, fix its hash */
+  hbg_sub_hdr sh;
+  memcpy(&sh, img, sizeof sh);
+  ASSERT_EQ(sh.n_tensors, 3);
+  hbg_sub_bind y;
+  const size_t yoff = sh.off_tensors + 2 * sizeof y;
+  memcpy(&y, img + yoff, sizeof y);
+  ASSERT_UEQ(y.addr, big);
   y.addr = S2;
   y.offset = 0;
-  memcpy(img + sizeof(hbg_sub_hdr) + 2 * sizeof y, &y, sizeof y);
+  memcpy(img + yoff, &y, sizeof y);
   uint64_t h = hbg__hash_skip(img, ss, offsetof(hbg_sub_hdr, hash));
   memcpy(img + offsetof(hbg_sub_hdr, hash), &h, 8);
   xf_write(&s->f, S2, img, ss);
-  free(img);
   wb_init(&w);
   wb_graph(&w, S2, ss, s->def, s->d->size, s->heap, NULL, 0);
   F = wb_upload(&w, &s->f, &fb);
   ASSERT_ERR(xf_launch(&s->f, F, fb, &st), HBG_E_RANGE);
   ASSERT_EQ(st.task, 0);
+  /* y at an offset whose extent (from the Definition's signature) runs
+   * past the end of its buffer */
+  y.addr = s->y;
+  y.offset = 8;
+  memcpy(img + yoff, &y, sizeof y);
+  h = hbg__hash_skip(img, ss, offsetof(hbg_sub_hdr, hash));
+  memcpy(img + offsetof(hbg_sub_hdr, hash), &h, 8);
+  xf_write(&s->f, S2, img, ss);
+  ASSERT_ERR(xf_launch(&s->f, F, fb, &st), HBG_E_RANGE);
+  ASSERT_EQ(st.task, 0);
+  /* y at address 0: refused by the validator, nothing runs */
+  y.addr = 0;
+  y.offset = s->y;
+  memcpy(img + yoff, &y, sizeof y);
+  h = hbg__hash_skip(img, ss, offsetof(hbg_sub_hdr, hash));
+  memcpy(img + offsetof(hbg_sub_hdr, hash), &h, 8);
+  xf_write(&s->f, S2, img, ss);
+  ASSERT_ERR(xf_launch(&s->f, F, fb, &st), HBG_E_IMG_FIELD);
+  ASSERT_EQ(st.task, 0);
+  ASSERT_EQ(st.tasks_done, 0);
+  free(img);
   ASSERT_OK(hbg_dev_mem_free(s->f.dev, F));
   ASSERT_OK(hbg_dev_mem_free(s->f.dev, S2));
 

@@ -215,6 +215,12 @@ int main(void) {
   const cJSON *ts = jget(j, "tensors");
   ASSERT_EQ(cJSON_GetArraySize(ts), 3);
   ASSERT_STREQ(jstr(cJSON_GetArrayItem(ts, 0), "addr"), "0x0000000000aa0000");
+  ASSERT_EQ(jnum(cJSON_GetArrayItem(ts, 0), "offset"), 0);
+  /* the compact record, with the signature of the inline Definition */
+  ASSERT_STREQ(jstr(cJSON_GetArrayItem(ts, 1), "dtype"), "bf16");
+  ASSERT_EQ(jnum(cJSON_GetArrayItem(ts, 1), "ndim"), 2);
+  ASSERT_STREQ(jstr(cJSON_GetArrayItem(ts, 2), "mode"), "out");
+  ASSERT_EQ(cJSON_GetArraySize(jget(cJSON_GetArrayItem(ts, 1), "shape")), 2);
   ASSERT_STREQ(cJSON_GetArrayItem(jget(j, "scalars"), 0)->valuestring,
                "0x0000000000001234");
   check_def_json(jget(j, "definition"), d);
@@ -222,11 +228,33 @@ int main(void) {
   cJSON_Delete(j);
   s = dump(sub, sz, 0, 0);
   ASSERT(strstr(s, "submission  size"));
-  ASSERT(strstr(s, "addr 0xaa0000"));
+  ASSERT(strstr(s, "addr 0xaa0000 +0  f32[8]"));
+  ASSERT(strstr(s, "signature from the inline definition"));
   ASSERT(strstr(s, "inline definition:"));
   ASSERT(strstr(s, "  definition  size"));
   ASSERT(strstr(s, "definition match: HBG_OK"));
   free(s);
+  /* without the Definition: where each tensor lives, nothing else */
+  {
+    uint32_t psz = hbg__sub_size(d, 0);
+    uint8_t *ps = aligned_alloc(8, psz);
+    ASSERT(ps);
+    ASSERT_EQ(hbg__sub_write(ps, psz, d, 0xFEEDull, 4, bt, bs, 0), (int)psz);
+    j = parse(dump(ps, psz, 1, 0));
+    const cJSON *pt = jget(j, "tensors");
+    ASSERT_EQ(cJSON_GetArraySize(pt), 3);
+    const cJSON *t2 = cJSON_GetArrayItem(pt, 2);
+    ASSERT_STREQ(jstr(t2, "addr"), "0x0000000000003000");
+    ASSERT_EQ(jnum(t2, "offset"), 0);
+    ASSERT(cJSON_GetObjectItemCaseSensitive(t2, "dtype") == NULL);
+    ASSERT_EQ(cJSON_GetArraySize(t2), 2);
+    cJSON_Delete(j);
+    s = dump(ps, psz, 0, 0);
+    ASSERT(strstr(s, "  b2  addr 0x3000 +0\n"));
+    ASSERT(strstr(s, "(signature in the definition)"));
+    free(s);
+    free(ps);
+  }
   /* a broken inline copy is reported with its own code */
   sub[hbg__sub_size(d, 0) + 24] ^= 1; /* heap_size of the inline copy */
   j = parse(dump(sub, sz, 1, HBG_E_IMG_HASH));

@@ -294,6 +294,7 @@ int main(void) {
   ASSERT_OK(hbg__sub_validate(buf, sub_sz, &sv));
   ASSERT_OK(hbg__sub_check_def(&sv, &dv));
   ASSERT_UEQ(sv.tensors[25].addr, bt1[25].addr);
+  ASSERT_UEQ(sv.tensors[25].offset, bt1[25].offset);
 
   for (int i = 0; i < REPLAYS; i++) {
     uint64_t t0 = hbg__now_ns();
@@ -340,7 +341,10 @@ int main(void) {
   printf("  hbg__def_validate (full, hash)     %10" PRIu64 " ns\n",
          validate_ns);
 
-  ASSERT(sub_sz < 4096);
+  /* header, one (addr, offset) record per boundary tensor, the scalars */
+  ASSERT_EQ(sub_sz, sizeof(hbg_sub_hdr) + NBT * sizeof(hbg_sub_bind) +
+                        NBS * sizeof(uint64_t));
+  ASSERT_EQ(sub_sz, 504);
   ASSERT(d->size > sub_sz);
   ASSERT_EQ(inl_sz, sub_sz + d->size);
   free(buf);

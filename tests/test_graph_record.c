@@ -559,7 +559,10 @@ static void test_replay(void) {
   ASSERT_OK(hbg__def_check_boundary(d, b1, 4, 2));
 
   uint32_t sz = hbg__sub_size(d, 0);
-  ASSERT_EQ(sz, sizeof(hbg_sub_hdr) + 4 * sizeof(hbg_sub_tensor) + 2 * 8);
+  /* header, (addr, offset) per boundary tensor, the scalars: nothing else */
+  ASSERT_EQ(sizeof(hbg_sub_bind), 16);
+  ASSERT_EQ(sz, sizeof(hbg_sub_hdr) + 4 * sizeof(hbg_sub_bind) + 2 * 8);
+  ASSERT_EQ(sz, 152);
   uint64_t *buf = calloc(1, sz + d->size);
   ASSERT(buf);
   ASSERT_ERR(hbg__sub_write(buf, sz - 8, d, 0xABC, 3, b1, s1, 0), HBG_E_LIMIT);
@@ -600,6 +603,14 @@ static void test_replay(void) {
                (unsigned long long)got, (unsigned long long)exp);
       ASSERT_EQ(t->shape[0], want->shape[0]);
       ASSERT_EQ(t->mode, want->mode);
+      if (t->src == HBG_SRC_BOUNDARY_EXACT) {
+        /* the rest of a boundary tensor comes from the Definition */
+        const hbg_def_bsig *b = &dv.bsig[t->ref];
+        ASSERT_EQ(b->dtype, want->dtype);
+        ASSERT_EQ(b->ndim, want->ndim);
+        ASSERT(memcmp(b->shape, want->shape, sizeof b->shape) == 0);
+        ASSERT(memcmp(b->strides, want->strides, sizeof b->strides) == 0);
+      }
     }
     for (uint32_t k = 0; k < n->n_scalars; k++) {
       const hbg_def_scalar *s = &dv.scalars[n->first_scalar + k];

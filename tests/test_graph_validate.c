@@ -182,7 +182,8 @@ static void test_def_errors(void) {
   DEF_BAD(HBG_E_IMG_MAGIC, H->magic = 0x12345678);
   DEF_BAD(HBG_E_IMG_KIND, H->magic = HBG_SUB_MAGIC);
   DEF_BAD(HBG_E_IMG_KIND, H->magic = HBG_WIN_MAGIC);
-  DEF_BAD(HBG_E_IMG_VERSION, H->version = 2);
+  DEF_BAD(HBG_E_IMG_VERSION, H->version = 1);
+  DEF_BAD(HBG_E_IMG_VERSION, H->version = HBG_IMG_VERSION + 1);
   /* offsets and alignment */
   DEF_BAD(HBG_E_IMG_OFFSET, H->off_tensors = len - 8);
   DEF_BAD(HBG_E_IMG_OFFSET, H->off_bsig = 0xFFFFFFF8u);
@@ -318,6 +319,7 @@ static void sweep(const uint8_t *img, uint32_t len, int kind) {
 /* ---- Submission ---- */
 
 #define SH ((hbg_sub_hdr *)p)
+#define SH_OF(b) ((const hbg_sub_hdr *)(b))
 
 static uint8_t *g_sub;
 static uint32_t g_sub_len;
@@ -363,14 +365,29 @@ static void test_sub(void) {
   SUB_BAD(HBG_E_IMG_FIELD, SH->reserved = 2);
   SUB_BAD(HBG_E_IMG_FIELD, SH->off_def = 8);
   SUB_BAD(HBG_E_IMG_FIELD, SH->def_size = 0);
-  SUB_BAD(HBG_E_IMG_FIELD,
-          ((hbg_sub_tensor *)(p + SH->off_tensors))[2].dtype = 0);
-  SUB_BAD(HBG_E_IMG_FIELD,
-          ((hbg_sub_tensor *)(p + SH->off_tensors))[2].reserved2 = 1);
+  SUB_BAD(HBG_E_IMG_VERSION, SH->version = 1); /* the 56-byte-record format */
+  SUB_BAD(HBG_E_IMG_VERSION, SH->version = HBG_IMG_VERSION + 1);
+  /* the compact table: header, 16 bytes per boundary tensor, scalars */
+  ASSERT_EQ(sizeof(hbg_sub_bind), 16);
+  ASSERT_EQ(SH_OF(buf)->off_tensors, sizeof(hbg_sub_hdr));
+  ASSERT_EQ(SH_OF(buf)->off_scalars, sizeof(hbg_sub_hdr) + 4 * 16);
+  ASSERT_EQ(plain, sizeof(hbg_sub_hdr) + 4 * 16 + 2 * 8);
+  for (uint32_t i = 0; i < 4; i++) {
+    ASSERT_UEQ(sv.tensors[i].addr, g_bt[i].addr);
+    ASSERT_UEQ(sv.tensors[i].offset, g_bt[i].offset);
+  }
+  /* a boundary tensor at address 0 */
+  SUB_BAD(HBG_E_IMG_FIELD, ((hbg_sub_bind *)(p + SH->off_tensors))[0].addr = 0);
+  SUB_BAD(HBG_E_IMG_FIELD, ((hbg_sub_bind *)(p + SH->off_tensors))[3].addr = 0);
+  /* ...but any offset is the Submission's to give (ranges: device side) */
+  SUB_BAD(0, ((hbg_sub_bind *)(p + SH->off_tensors))[2].offset = ~0ull);
   SUB_BAD(HBG_E_IMG_COUNT, SH->n_tensors = HBG_IMG_MAX_BOUNDARY + 1);
   SUB_BAD(HBG_E_IMG_COUNT, SH->off_scalars = 0);
   SUB_BAD(HBG_E_IMG_OFFSET, SH->off_scalars = plain);
-  SUB_BAD(HBG_E_IMG_OFFSET, SH->n_tensors = 5);
+  SUB_BAD(HBG_E_IMG_OFFSET,
+          SH->n_tensors = (plain - SH->off_tensors) / 16 + 1);
+  SUB_BAD(HBG_E_IMG_OFFSET, SH->off_tensors = plain - 8);
+  SUB_BAD(HBG_E_IMG_COUNT, SH->off_tensors = 64);
   SUB_BAD(HBG_E_IMG_ALIGN, SH->off_tensors = 76);
   {
     uint8_t *p = dup_img(buf, plain, 0);
@@ -400,20 +417,32 @@ static void test_sub(void) {
     h2.def_size += 8;
     ASSERT_ERR(hbg__sub_check_def(&s2, &dv), HBG_E_IMG_DEF);
 
+    /* The signature lives only in the Definition: a caller that skipped
+     * hbg__def_check_boundary cannot put another one into the Submission.
+     * Its bytes are those of the matching boundary. */
     hbg_tensor bt[4];
     memcpy(bt, g_bt, sizeof bt);
-    bt[3].shape[1] = 16; /* a caller that skipped the signature check */
+    bt[3].shape[1] = 16;
+    bt[0].mode = HBG_ACCESS_INOUT;
+    bt[1].dtype = HBG_DTYPE_I32;
     uint8_t *b2 = aligned_alloc(8, plain);
     ASSERT(b2);
     ASSERT_EQ(hbg__sub_write(b2, plain, D, 1, 0, bt, g_bs, 0), (int)plain);
+    ASSERT(memcmp(b2, buf, plain) == 0);
+    /* Another signature is another Definition: its hash is what differs. */
     hbg__sub_view sv2;
+    uint64_t dh = SH_OF(b2)->def_hash ^ 1;
+    memcpy(b2 + offsetof(hbg_sub_hdr, def_hash), &dh, 8);
+    rehash_sub(b2);
     ASSERT_OK(hbg__sub_validate(b2, plain, &sv2));
     ASSERT_ERR(hbg__sub_check_def(&sv2, &dv), HBG_E_IMG_DEF);
-    memcpy(bt, g_bt, sizeof bt);
-    bt[0].mode = HBG_ACCESS_INOUT;
-    ASSERT_EQ(hbg__sub_write(b2, plain, D, 1, 0, bt, g_bs, 0), (int)plain);
+    /* where the tensors live is not part of the match */
+    memcpy(b2, buf, plain);
+    ((hbg_sub_bind *)(b2 + SH_OF(b2)->off_tensors))[1].addr = 0x123456;
+    ((hbg_sub_bind *)(b2 + SH_OF(b2)->off_tensors))[1].offset = 8;
+    rehash_sub(b2);
     ASSERT_OK(hbg__sub_validate(b2, plain, &sv2));
-    ASSERT_ERR(hbg__sub_check_def(&sv2, &dv), HBG_E_IMG_DEF);
+    ASSERT_OK(hbg__sub_check_def(&sv2, &dv));
     free(b2);
   }
 
@@ -548,6 +577,7 @@ static void test_window(void) {
   ASSERT_ERR(hbg__win_validate(g_win + 4, g_win_len, NULL), HBG_E_IMG_ALIGN);
   WIN_BAD(HBG_E_IMG_MAGIC, WH->magic = 0);
   WIN_BAD(HBG_E_IMG_VERSION, WH->version = 9);
+  WIN_BAD(HBG_E_IMG_VERSION, WH->version = 1);
   WIN_BAD(HBG_E_IMG_FIELD, WH->reserved[2] = 1);
   WIN_BAD(HBG_E_IMG_COUNT, WH->n_tasks = 1000);
   WIN_BAD(HBG_E_IMG_COUNT, WH->off_index = 8);

@@ -542,7 +542,7 @@ static int prep_graph(xrun *r, const hbg_win_task *wt, xtask *x) {
   uint32_t nb = d->hdr.n_btensors, nsc = d->hdr.n_bscalars, nn = d->hdr.n_nodes;
   uint64_t toff = (uint64_t)((const uint8_t *)sv.tensors - sv.base),
            soff = (uint64_t)((const uint8_t *)sv.scalars - sv.base);
-  HBG__RETURN_IF(toff + (uint64_t)nb * sizeof(hbg_sub_tensor) > wt->sub_size ||
+  HBG__RETURN_IF(toff + (uint64_t)nb * sizeof(hbg_sub_bind) > wt->sub_size ||
                      soff + (uint64_t)nsc * 8 > wt->sub_size,
                  HBG_E_IMG_OFFSET);
   x->nt = nb;
@@ -554,16 +554,20 @@ static int prep_graph(xrun *r, const hbg_win_task *wt, xtask *x) {
   HBG__RETURN_IF((nb && (!x->t || !x->bext)) || (nsc && !x->sc) ||
                      !x->node_pending,
                  HBG_E_NOMEM);
+  /* Boundary tensor i: the Definition's signature i at the Submission's
+   * (addr, offset) i, each read once. */
   for (uint32_t i = 0; i < nb; i++) {
-    const hbg_sub_tensor *st = &sv.tensors[i];
-    kt_from_sub(&x->t[i], st);
+    hbg_sub_bind sb;
+    memcpy(&sb, &sv.tensors[i], sizeof sb);
+    HBG__RETURN_IF(sb.addr == 0, HBG_E_IMG_FIELD);
+    kt_from_bsig(&x->t[i], &d->v.bsig[i]);
     uint64_t ext = hbg__ktensor_extent(&x->t[i]);
     HBG__RETURN_IF(ext == 0, HBG_E_KERNEL);
-    HBG__TRY(resolve(e, st->addr, st->offset, ext, &p));
+    HBG__TRY(resolve(e, sb.addr, sb.offset, ext, &p));
     x->t[i].data = p;
     x->bext[i] = ext;
     if (d->bw[i])
-      HBG__TRY(add_range(&r->wr, &r->n_wr, &r->cap_wr, st->addr + st->offset,
+      HBG__TRY(add_range(&r->wr, &r->n_wr, &r->cap_wr, sb.addr + sb.offset,
                          ext, r->err_task));
   }
   if (nsc)

@@ -83,7 +83,7 @@ int hbg__def_check_boundary(const hbg__def *d, const hbg_tensor *bt,
 
 static uint32_t sub_body(const hbg__def *d) {
   return (uint32_t)(sizeof(hbg_sub_hdr) +
-                    (uint64_t)d->n_btensors * sizeof(hbg_sub_tensor) +
+                    (uint64_t)d->n_btensors * sizeof(hbg_sub_bind) +
                     (uint64_t)d->n_bscalars * sizeof(uint64_t));
 }
 
@@ -114,24 +114,16 @@ int hbg__sub_write(void *dst, uint32_t cap, const hbg__def *d,
   h.n_tensors = d->n_btensors;
   h.n_scalars = d->n_bscalars;
   h.off_tensors = sizeof h;
-  h.off_scalars = (uint32_t)(sizeof h + d->n_btensors * sizeof(hbg_sub_tensor));
+  h.off_scalars = (uint32_t)(sizeof h + d->n_btensors * sizeof(hbg_sub_bind));
   h.off_def = inline_def ? body : 0;
   h.def_size = d->size;
   memcpy(p, &h, sizeof h);
 
+  /* Only where each tensor lives: the signature is the Definition's. */
   uint8_t *tp = p + h.off_tensors;
   for (uint32_t i = 0; i < d->n_btensors; i++) {
-    hbg_sub_tensor st;
-    st.addr = bt[i].addr;
-    st.offset = bt[i].offset;
-    memcpy(st.shape, bt[i].shape, sizeof st.shape);
-    memcpy(st.strides, bt[i].strides, sizeof st.strides);
-    st.dtype = bt[i].dtype;
-    st.ndim = bt[i].ndim;
-    st.mode = bt[i].mode;
-    st.reserved = 0;
-    st.reserved2 = 0;
-    memcpy(tp + (size_t)i * sizeof st, &st, sizeof st);
+    const hbg_sub_bind b = {bt[i].addr, bt[i].offset};
+    memcpy(tp + (size_t)i * sizeof b, &b, sizeof b);
   }
   if (d->n_bscalars)
     memcpy(p + h.off_scalars, bs, (size_t)d->n_bscalars * sizeof *bs);

@@ -388,11 +388,32 @@ static void sub_hdr_json(jctx *j, cJSON *o, const hbg_sub_hdr *h) {
   jnum(j, x, "def_size", h->def_size);
 }
 
+/* The boundary signatures of a Submission's inline Definition, when there
+ * is one whose structure is sound (its hash may still be wrong: that is
+ * reported with the Definition) and whose count matches; else NULL. */
+static const hbg_def_bsig *sub_sigs(const hbg__sub_view *s) {
+  hbg__def_view d;
+  if (!s->inline_def ||
+      hbg__def_validate_nohash(s->inline_def, s->hdr->def_size, &d) != 0 ||
+      d.hdr->n_btensors != s->hdr->n_tensors)
+    return NULL;
+  return d.bsig;
+}
+
 static void sub_tensor_json(jctx *j, cJSON *arr, const hbg_sub_tensor *t) {
   cJSON *y = jobj(j, arr, NULL);
   jhex(j, y, "addr", t->addr);
   ju64(j, y, "offset", t->offset);
   jlayout(j, y, t->dtype, t->ndim, t->mode, t->shape, t->strides);
+}
+
+static void sub_bind_json(jctx *j, cJSON *arr, const hbg_sub_bind *t,
+                          const hbg_def_bsig *sig) {
+  cJSON *y = jobj(j, arr, NULL);
+  jhex(j, y, "addr", t->addr);
+  ju64(j, y, "offset", t->offset);
+  if (sig)
+    jlayout(j, y, sig->dtype, sig->ndim, sig->mode, sig->shape, sig->strides);
 }
 
 static int sub_json(jctx *j, cJSON *o, const uint8_t *p, uint64_t len) {
@@ -404,9 +425,10 @@ static int sub_json(jctx *j, cJSON *o, const uint8_t *p, uint64_t len) {
     sub_hdr_json(j, o, (const hbg_sub_hdr *)p);
   if (rc)
     return rc;
+  const hbg_def_bsig *sig = sub_sigs(&s);
   cJSON *ts = jarr(j, o, "tensors");
   for (uint32_t i = 0; i < s.hdr->n_tensors; i++)
-    sub_tensor_json(j, ts, &s.tensors[i]);
+    sub_bind_json(j, ts, &s.tensors[i], sig ? &sig[i] : NULL);
   cJSON *ss = jarr(j, o, "scalars");
   for (uint32_t i = 0; i < s.hdr->n_scalars; i++) {
     char buf[24];
@@ -453,12 +475,19 @@ static int sub_text(FILE *f, const uint8_t *p, uint64_t len) {
   tstatus(f, "", rc);
   if (rc)
     return rc;
-  fprintf(f, "boundary tensors:\n");
+  const hbg_def_bsig *sig = sub_sigs(&s);
+  fprintf(f, "boundary tensors%s:\n",
+          sig ? " (signature from the inline definition)"
+              : " (signature in the definition)");
   for (uint32_t i = 0; i < s.hdr->n_tensors; i++) {
-    const hbg_sub_tensor *t = &s.tensors[i];
-    fprintf(f, "  b%" PRIu32 "  addr 0x%" PRIx64 " +%" PRIu64 "  ", i, t->addr,
+    const hbg_sub_bind *t = &s.tensors[i];
+    fprintf(f, "  b%" PRIu32 "  addr 0x%" PRIx64 " +%" PRIu64, i, t->addr,
             t->offset);
-    tlayout(f, t->dtype, t->ndim, t->mode, t->shape, t->strides);
+    if (sig) {
+      fputs("  ", f);
+      tlayout(f, sig[i].dtype, sig[i].ndim, sig[i].mode, sig[i].shape,
+              sig[i].strides);
+    }
     fputc('\n', f);
   }
   fprintf(f, "boundary scalars:");

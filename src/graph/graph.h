@@ -71,7 +71,8 @@ int hbg__def_check_boundary(const hbg__def *d, const hbg_tensor *bt,
  * inline_def), a multiple of HBG_IMG_ALIGN. */
 uint32_t hbg__sub_size(const hbg__def *d, int inline_def);
 /* Write a Submission into dst (cap bytes, 8-byte aligned). The boundary must
- * already have passed hbg__def_check_boundary.
+ * already have passed hbg__def_check_boundary: only each tensor's addr and
+ * offset are written (the rest is the Definition's signature).
  * @return bytes written (> 0) or HBG_E_LIMIT when cap is too small. */
 int hbg__sub_write(void *dst, uint32_t cap, const hbg__def *d,
                    uint64_t full_key, uint32_t occurrence,
@@ -94,7 +95,7 @@ typedef struct hbg__def_view {
 typedef struct hbg__sub_view {
   const uint8_t *base;
   const hbg_sub_hdr *hdr;
-  const hbg_sub_tensor *tensors;
+  const hbg_sub_bind *tensors; /* where each boundary tensor lives */
   const uint64_t *scalars;
   const uint8_t *inline_def; /* NULL unless HBG_SUB_INLINE_DEF */
 } hbg__sub_view;
@@ -113,11 +114,13 @@ int hbg__def_validate(const void *img, uint64_t len, hbg__def_view *out);
 /* Same checks without the hash (for callers that verified it already). */
 int hbg__def_validate_nohash(const void *img, uint64_t len,
                              hbg__def_view *out);
-/* Submission structure and its own hash (not the inline Definition's
- * contents; validate that with hbg__def_validate on sub->inline_def). */
+/* Submission structure, its boundary records (addr != 0) and its own hash
+ * (not the inline Definition's contents; validate that with
+ * hbg__def_validate on sub->inline_def). */
 int hbg__sub_validate(const void *img, uint64_t len, hbg__sub_view *out);
-/* Submission against its Definition: def_hash, counts, each boundary
- * tensor's dtype/ndim/mode/shape/strides equal to the signature.
+/* Submission against its Definition: def_hash, def_size and counts. The
+ * boundary signature lives only in the Definition (a Submission cannot
+ * express a different one).
  * @return 0 or HBG_E_IMG_DEF. */
 int hbg__sub_check_def(const hbg__sub_view *s, const hbg__def_view *d);
 /* Task window structure: header, index, each entry's bounds and counts,

@@ -15,7 +15,7 @@
 
 #include <hbg/hbg.h>
 
-#define HBG_IMG_VERSION 1u
+#define HBG_IMG_VERSION 2u /* 2: compact Submission tensor table */
 #define HBG_IMG_ALIGN 8u
 #define HBG_DEF_MAGIC 0x46454447u /* "GDEF" */
 #define HBG_SUB_MAGIC 0x42555347u /* "GSUB" */
@@ -68,7 +68,8 @@ typedef struct hbg_def_node {
 } hbg_def_node; /* 40 bytes */
 
 enum {
-  HBG_SRC_BOUNDARY_EXACT = 1, /* ref = boundary index; shape etc. from Sub */
+  HBG_SRC_BOUNDARY_EXACT = 1, /* ref = boundary index; addr/offset from the
+                                 Submission, shape etc. from the bsig */
   HBG_SRC_BOUNDARY_VIEW = 2,  /* ref = boundary index; offset relative to
                                  the boundary tensor's element 0 */
   HBG_SRC_INTERNAL = 3,       /* ref = producer node; offset in heap block */
@@ -102,7 +103,12 @@ typedef struct hbg_def_bsig {
   uint32_t strides[HBG_MAX_DIMS];
 } hbg_def_bsig; /* 40 bytes */
 
-/* ---- Submission (one replay) ---- */
+/* ---- Submission (one replay) ----
+ * [hbg_sub_hdr][hbg_sub_bind[n_tensors]][u64 scalars[n_scalars]]
+ * [inline Definition, optional]
+ * A boundary tensor's signature (dtype, ndim, mode, shape, strides) lives
+ * only in the Definition (hbg_def_bsig, checked by the host on every replay);
+ * the Submission carries only where each boundary tensor lives. */
 
 enum { HBG_SUB_INLINE_DEF = 1u }; /* a Definition copy follows (deferred) */
 
@@ -119,13 +125,20 @@ typedef struct hbg_sub_hdr {
   uint32_t occurrence;
   uint32_t n_tensors;  /* boundary tensors (== def n_btensors) */
   uint32_t n_scalars;  /* boundary scalars (== def n_bscalars) */
-  uint32_t off_tensors; /* hbg_sub_tensor[n_tensors] */
+  uint32_t off_tensors; /* hbg_sub_bind[n_tensors] */
   uint32_t off_scalars; /* u64[n_scalars] */
   uint32_t off_def;     /* inline Definition, 0 if none */
   uint32_t def_size;    /* bytes of the Definition */
   uint32_t reserved;
 } hbg_sub_hdr; /* 72 bytes */
 
+/* Boundary tensor i of a replay: the Definition's bsig[i] at addr + offset. */
+typedef struct hbg_sub_bind {
+  uint64_t addr;   /* device address of the buffer, never 0 */
+  uint64_t offset; /* bytes to element 0 */
+} hbg_sub_bind; /* 16 bytes */
+
+/* A full tensor record: the task window's ordinary-task entries. */
 typedef struct hbg_sub_tensor {
   uint64_t addr;   /* device address of the buffer */
   uint64_t offset; /* bytes to element 0 */
@@ -186,6 +199,7 @@ _Static_assert(sizeof(hbg_def_tensor) == 48, "def tensor layout");
 _Static_assert(sizeof(hbg_def_scalar) == 16, "def scalar layout");
 _Static_assert(sizeof(hbg_def_bsig) == 40, "def bsig layout");
 _Static_assert(sizeof(hbg_sub_hdr) == 72, "sub hdr layout");
+_Static_assert(sizeof(hbg_sub_bind) == 16, "sub bind layout");
 _Static_assert(sizeof(hbg_sub_tensor) == 56, "sub tensor layout");
 _Static_assert(sizeof(hbg_win_hdr) == 64, "win hdr layout");
 _Static_assert(sizeof(hbg_win_task) == 72, "win task layout");

@@ -4,7 +4,10 @@
  * code behind the hash check. Properties checked (abort on violation):
  *   - a valid Definition also passes the no-hash validator, loads with
  *     hbg__def_from_image, and a Submission written from its own signature
- *     validates and matches it (plain and inline);
+ *     validates and matches it (plain and inline), its compact records
+ *     holding exactly the boundary's (addr, offset);
+ *   - a valid Submission has no boundary record at address 0, and its
+ *     record table and scalars lie inside its hashed part;
  *   - the dump returns the validator's verdict. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +57,7 @@ static void replay(const uint8_t *img, uint64_t len) {
   for (uint32_t i = 0; i < n; i++) {
     const hbg_def_bsig *s = &d->bsig[i];
     bt[i].addr = 0x10000000ull * (i + 1);
+    bt[i].offset = 8ull * i;
     bt[i].dtype = s->dtype;
     bt[i].ndim = s->ndim;
     bt[i].mode = s->mode;
@@ -69,6 +73,13 @@ static void replay(const uint8_t *img, uint64_t len) {
     hbg__sub_view sv;
     CHECK(hbg__sub_validate(buf, sz, &sv) == 0);
     CHECK(hbg__sub_check_def(&sv, &dv) == 0);
+    CHECK(sv.hdr->n_tensors == n);
+    CHECK(sv.hdr->off_tensors == sizeof(hbg_sub_hdr));
+    CHECK(sv.hdr->off_scalars ==
+          sizeof(hbg_sub_hdr) + n * sizeof(hbg_sub_bind));
+    for (uint32_t i = 0; i < n; i++)
+      CHECK(sv.tensors[i].addr == bt[i].addr &&
+            sv.tensors[i].offset == bt[i].offset);
     if (inl)
       CHECK(hbg__def_validate(sv.inline_def, sv.hdr->def_size, NULL) == 0);
   }
@@ -94,7 +105,18 @@ static void run(uint8_t *p, size_t size) {
 
   int src = hbg__sub_validate(p, size, &sv);
   if (src == 0) {
-    sink = sv.hdr->n_tensors ? sv.tensors[sv.hdr->n_tensors - 1].addr : 0;
+    const hbg_sub_hdr *h = sv.hdr;
+    uint64_t hashed = sv.inline_def ? h->off_def : h->total_size;
+    CHECK((uint64_t)h->off_tensors + (uint64_t)h->n_tensors * 16 <= hashed);
+    CHECK((uint64_t)h->off_scalars + (uint64_t)h->n_scalars * 8 <= hashed);
+    uint64_t s = 0;
+    for (uint32_t i = 0; i < h->n_tensors; i++) {
+      CHECK(sv.tensors[i].addr != 0);
+      s += sv.tensors[i].offset;
+    }
+    for (uint32_t i = 0; i < h->n_scalars; i++)
+      s += sv.scalars[i];
+    sink = s;
     if (sv.inline_def &&
         hbg__def_validate(sv.inline_def, sv.hdr->def_size, &dv) == 0)
       sink = (uint64_t)hbg__sub_check_def(&sv, &dv);

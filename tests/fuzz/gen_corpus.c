@@ -168,7 +168,7 @@ static uint32_t win_entry(uint8_t *e, uint32_t kind, uint32_t kernel,
   off += (4 * nd + 7) / 8 * 8;
   if (kind == HBG_WIN_GRAPH) {
     t.sub_addr = 0x50000;
-    t.sub_size = 1600;
+    t.sub_size = 216; /* 72 + 8 (addr, offset) records + 2 scalars */
     t.def_addr = 0x60000;
     t.def_size = 8192;
     t.heap_addr = 0x70000;

@@ -173,14 +173,29 @@ static int plan_graph(const hbg__cuda *c, const hbg_dev_launch_desc *l,
   return 0;
 }
 
-static int tensor_check(const hbg__cuda *c, const hbg_sub_tensor *t) {
-  uint64_t ext =
-      hbg__shape_extent(t->dtype, t->ndim, t->mode, t->shape, t->strides);
+/* ext bytes from addr + offset lie in live device memory. */
+static int range_check(const hbg__cuda *c, uint64_t addr, uint64_t offset,
+                       uint64_t ext) {
   HBG__RETURN_IF(ext == 0, HBG_E_IMG_FIELD);
   uint64_t lo;
-  HBG__RETURN_IF(hbg__add_u64(t->addr, t->offset, &lo), HBG_E_RANGE);
+  HBG__RETURN_IF(hbg__add_u64(addr, offset, &lo), HBG_E_RANGE);
   HBG__RETURN_IF(!live(c, lo, ext), HBG_E_RANGE);
   return 0;
+}
+
+static int tensor_check(const hbg__cuda *c, const hbg_sub_tensor *t) {
+  return range_check(c, t->addr, t->offset,
+                     hbg__shape_extent(t->dtype, t->ndim, t->mode, t->shape,
+                                       t->strides));
+}
+
+/* A Submission's boundary tensor: where it lives from the Submission, its
+ * extent from the Definition's signature. */
+static int bind_check(const hbg__cuda *c, const hbg_sub_bind *b,
+                      const hbg_def_bsig *s) {
+  return range_check(c, b->addr, b->offset,
+                     hbg__shape_extent(s->dtype, s->ndim, s->mode, s->shape,
+                                       s->strides));
 }
 
 static int check_task(const hbg__cuda *c, const hbg__win_view *wv,
@@ -219,8 +234,9 @@ static int check_graph(const hbg__cuda *c, plan *p, const uint8_t *win,
   HBG__TRY(hbg__sub_check_def(&sv, &d->view));
   uint64_t heap = d->view.hdr->heap_size;
   HBG__RETURN_IF(heap && !live(c, t->heap_addr, heap), HBG_E_RANGE);
+  /* sub_check_def: n_tensors == the Definition's n_btensors */
   for (uint32_t k = 0; k < sv.hdr->n_tensors; k++)
-    HBG__TRY(tensor_check(c, &sv.tensors[k]));
+    HBG__TRY(bind_check(c, &sv.tensors[k], &d->view.bsig[k]));
   return 0;
 }
 
