@@ -9,8 +9,8 @@ LAYERS=${LAYERS:-"10 20 50 100 200 500 1000"}
 mkdir -p "$OUT_DIR"
 printf '%6s %14s %14s %14s %10s %10s\n' layers deferred_us pinned_eager_us coalesced_us pe/def co/def
 for l in $LAYERS; do
-  rounds=20; [ "$l" -ge 200 ] && rounds=8; [ "$l" -ge 500 ] && rounds=5
-  "$HBG" bench --workload qwen3-14b --layers "$l" --rounds "$rounds" --warmup 2 \
+  rounds=40; [ "$l" -ge 200 ] && rounds=15; [ "$l" -ge 500 ] && rounds=8
+  "$HBG" bench --workload qwen3-14b --layers "$l" --rounds "$rounds" --warmup 4 \
     --interleave 1 --verify-every 0 --quiet --json "$OUT_DIR/qwen3-$l.json"
   python3 - "$OUT_DIR/qwen3-$l.json" "$l" <<'PY'
 import json, sys
