@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The hbg command-line tool end to end. Usage: cli.sh HBG IMAGE_GEN
+set -eu
+hbg=$1; gen=$2
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail() { echo "cli: $*" >&2; exit 1; }
+expect_rc() { # expect_rc CODE cmd...
+  local want=$1; shift
+  set +e; "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?; set -e
+  [ "$rc" = "$want" ] || { cat "$tmp/err" >&2; fail "'$*' exited $rc, expected $want"; }
+}
+
+"$hbg" version | grep -q '^hbg [0-9]' || fail "version"
+expect_rc 2 "$hbg"
+expect_rc 2 "$hbg" no-such-command
+"$hbg" devices | grep -q '^sim  *available' || fail "devices: sim not available"
+"$hbg" devices --json | grep -q '"name":[[:space:]]*"sim"' || fail "devices --json"
+
+# inspect: every real image is valid, in text and JSON
+mkdir -p "$tmp/img"
+"$gen" "$tmp/img" >/dev/null
+n=0
+for f in "$tmp"/img/*; do
+  expect_rc 0 "$hbg" inspect "$f"
+  grep -q 'HBG_OK' "$tmp/out" || fail "inspect $f: no status line"
+  expect_rc 0 "$hbg" inspect --json "$f"
+  grep -q '"valid":[[:space:]]*true' "$tmp/out" || fail "inspect --json $f"
+  n=$((n + 1))
+done
+[ "$n" -ge 4 ] || fail "only $n images generated"
+# a flipped byte is rejected with a specific error; usage errors are 2
+for f in "$tmp"/img/def_small.bin "$tmp"/img/sub_small.bin "$tmp"/img/win_small.bin; do
+  cp "$f" "$tmp/bad"
+  printf '\377' | dd of="$tmp/bad" bs=1 seek=40 conv=notrunc 2>/dev/null
+  expect_rc 1 "$hbg" inspect "$tmp/bad"
+  grep -q 'HBG_E_IMG_' "$tmp/err" || fail "inspect: no error name for a corrupt $f"
+done
+expect_rc 1 "$hbg" inspect "$tmp/no-such-file"
+expect_rc 2 "$hbg" inspect
+
+# bench: a short verified run of every output format
+expect_rc 0 "$hbg" bench --workload qwen3-14b --layers 3 --rounds 3 --warmup 1 \
+  --quiet --json "$tmp/b.json" --csv "$tmp/b.csv" --svg "$tmp/b.svg" --trace "$tmp/b.trace"
+grep -q '"verified":[[:space:]]*true' "$tmp/b.json" || fail "bench: not verified"
+[ "$(grep -c '"verified":[[:space:]]*true' "$tmp/b.json")" = 3 ] || fail "bench: not all 3 policies verified"
+grep -q '<svg' "$tmp/b.svg" || fail "bench: no svg"
+grep -q 'traceEvents' "$tmp/b.trace" || fail "bench: no trace"
+[ "$(wc -l < "$tmp/b.csv")" -ge 10 ] || fail "bench: csv too short"
+expect_rc 0 "$hbg" bench --workload dsv4 --layers 2 --rounds 2 --warmup 1 --policy coalesced
+expect_rc 2 "$hbg" bench --policy no-such-policy
+expect_rc 1 "$hbg" bench --device no-such-device --rounds 1
+
+expect_rc 0 "$hbg" selfcheck --iters 64
+grep -q 'readback: ok' "$tmp/out" || fail "selfcheck readback"
+echo "cli: ok"
