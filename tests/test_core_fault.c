@@ -53,6 +53,15 @@ static void test_latch(void) {
   ASSERT(strstr(msg, "injected") != NULL);
   hbg_bind_end(b);
   ASSERT_OK(chain_bind(&c, 3, NULL));
+  /* An unreadable device status is the bind's outcome, also when asked
+   * again. */
+  ASSERT_OK(hbg_bind_begin(rt, &b));
+  ASSERT_OK(chain_submit(&c, b, 5));
+  ASSERT_OK(hbg_bind_launch(b));
+  ASSERT_OK(hbg_fault_arm(dev, HBG_DEV_OP_COPY_D2H, 1, 0));
+  ASSERT_ERR(hbg_bind_wait(b), HBG_E_INJECTED);
+  ASSERT_ERR(hbg_bind_wait(b), HBG_E_INJECTED);
+  hbg_bind_end(b);
   ASSERT_OK(chain_bind(&c, 4, NULL));
   chain_destroy(&c);
   hbg_runtime_destroy(rt);

@@ -56,12 +56,14 @@ static void test_bytes(hbg_device *dev, int policy) {
   switch (policy) {
   case HBG_POLICY_DEFERRED:
     ASSERT_UEQ(ss->graph.bytes, L * inl);
+    ASSERT_UEQ(ss->def_bytes, L * def->size); /* an inline copy per layer */
     ASSERT_EQ(ss->graph.copies, L);
     ASSERT_EQ(ss->dev_allocs, L); /* alloc per submission, every bind */
     ASSERT_EQ(ss->window.copies, 1);
     break;
   case HBG_POLICY_PINNED_EAGER:
     ASSERT_UEQ(ss->graph.bytes, L * inl);
+    ASSERT_UEQ(ss->def_bytes, L * def->size);
     ASSERT_EQ(ss->graph.copies, L);
     ASSERT_GE(st[0].dev_allocs, L); /* slot 0: retained + heap + window */
     ASSERT_GE(st[1].dev_allocs, L); /* slot 1 */
@@ -216,6 +218,17 @@ static int nested_record(hbg_recorder *rec, void *user) {
   nest_rc = chain_submit(c, nest_bind, 0);
   return -1;
 }
+/* Everything that would touch a bind from inside a record callback. */
+static int meddling_record(hbg_recorder *rec, void *user) {
+  chain *c = user;
+  hbg_bind *other = NULL;
+  nest_rc = hbg_bind_begin(c->rt, &other);
+  if (nest_rc == HBG_E_NESTED)
+    nest_rc = hbg_bind_launch(nest_bind);
+  hbg_bind_end(nest_bind); /* ignored while recording */
+  return chain_record(rec, user);
+}
+
 static int empty_record(hbg_recorder *rec, void *user) {
   (void)rec;
   (void)user;
@@ -268,6 +281,12 @@ static void test_misuse(hbg_device *dev) {
   ASSERT_EQ(nest_rc, HBG_E_NESTED);
   g.record = empty_record;
   ASSERT_ERR(hbg_submit_graph(b, &g, NULL), HBG_E_EMPTY);
+  /* Neither another bind nor this bind's launch/end from a callback. */
+  g.record = meddling_record;
+  g.key = 79;
+  nest_rc = 0;
+  ASSERT_OK(hbg_submit_graph(b, &g, NULL));
+  ASSERT_EQ(nest_rc, HBG_E_NESTED);
   g.record = NULL;
   ASSERT_ERR(hbg_submit_graph(b, &g, NULL), HBG_E_INVAL);
   g.record = chain_record;
@@ -280,7 +299,7 @@ static void test_misuse(hbg_device *dev) {
   g.n_scalars = 0;
   hbg_tensor_contig(&bt[1], c.bias[0], 0, HBG_DTYPE_F32, 1, dims, HBG_ACCESS_IN);
   ASSERT_ERR(hbg_submit_graph(b, &g, NULL), HBG_E_SIGNATURE);
-  ASSERT_EQ(c.record_calls, 1);
+  ASSERT_EQ(c.record_calls, 2); /* keys 79 and 78, once each */
   ASSERT_EQ(hbg_bind_fatal(b), 0); /* nothing was published by the failures */
   ASSERT_OK(hbg_bind_launch(b));
   ASSERT_ERR(hbg_bind_launch(b), HBG_E_STATE);

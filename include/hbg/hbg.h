@@ -279,8 +279,9 @@ HBG_API int hbg_buffer_read(hbg_runtime *rt, void *dst, uint64_t src,
 
 /* Start a bind on the next pipeline slot. Waits for the device to finish the
  * bind that last used that slot, then reclaims its staging space.
- * @return 0, HBG_E_STATE (all slots held by binds not yet ended), or a device
- * error. */
+ * Slots are used round-robin.
+ * @return 0, HBG_E_STATE (the next slot is still held by a bind not yet
+ * ended), HBG_E_NESTED (called from a record callback), or a device error. */
 HBG_API int hbg_bind_begin(hbg_runtime *rt, hbg_bind **out);
 
 /* Append an ordinary task. *out (optional) receives its task id.
@@ -348,7 +349,8 @@ typedef struct hbg_bind_stats {
   uint64_t exec_ns;          /* launch to completion (after hbg_bind_wait) */
   hbg_phase_bytes graph;     /* graph images (Submissions + Definitions) */
   hbg_phase_bytes window;    /* task window */
-  uint64_t def_bytes;        /* Definition bytes uploaded (part of graph) */
+  uint64_t def_bytes;        /* Definition bytes uploaded (part of graph),
+                                inline copies included */
   uint64_t h2d_bytes;        /* all H2D bytes of the bind */
   uint64_t h2d_copies;       /* all H2D copies of the bind */
   uint32_t n_tasks;          /* task window entries */
@@ -369,7 +371,8 @@ HBG_API int hbg_bind_fatal(const hbg_bind *b);
 
 /* End a bind: release the slot for reuse. A launched bind may still run on
  * the device; the slot's next hbg_bind_begin waits for it. A bind never
- * launched (or latched fatal) is rolled back. Accepts NULL. */
+ * launched (or latched fatal) is rolled back. Accepts NULL; ignored when
+ * called from a record callback. */
 HBG_API void hbg_bind_end(hbg_bind *b);
 
 /* ------------------------------------------------------------------ */

@@ -157,17 +157,22 @@ static int64_t win_append(hbg_bind *b, uint64_t n) {
   return (int64_t)off;
 }
 
-static int index_push(hbg_bind *b, uint32_t off) {
-  if (b->n_tasks == b->index_cap) {
-    uint32_t cap = b->index_cap ? b->index_cap * 2 : 256;
-    uint32_t *p = realloc(b->index, (size_t)cap * sizeof *p);
-    if (!p)
-      return HBG_E_NOMEM;
-    b->index = p;
-    b->index_cap = cap;
-  }
-  b->index[b->n_tasks++] = off;
+/* Room for one more index entry, reserved before the entry is written so
+ * that publishing it cannot fail. */
+static int index_reserve(hbg_bind *b) {
+  if (b->n_tasks < b->index_cap)
+    return 0;
+  uint32_t cap = b->index_cap ? b->index_cap * 2 : 256;
+  uint32_t *p = realloc(b->index, (size_t)cap * sizeof *p);
+  if (!p)
+    return HBG_E_NOMEM;
+  b->index = p;
+  b->index_cap = cap;
   return 0;
+}
+
+static void index_push(hbg_bind *b, uint32_t off) {
+  b->index[b->n_tasks++] = off;
 }
 
 static int pend_push(hbg_bind *b, const hbg__pending *p) {
@@ -227,7 +232,6 @@ void hbg__bind_reset(hbg_bind *b) {
   b->heap_used = 0;
   b->sub_bytes = 0;
   b->fatal = 0;
-  b->recording = 0;
   b->nested_upload_ns = 0;
   hbg__map_clear(&b->occ);
   memset(&b->st, 0, sizeof b->st);
@@ -242,37 +246,41 @@ int hbg__slot_reclaim(hbg_runtime *rt, hbg__slot *s) {
   s->n_deferred = 0;
   if (!rt->dev || !s->q)
     return 0;
-  int rc = 0;
+  /* Growth is optional: when an allocation fails the slot keeps what it
+   * had, and the next bind falls back to heap memory / extra heap blocks
+   * where it overflows. */
   uint64_t hw = s->arena.high_water;
   if (hw > s->arena.cap) {
-    hbg__arena_release(rt, s);
-    rc = hbg__arena_reserve(rt, s, HBG__ALIGN_UP(hw, 65536));
+    uint64_t cap = HBG__ALIGN_UP(hw, 65536);
+    void *p = NULL;
+    if (hbg_dev_host_alloc(rt->dev, (size_t)cap, &p) == 0) {
+      hbg__arena_release(rt, s);
+      s->arena.base = p;
+      s->arena.cap = cap;
+    }
   }
   s->arena.used = 0;
   s->arena.high_water = 0;
-  if (s->n_heap_extra || s->heap_high_water > s->heap_cap) {
-    for (uint32_t i = 0; i < s->n_heap_extra; i++)
-      hbg_dev_mem_free(rt->dev, s->heap_extra[i]);
-    s->n_heap_extra = 0;
-    if (s->heap_dev)
-      hbg_dev_mem_free(rt->dev, s->heap_dev);
-    s->heap_dev = 0;
-    s->heap_cap = 0;
+  if (s->heap_high_water > s->heap_cap) {
     uint64_t cap = HBG__ALIGN_UP(s->heap_high_water, 65536);
-    if (cap) {
-      int r2 = hbg_dev_mem_alloc(rt->dev, (size_t)cap, &s->heap_dev);
-      if (r2 == 0)
-        s->heap_cap = cap;
-      else if (rc == 0)
-        rc = r2;
+    hbg_devptr d = 0;
+    if (hbg_dev_mem_alloc(rt->dev, (size_t)cap, &d) == 0) {
+      if (s->heap_dev)
+        hbg_dev_mem_free(rt->dev, s->heap_dev);
+      s->heap_dev = d;
+      s->heap_cap = cap;
     }
   }
+  for (uint32_t i = 0; i < s->n_heap_extra; i++)
+    hbg_dev_mem_free(rt->dev, s->heap_extra[i]);
+  s->n_heap_extra = 0;
   s->heap_high_water = 0;
-  return rc;
+  return 0;
 }
 
 int hbg_bind_begin(hbg_runtime *rt, hbg_bind **out) {
   HBG__RETURN_IF(!rt || !out, HBG_E_INVAL);
+  HBG__RETURN_IF(rt->recording, HBG_E_NESTED);
   hbg__slot *s = &rt->slots[rt->next_slot];
   HBG__RETURN_IF(s->bind.state != HBG__BIND_IDLE, HBG_E_STATE);
   if (s->in_flight) {
@@ -310,8 +318,8 @@ int hbg_bind_begin(hbg_runtime *rt, hbg_bind **out) {
 
 static int open_check(const hbg_bind *b) {
   HBG__RETURN_IF(!b, HBG_E_INVAL);
+  HBG__RETURN_IF(b->rt->recording, HBG_E_NESTED);
   HBG__RETURN_IF(b->state != HBG__BIND_OPEN, HBG_E_STATE);
-  HBG__RETURN_IF(b->recording, HBG_E_NESTED);
   HBG__RETURN_IF(b->fatal, HBG_E_FATAL);
   return 0;
 }
@@ -335,6 +343,7 @@ int hbg_submit_task(hbg_bind *b, const hbg_task *t, hbg_task_id *out) {
   uint32_t off_s = off_t + t->n_args * (uint32_t)sizeof(hbg_sub_tensor);
   uint32_t off_d = off_s + t->n_scalars * 8u;
   uint32_t size = HBG__ALIGN_UP(off_d + t->n_deps * 4u, WIN_ALIGN);
+  HBG__TRY(index_reserve(b));
   int64_t off = win_append(b, size);
   if (off < 0)
     return (int)off;
@@ -356,7 +365,7 @@ int hbg_submit_task(hbg_bind *b, const hbg_task *t, hbg_task_id *out) {
     sc[i] = t->scalars[i].value;
   if (t->n_deps)
     memcpy((uint8_t *)e + off_d, t->deps, (size_t)t->n_deps * 4);
-  HBG__TRY(index_push(b, (uint32_t)off));
+  index_push(b, (uint32_t)off);
   if (out)
     *out = b->n_tasks - 1;
   int rc = maybe_flush(b);
@@ -379,9 +388,9 @@ static int graph_lookup(hbg_bind *b, const hbg_graph_submit *g, uint64_t fk,
   hbg_recorder *rec = NULL;
   HBG__TRY(hbg__rec_begin(g->tensors, g->n_tensors, g->scalars, g->n_scalars,
                           &rec));
-  b->recording = 1;
+  rt->recording = 1;
   int urc = g->record(rec, g->user);
-  b->recording = 0;
+  rt->recording = 0;
   if (urc != 0) {
     hbg__rec_abort(rec);
     return HBG_E_RECORD;
@@ -389,9 +398,10 @@ static int graph_lookup(hbg_bind *b, const hbg_graph_submit *g, uint64_t fk,
   hbg__def *def = NULL;
   HBG__TRY(hbg__rec_finish(rec, &def));
   gr = hbg__map_get(&rt->graphs, fk, 0, 1);
-  if (!gr) {
+  if (!gr || gr->def) { /* no memory, or recorded meanwhile (cannot happen
+                           while nested submissions are refused) */
     hbg__def_free(def);
-    return HBG_E_NOMEM;
+    return gr ? HBG_E_STATE : HBG_E_NOMEM;
   }
   gr->def = def;
   b->st.n_recorded++;
@@ -519,6 +529,7 @@ int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
   uint32_t deps_bytes = HBG__ALIGN_UP(g->n_deps * 4u, WIN_ALIGN);
   uint32_t entry_size = (uint32_t)sizeof(hbg_win_task) + deps_bytes;
 
+  HBG__TRY(index_reserve(b));
   hbg_devptr heap = 0;
   HBG__TRY(heap_claim(b, def->heap_size, &heap));
 
@@ -580,6 +591,7 @@ int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
   uint32_t def_off = inline_def ? ((const hbg_sub_hdr *)sub_host)->off_def : 0;
   if (inline_def) {
     b->pend[b->n_pend - 1].def_off = def_off;
+    b->pend[b->n_pend - 1].def_size = def->size;
     if (sub_dev)
       def_dev = sub_dev + def_off;
   }
@@ -599,14 +611,13 @@ int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
 
   /* Published: the slot is claimed and the dependencies registered. From
    * here a failure latches a fatal error on the bind. */
-  int rc = index_push(b, (uint32_t)off);
-  if (rc < 0)
-    return latch(b, rc);
+  index_push(b, (uint32_t)off);
   oc->count++;
   b->st.n_graphs++;
   if (out)
     *out = b->n_tasks - 1;
 
+  int rc;
   if (policy == HBG_POLICY_PINNED_EAGER && !pend.heap_owned) {
     uint64_t t0 = hbg__now_ns();
     rc = upload(b, &b->st.graph, sub_dev, sub_host, sub_size, "submission");
@@ -615,6 +626,7 @@ int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
     b->st.graph_upload_ns += dt;
     if (rc < 0)
       return latch(b, rc);
+    b->st.def_bytes += def->size;
     b->pend[b->n_pend - 1].uploaded = 1;
     poison(b, sub_host, sub_size);
   }
@@ -653,6 +665,7 @@ static int upload_pending(hbg_bind *b) {
     }
     HBG__TRY(upload(b, &b->st.graph, e->sub_addr, p->host, p->size,
                     "submission"));
+    b->st.def_bytes += p->def_size;
     p->uploaded = 1;
     poison(b, p->host, p->size);
   }
@@ -701,7 +714,7 @@ static int upload_window(hbg_bind *b) {
 
 int hbg_bind_launch(hbg_bind *b) {
   HBG__RETURN_IF(!b, HBG_E_INVAL);
-  HBG__RETURN_IF(b->recording, HBG_E_NESTED);
+  HBG__RETURN_IF(b->rt->recording, HBG_E_NESTED);
   HBG__RETURN_IF(b->state != HBG__BIND_OPEN, HBG_E_STATE);
   if (b->fatal)
     return HBG_E_FATAL;
@@ -777,9 +790,8 @@ int hbg_bind_wait(hbg_bind *b) {
     hbg_dev_status st;
     memset(&st, 0, sizeof st);
     rc = hbg_dev_copy_d2h(rt->dev, &st, s->status_dev, sizeof st);
-    if (rc < 0)
-      return rc;
-    b->st.device_status = st.error;
+    /* An unreadable status is the bind's outcome, for later calls too. */
+    b->st.device_status = rc < 0 ? rc : st.error;
   }
   return b->st.device_status;
 }
@@ -793,7 +805,9 @@ int hbg_bind_stats_get(const hbg_bind *b, hbg_bind_stats *out) {
 int hbg_bind_fatal(const hbg_bind *b) { return b ? b->fatal : HBG_E_INVAL; }
 
 void hbg_bind_end(hbg_bind *b) {
-  if (!b || b->state == HBG__BIND_IDLE)
+  /* Inside a record callback the bind is mid-submission: ending it would
+   * pull the window out from under hbg_submit_graph. */
+  if (!b || b->state == HBG__BIND_IDLE || b->rt->recording)
     return;
   hbg_runtime *rt = b->rt;
   hbg__slot *s = b->slot;

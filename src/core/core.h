@@ -70,6 +70,7 @@ typedef struct hbg__pending {
   uint32_t entry_off;  /* window entry to patch */
   uint32_t def_off;    /* offset of the inline Definition, 0 if none */
   uint32_t heap_owned; /* host is malloc'd (fallback / deferred) */
+  uint32_t def_size;   /* bytes of the inline Definition */
   uint64_t full_key;
   uint32_t occurrence;
   uint32_t uploaded;
@@ -97,7 +98,6 @@ struct hbg_bind {
   hbg__slot *slot;
   int state;
   int fatal;
-  int recording;     /* inside a record callback */
   uint64_t seq;
 
   hbg__buf win;      /* task window being built (host) */
@@ -142,6 +142,7 @@ struct hbg_runtime {
   hbg__slot *slots;
   uint32_t next_slot;
   uint64_t bind_seq;
+  int recording;     /* a record callback is running (any bind) */
   hbg__map graphs;   /* full key -> hbg__graph */
   hbg__map resident; /* hash -> hbg__resident (coalesced) */
   hbg_trace_fn trace_fn;

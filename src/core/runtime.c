@@ -49,7 +49,9 @@ err:
 /* Reverse order of creation. */
 void hbg__slot_fini(hbg_runtime *rt, hbg__slot *s) {
   hbg_bind *b = &s->bind;
-  if (s->q && s->in_flight)
+  /* A launched bind, or async chunks of an open one, may still read the
+   * arena and the window buffer. */
+  if (s->q && (s->in_flight || b->win_flushed))
     hbg_dev_queue_sync(rt->dev, s->q);
   s->in_flight = 0;
   hbg__bind_reset(b);
