@@ -179,16 +179,12 @@ fi
 
 step "hbg bench --device cuda"
 if "$HBG" bench --help >"$(log bench-help)" 2>&1; then
-  POLICY_ARGS=()
-  if grep -q -- '--policies' "$(log bench-help)"; then
-    # shellcheck disable=SC2054 # one comma-separated option value
-    POLICY_ARGS=(--policies deferred,pinned-eager,coalesced)
-  fi
   for wl in qwen3-14b dsv4; do
     secs=$(left)
     [ "$wl" = qwen3-14b ] && secs=$((secs / 2))
     run_to "bench-$wl" "$secs" "$HBG" bench --device cuda --workload "$wl" \
-      ${POLICY_ARGS[@]+"${POLICY_ARGS[@]}"}
+      --policy deferred,pinned-eager,coalesced --rounds 40 \
+      --json "${OUT:-/tmp}/gpu-check-bench-$wl.json"
     rc=$?
     if [ $rc -eq 0 ]; then
       row "bench $wl" ok "see $(log "bench-$wl")"
