@@ -6,7 +6,7 @@ PKGS="build-essential cmake pkg-config libxxhash-dev libcjson-dev"
 [ "${1:-}" = "--with-clang" ] && PKGS="$PKGS clang libclang-rt-14-dev llvm"
 
 missing=0
-for tool in cc make cmake pkg-config; do
+for tool in cc c++ make cmake pkg-config; do
   command -v "$tool" >/dev/null 2>&1 || missing=1
 done
 if [ $missing = 0 ]; then
