@@ -264,32 +264,20 @@ void hbg__exec_invalidate(hbg__exec *e, hbg_devptr addr, uint64_t len) {
 
 /* ---- tensor building ---- */
 
-static void kt_from_sub(hbg__ktensor *k, const hbg_sub_tensor *s) {
+static void kt_meta(hbg__ktensor *k, uint32_t dtype, uint32_t ndim,
+                    uint32_t mode, const uint32_t *shape,
+                    const uint32_t *strides) {
   memset(k, 0, sizeof *k);
-  k->dtype = s->dtype;
-  k->ndim = s->ndim;
-  k->mode = s->mode;
-  memcpy(k->shape, s->shape, sizeof k->shape);
-  memcpy(k->strides, s->strides, sizeof k->strides);
+  k->dtype = dtype;
+  k->ndim = ndim;
+  k->mode = mode;
+  memcpy(k->shape, shape, sizeof k->shape);
+  memcpy(k->strides, strides, sizeof k->strides);
 }
 
-static void kt_from_def(hbg__ktensor *k, const hbg_def_tensor *d) {
-  memset(k, 0, sizeof *k);
-  k->dtype = d->dtype;
-  k->ndim = d->ndim;
-  k->mode = d->mode;
-  memcpy(k->shape, d->shape, sizeof k->shape);
-  memcpy(k->strides, d->strides, sizeof k->strides);
-}
-
-static void kt_from_bsig(hbg__ktensor *k, const hbg_def_bsig *b) {
-  memset(k, 0, sizeof *k);
-  k->dtype = b->dtype;
-  k->ndim = b->ndim;
-  k->mode = b->mode;
-  memcpy(k->shape, b->shape, sizeof k->shape);
-  memcpy(k->strides, b->strides, sizeof k->strides);
-}
+/* The three records that describe a tensor share these fields. */
+#define KT_FROM(k, r)                                                          \
+  kt_meta((k), (r)->dtype, (r)->ndim, (r)->mode, (r)->shape, (r)->strides)
 
 static int resolve(hbg__exec *e, hbg_devptr a, uint64_t off, uint64_t len,
                    void **out) {
@@ -323,14 +311,14 @@ static int node_args(const xdef *d, const xtask *x, uint32_t j, hbg__ktensor *t,
       if (x) {
         *k = x->t[dt->ref];
       } else {
-        kt_from_bsig(k, &d->v.bsig[dt->ref]);
+        KT_FROM(k, &d->v.bsig[dt->ref]);
         HBG__RETURN_IF(hbg__ktensor_extent(k) == 0, HBG_E_KERNEL);
       }
       k->mode = dt->mode;
       break;
     case HBG_SRC_BOUNDARY_VIEW:
       HBG__RETURN_IF(dt->ref >= h->n_btensors, HBG_E_IMG_REF);
-      kt_from_def(k, dt);
+      KT_FROM(k, dt);
       ext = hbg__ktensor_extent(k);
       HBG__RETURN_IF(ext == 0, HBG_E_KERNEL);
       if (x) {
@@ -343,7 +331,7 @@ static int node_args(const xdef *d, const xtask *x, uint32_t j, hbg__ktensor *t,
       break;
     case HBG_SRC_INTERNAL:
     case HBG_SRC_OWN_OUTPUT:
-      kt_from_def(k, dt);
+      KT_FROM(k, dt);
       ext = hbg__ktensor_extent(k);
       HBG__RETURN_IF(ext == 0, HBG_E_KERNEL);
       HBG__RETURN_IF(dt->offset > h->heap_size ||
@@ -560,7 +548,7 @@ static int prep_graph(xrun *r, const hbg_win_task *wt, xtask *x) {
     hbg_sub_bind sb;
     memcpy(&sb, &sv.tensors[i], sizeof sb);
     HBG__RETURN_IF(sb.addr == 0, HBG_E_IMG_FIELD);
-    kt_from_bsig(&x->t[i], &d->v.bsig[i]);
+    KT_FROM(&x->t[i], &d->v.bsig[i]);
     uint64_t ext = hbg__ktensor_extent(&x->t[i]);
     HBG__RETURN_IF(ext == 0, HBG_E_KERNEL);
     HBG__TRY(resolve(e, sb.addr, sb.offset, ext, &p));
@@ -591,7 +579,7 @@ static int prep_task(xrun *r, const hbg_win_task *wt, xtask *x) {
   HBG__RETURN_IF((x->nt && !x->t) || (x->ns && !x->sc), HBG_E_NOMEM);
   const hbg_sub_tensor *ts = (const hbg_sub_tensor *)(base + wt->off_tensors);
   for (uint32_t i = 0; i < x->nt; i++) {
-    kt_from_sub(&x->t[i], &ts[i]);
+    KT_FROM(&x->t[i], &ts[i]);
     uint64_t ext = hbg__ktensor_extent(&x->t[i]);
     HBG__RETURN_IF(ext == 0, HBG_E_KERNEL);
   }

@@ -35,6 +35,12 @@ int hbg__cu_err(hbg_device *dev, cudaError_t e, const char *call, int oom) {
   }
 }
 
+/* Make the device current on the calling thread (per-thread in CUDA). */
+static int cu_current(hbg_device *dev, const hbg__cuda *c) {
+  cudaError_t e = cudaSetDevice(c->ordinal);
+  return e == cudaSuccess ? 0 : hbg__cu_err(dev, e, "cudaSetDevice", HBG_E_DEVMEM);
+}
+
 /* For teardown paths that cannot return an error: keep the native one. */
 static void cu_note(hbg_device *dev, cudaError_t e, const char *call) {
   if (e != cudaSuccess)
@@ -347,9 +353,10 @@ static int cu_host_unregister(hbg_device *dev, void *p) {
 
 static int cu_mem_alloc(hbg_device *dev, size_t bytes, hbg_devptr *out) {
   hbg__cuda *c = impl_of(dev);
-  cudaError_t e = cudaSetDevice(c->ordinal);
-  if (e != cudaSuccess)
-    return hbg__cu_err(dev, e, "cudaSetDevice", HBG_E_DEVMEM);
+  int rc = cu_current(dev, c);
+  if (rc < 0)
+    return rc;
+  cudaError_t e;
   void *p = NULL;
   e = cudaMalloc(&p, bytes);
   if (e != cudaSuccess)
@@ -371,9 +378,10 @@ static int cu_mem_free(hbg_device *dev, hbg_devptr p) {
     return 0;
   size_t i = ranges_exact(&c->dmem, p, HBG__CU_DEV_ALLOC);
   HBG__RETURN_IF(i == c->dmem.n, HBG_E_INVAL);
-  cudaError_t e = cudaSetDevice(c->ordinal);
-  if (e != cudaSuccess)
-    return hbg__cu_err(dev, e, "cudaSetDevice", HBG_E_DEVMEM);
+  int rc = cu_current(dev, c);
+  if (rc < 0)
+    return rc;
+  cudaError_t e;
   e = cudaFree((void *)(uintptr_t)p);
   if (e != cudaSuccess)
     return hbg__cu_err(dev, e, "cudaFree", HBG_E_DEVMEM);
@@ -446,13 +454,10 @@ static int cu_queue_create(hbg_device *dev, hbg_dev_queue **out) {
   hbg_dev_queue *q = calloc(1, sizeof *q);
   if (!q)
     return HBG_E_NOMEM;
-  int rc;
-  cudaError_t e = cudaSetDevice(c->ordinal);
-  if (e != cudaSuccess) {
-    rc = hbg__cu_err(dev, e, "cudaSetDevice", HBG_E_DEVMEM);
+  int rc = cu_current(dev, c);
+  if (rc < 0)
     goto err_free;
-  }
-  e = cudaStreamCreateWithFlags(&q->s, cudaStreamNonBlocking);
+  cudaError_t e = cudaStreamCreateWithFlags(&q->s, cudaStreamNonBlocking);
   if (e != cudaSuccess) {
     rc = hbg__cu_err(dev, e, "cudaStreamCreateWithFlags", HBG_E_DEVMEM);
     goto err_free;
@@ -521,13 +526,10 @@ static int cu_event_create(hbg_device *dev, hbg_dev_event **out) {
   hbg_dev_event *ev = calloc(1, sizeof *ev);
   if (!ev)
     return HBG_E_NOMEM;
-  int rc;
-  cudaError_t e = cudaSetDevice(c->ordinal);
-  if (e != cudaSuccess) {
-    rc = hbg__cu_err(dev, e, "cudaSetDevice", HBG_E_DEVMEM);
+  int rc = cu_current(dev, c);
+  if (rc < 0)
     goto err_free;
-  }
-  e = cudaEventCreateWithFlags(&ev->e, cudaEventDisableTiming);
+  cudaError_t e = cudaEventCreateWithFlags(&ev->e, cudaEventDisableTiming);
   if (e != cudaSuccess) {
     rc = hbg__cu_err(dev, e, "cudaEventCreateWithFlags", HBG_E_DEVMEM);
     goto err_free;
