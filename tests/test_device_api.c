@@ -41,7 +41,8 @@ static void test_open_errors(void) {
   static const char *const bad[] = {
       "bogus=1",   "mem",        "mem=",         "mem=abc",    "mem=1",
       "mem=-5",    "mem=64Q",    "chunk=1",      "chunk=1G",   "workers=0",
-      "workers=x", "mem=2000G",  "mem=64M,zzz=1", "=5",
+      "workers=x", "mem=2000G",  "mem=64M,zzz=1", "=5",         "spin=x",
+      "spin=100001", "spin=-1",
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     d = (hbg_device *)0x1;

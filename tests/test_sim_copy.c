@@ -271,8 +271,46 @@ static void test_host_memory(hbg_device *d) {
   ASSERT_OK(hbg_dev_host_free(d, big));
 }
 
+/* Waits for synchronous copies: with spin=0 every one sleeps on the condition
+ * variable; with polling on, a burst of back-to-back copies finds the engine
+ * awake and most waits end while polling (asserted with a long window). Data is checked either way. */
+static void wait_modes(const char *opts, uint64_t spin_us) {
+  hbg_device *d;
+  ASSERT_OK(hbg_device_open("sim", opts, &d));
+  hbg__sim *s = hbg__sim_from(d);
+  ASSERT(s);
+  const size_t n = 4096;
+  uint8_t *pinned, *back = malloc(n);
+  ASSERT(back);
+  ASSERT_OK(hbg_dev_host_alloc(d, n, (void **)&pinned));
+  hbg_devptr dst;
+  ASSERT_OK(hbg_dev_mem_alloc(d, n, &dst));
+  const uint64_t copies = 200;
+  for (uint32_t i = 0; i < copies; i++) {
+    fill(pinned, n, i);
+    ASSERT_OK(hbg_dev_copy_h2d(d, dst, pinned, n));
+  }
+  ASSERT_OK(hbg_dev_copy_d2h(d, back, dst, n));
+  ASSERT(memcmp(back, pinned, n) == 0);
+  hbg__sim_info in;
+  ASSERT_OK(hbg__sim_get_info(s, &in));
+  ASSERT_UEQ(in.spin_us, spin_us);
+  ASSERT_UEQ(in.spin_hits + in.sleeps, copies + 1);
+  if (spin_us == 0)
+    ASSERT_UEQ(in.spin_hits, 0);
+  else if (spin_us >= 5000) /* generous enough for a loaded CI machine */
+    ASSERT(in.spin_hits > copies / 2);
+  ASSERT_OK(hbg_dev_mem_free(d, dst));
+  ASSERT_OK(hbg_dev_host_free(d, pinned));
+  free(back);
+  hbg_device_close(d);
+}
+
 int main(void) {
   hbg_device *d;
+  wait_modes("spin=0", 0);
+  wait_modes("", 200);
+  wait_modes("spin=5000", 5000);
   ASSERT_OK(hbg_device_open("sim", "mem=64M", &d));
   test_caps(d);
   test_path_counts(d);

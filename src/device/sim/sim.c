@@ -13,12 +13,14 @@
 #define SIM_DEFAULT_MEM (UINT64_C(256) << 20)
 #define SIM_DEFAULT_CHUNK (UINT64_C(64) << 10)
 #define SIM_DEFAULT_WORKERS 2
+#define SIM_DEFAULT_SPIN_US 200
+#define SIM_MAX_SPIN_US 100000
 #define SIM_MAX_WORKERS 256
 
 static _Atomic uint32_t sim_instances;
 
 typedef struct sim_opts {
-  uint64_t mem, chunk, workers;
+  uint64_t mem, chunk, workers, spin;
 } sim_opts;
 
 static int opt_fail(hbg_device *dev, const char *what, const char *tok,
@@ -38,6 +40,7 @@ static int parse_opts(hbg_device *dev, const char *opts, sim_opts *o) {
       {"chunk", offsetof(sim_opts, chunk), HBG__SIM_CHUNK_MIN,
        HBG__SIM_CHUNK_MAX},
       {"workers", offsetof(sim_opts, workers), 1, SIM_MAX_WORKERS},
+      {"spin", offsetof(sim_opts, spin), 0, SIM_MAX_SPIN_US},
   };
   for (const char *p = opts; p && *p;) {
     const char *end = strchr(p, ',');
@@ -92,7 +95,8 @@ static void bounce_fini(hbg__sim *s) {
 }
 
 static int sim_open(hbg_device *dev, const char *options) {
-  sim_opts o = {SIM_DEFAULT_MEM, SIM_DEFAULT_CHUNK, SIM_DEFAULT_WORKERS};
+  sim_opts o = {SIM_DEFAULT_MEM, SIM_DEFAULT_CHUNK, SIM_DEFAULT_WORKERS,
+                SIM_DEFAULT_SPIN_US};
   HBG__TRY(parse_opts(dev, options, &o));
   hbg__sim *s = calloc(1, sizeof *s);
   if (!s)
@@ -100,6 +104,7 @@ static int sim_open(hbg_device *dev, const char *options) {
   s->dev = dev;
   s->chunk = o.chunk;
   s->workers = (uint32_t)o.workers;
+  s->spin_ns = o.spin * 1000;
   uint32_t inst = atomic_fetch_add(&sim_instances, 1);
   s->tag = HBG__SIM_TAG_BASE | ((uint64_t)(inst % 255 + 1) << HBG__SIM_OFF_BITS);
 
@@ -197,7 +202,7 @@ const hbg_dev_ops hbg__sim_ops = {
     .abi_version = HBG_DEV_ABI_VERSION,
     .name = "sim",
     .summary = "embedded simulated device: own memory heap, copy-engine "
-               "thread, CPU scheduler (options mem=,chunk=,workers=)",
+               "thread, CPU scheduler (options mem=,chunk=,workers=,spin=us)",
     .probe = NULL,
     .open = sim_open,
     .close = sim_close,
@@ -239,6 +244,9 @@ int hbg__sim_get_info(hbg__sim *s, hbg__sim_info *out) {
   in.mem_bytes = s->heap_bytes;
   in.chunk_bytes = s->chunk;
   in.workers = s->workers;
+  in.spin_us = s->spin_ns / 1000;
+  in.spin_hits = HBG__SIM_GET(s, spin_hits);
+  in.sleeps = HBG__SIM_GET(s, sleeps);
   in.tag = s->tag;
   pthread_rwlock_rdlock(&s->heap_lock);
   in.free_bytes = s->heap_free;

@@ -1,15 +1,50 @@
 /* The sim's copy engine and scheduler threads, queues and events.
  *
  * Every copy is a command handed to the engine thread; the submitter waits
- * for its completion on a condition variable (one handshake). Queued work is
+ * for its completion (one handshake). Both ends of a synchronous copy poll
+ * for a bounded time (option spin=, microseconds) before sleeping on a
+ * condition variable, as a DMA engine is always ready and a driver's
+ * synchronous copy spin-waits by default (CUDA's cudaDeviceScheduleAuto);
+ * with spin=0 every wait sleeps. Queued work is
  * FIFO per queue: only a queue's head command is ever handed to an executor,
  * and its completion hands over the next one, so copies (engine thread) and
  * launches (scheduler thread) of different queues overlap. */
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "common/util.h"
 #include "device/sim/sim_internal.h"
+
+/* ---- bounded polling ----------------------------------------------------
+ * A poller yields the CPU on every round: on a machine with fewer cores than
+ * runnable threads the thread it waits for may be queued on the very CPU it
+ * spins on, and a busy loop would hold it off for a whole time slice. */
+
+/* Poll until *word differs from seen or spin_ns pass.
+ * @return non-zero when it changed. */
+static int spin_while_equal(const _Atomic uint64_t *word, uint64_t seen,
+                            uint64_t spin_ns) {
+  uint64_t until = hbg__now_ns() + spin_ns;
+  for (;;) {
+    if (atomic_load_explicit(word, memory_order_acquire) != seen)
+      return 1;
+    sched_yield();
+    if (hbg__now_ns() >= until)
+      return 0;
+  }
+}
+
+static int spin_until_done(const _Atomic int *done, uint64_t spin_ns) {
+  uint64_t until = hbg__now_ns() + spin_ns;
+  for (;;) {
+    if (atomic_load_explicit(done, memory_order_acquire))
+      return 1;
+    sched_yield();
+    if (hbg__now_ns() >= until)
+      return 0;
+  }
+}
 
 /* ---- executors ---------------------------------------------------------- */
 
@@ -108,6 +143,7 @@ static void queue_kick(hbg__sim *s, hbg__sim_queue *q) {
     q->busy = 1;
     if (c->kind == HBG__SIM_CMD_COPY) {
       run_list_push(&s->eng_head, &s->eng_tail, c);
+      atomic_fetch_add_explicit(&s->eng_posted, 1, memory_order_release);
       pthread_cond_signal(&s->eng_cv);
     } else {
       run_list_push(&s->sched_head, &s->sched_tail, c);
@@ -129,23 +165,40 @@ static void cmd_complete(hbg__sim *s, hbg__sim_cmd *c) {
     free(c);
     queue_kick(s, q);
   } else {
-    c->done = 1;
+    atomic_store_explicit(&c->done, 1, memory_order_release);
   }
   pthread_cond_broadcast(&s->done_cv);
 }
 
+/* posted, when not NULL, counts commands pushed to this executor's run
+ * list: an idle executor polls it for s->spin_ns before sleeping. */
 static void executor_loop(hbg__sim *s, hbg__sim_cmd **head,
                           hbg__sim_cmd **tail, pthread_cond_t *cv,
+                          const _Atomic uint64_t *posted,
                           void (*run)(hbg__sim *, hbg__sim_cmd *)) {
+  int polled = 0;
   pthread_mutex_lock(&s->mu);
   for (;;) {
     hbg__sim_cmd *c = *head;
     if (!c) {
       if (s->stop)
         break;
+      if (posted && !polled && s->spin_ns) {
+        uint64_t seen = atomic_load_explicit(posted, memory_order_acquire);
+        pthread_mutex_unlock(&s->mu);
+        spin_while_equal(posted, seen, s->spin_ns);
+        pthread_mutex_lock(&s->mu);
+        polled = 1;
+        continue;
+      }
+      if (posted)
+        atomic_store_explicit(&s->eng_asleep, 1, memory_order_release);
       pthread_cond_wait(cv, &s->mu);
+      if (posted)
+        atomic_store_explicit(&s->eng_asleep, 0, memory_order_release);
       continue;
     }
+    polled = 0;
     *head = c->run_next;
     if (!*head)
       *tail = NULL;
@@ -159,13 +212,15 @@ static void executor_loop(hbg__sim *s, hbg__sim_cmd **head,
 
 static void *engine_main(void *arg) {
   hbg__sim *s = arg;
-  executor_loop(s, &s->eng_head, &s->eng_tail, &s->eng_cv, run_copy);
+  executor_loop(s, &s->eng_head, &s->eng_tail, &s->eng_cv, &s->eng_posted,
+                run_copy);
   return NULL;
 }
 
 static void *sched_main(void *arg) {
   hbg__sim *s = arg;
-  executor_loop(s, &s->sched_head, &s->sched_tail, &s->sched_cv, run_launch);
+  executor_loop(s, &s->sched_head, &s->sched_tail, &s->sched_cv, NULL,
+                run_launch);
   return NULL;
 }
 
@@ -245,13 +300,26 @@ void hbg__sim_engine_stop(hbg__sim *s) {
 /* Caller holds mu. */
 static void engine_submit(hbg__sim *s, hbg__sim_cmd *c) {
   run_list_push(&s->eng_head, &s->eng_tail, c);
+  atomic_fetch_add_explicit(&s->eng_posted, 1, memory_order_release);
   pthread_cond_signal(&s->eng_cv);
 }
 
-/* Caller holds mu. */
+/* Wait for a posted stack command: poll while the engine is awake (running
+ * or polling), else (or when polling runs out) sleep; a waiter polling
+ * while a sleeping engine is being woken could hold the very CPU the engine
+ * is woken on. Caller does not hold mu. */
 static void engine_wait(hbg__sim *s, hbg__sim_cmd *c) {
-  while (!c->done)
+  if (s->spin_ns &&
+      !atomic_load_explicit(&s->eng_asleep, memory_order_acquire) &&
+      spin_until_done(&c->done, s->spin_ns)) {
+    HBG__SIM_INC(s, spin_hits, 1);
+    return;
+  }
+  HBG__SIM_INC(s, sleeps, 1);
+  pthread_mutex_lock(&s->mu);
+  while (!atomic_load_explicit(&c->done, memory_order_acquire))
     pthread_cond_wait(&s->done_cv, &s->mu);
+  pthread_mutex_unlock(&s->mu);
 }
 
 static void copy_cmd(hbg__sim_cmd *c, const char *name, int to_device,
@@ -267,25 +335,21 @@ static void copy_cmd(hbg__sim_cmd *c, const char *name, int to_device,
   c->dev_addr = dev_addr;
 }
 
-static void copy_direct(hbg__sim *s, hbg__sim_cmd *c) {
+static void cmd_post(hbg__sim *s, hbg__sim_cmd *c) {
   pthread_mutex_lock(&s->mu);
   engine_submit(s, c);
-  engine_wait(s, c);
   pthread_mutex_unlock(&s->mu);
+}
+
+static void copy_direct(hbg__sim *s, hbg__sim_cmd *c) {
+  cmd_post(s, c);
+  engine_wait(s, c);
   HBG__SIM_INC(s, pinned_direct, 1);
 }
 
 static void chunk_submit(hbg__sim *s, hbg__sim_cmd *c) {
-  pthread_mutex_lock(&s->mu);
-  engine_submit(s, c);
-  pthread_mutex_unlock(&s->mu);
+  cmd_post(s, c);
   HBG__SIM_INC(s, bounce_chunks, 1);
-}
-
-static void chunk_wait(hbg__sim *s, hbg__sim_cmd *c) {
-  pthread_mutex_lock(&s->mu);
-  engine_wait(s, c);
-  pthread_mutex_unlock(&s->mu);
 }
 
 /* Pageable H2D: the calling thread fills one bounce buffer while the engine
@@ -298,7 +362,7 @@ static void staged_h2d(hbg__sim *s, uint8_t *dev, hbg_devptr addr,
   for (size_t off = 0, i = 0; off < bytes; i++) {
     size_t b = i & 1, n = HBG__MIN((size_t)s->chunk, bytes - off);
     if (busy[b])
-      chunk_wait(s, &c[b]);
+      engine_wait(s, &c[b]);
     memcpy(s->bounce[b], src + off, n);
     copy_cmd(&c[b], name, 1, dev + off, s->bounce[b], n, addr + off);
     chunk_submit(s, &c[b]);
@@ -307,7 +371,7 @@ static void staged_h2d(hbg__sim *s, uint8_t *dev, hbg_devptr addr,
   }
   for (size_t b = 0; b < 2; b++)
     if (busy[b])
-      chunk_wait(s, &c[b]);
+      engine_wait(s, &c[b]);
   pthread_mutex_unlock(&s->bounce_mu);
 }
 
@@ -328,7 +392,7 @@ static void staged_d2h(hbg__sim *s, uint8_t *dst, const uint8_t *dev,
   }
   for (size_t i = 0, done = 0; done < bytes; i++) {
     size_t b = i & 1;
-    chunk_wait(s, &c[b]);
+    engine_wait(s, &c[b]);
     memcpy(dst + off[b], s->bounce[b], c[b].bytes);
     done += c[b].bytes;
     if (next < bytes) {

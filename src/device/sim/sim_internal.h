@@ -91,7 +91,7 @@ typedef struct hbg__sim_cmd {
   struct hbg__sim_cmd *next;     /* queue FIFO */
   struct hbg__sim_cmd *run_next; /* engine or scheduler run list */
   int kind;
-  int done;
+  _Atomic int done; /* set by the executor; waiters may poll it unlocked */
   int err;
   int to_device;
   const char *name;
@@ -126,6 +126,7 @@ typedef struct hbg__sim_counters {
   _Atomic uint64_t d2h_copies, d2h_bytes;
   _Atomic uint64_t async_copies, async_degraded;
   _Atomic uint64_t pinned_direct, bounce_chunks, handshakes;
+  _Atomic uint64_t spin_hits, sleeps; /* sync-copy waits: polled, slept */
   _Atomic uint64_t mem_allocs, mem_frees, mem_in_use;
   _Atomic uint64_t host_allocs, host_frees, host_in_use;
   _Atomic uint64_t launches;
@@ -137,6 +138,7 @@ struct hbg__sim {
   uint64_t tag;
   uint64_t chunk;
   uint32_t workers;
+  uint64_t spin_ns; /* bounded polling before sleeping; 0 = always sleep */
 
   /* device heap */
   uint8_t *heap;
@@ -154,6 +156,8 @@ struct hbg__sim {
   pthread_mutex_t mu;
   pthread_cond_t eng_cv, sched_cv, done_cv;
   hbg__sim_cmd *eng_head, *eng_tail;
+  _Atomic uint64_t eng_posted; /* commands handed to the engine, ever */
+  _Atomic int eng_asleep;      /* the engine sleeps on eng_cv */
   hbg__sim_cmd *sched_head, *sched_tail;
   hbg__sim_queue *queues;
   hbg__sim_event *events;
