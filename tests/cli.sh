@@ -47,6 +47,21 @@ grep -q '<svg' "$tmp/b.svg" || fail "bench: no svg"
 grep -q 'traceEvents' "$tmp/b.trace" || fail "bench: no trace"
 [ "$(wc -l < "$tmp/b.csv")" -ge 10 ] || fail "bench: csv too short"
 expect_rc 0 "$hbg" bench --workload dsv4 --layers 2 --rounds 2 --warmup 1 --policy coalesced
+# which binds are verified: block ends by default, every N-th, or the last
+verified_binds() { # expected count, bench options...
+  want=$1; shift
+  expect_rc 0 "$hbg" bench --layers 2 --rounds 6 --warmup 0 --interleave 3 \
+    --policy deferred --quiet --json "$tmp/v.json" "$@"
+  grep -Eq "\"verified_binds\":[[:space:]]*$want[,}]?\$" "$tmp/v.json" ||
+    fail "bench $*: want $want verified binds"
+}
+verified_binds 2
+grep -Eq '"verify_every":[[:space:]]*"block"' "$tmp/v.json" || fail "bench: verify_every not block"
+verified_binds 2 --verify-every block
+verified_binds 6 --verify-every 1
+verified_binds 3 --verify-every 2
+verified_binds 1 --verify-every 0
+expect_rc 2 "$hbg" bench --verify-every blocks
 expect_rc 2 "$hbg" bench --policy no-such-policy
 expect_rc 1 "$hbg" bench --device no-such-device --rounds 1
 

@@ -96,6 +96,8 @@ void bench_result_machine(bench_result *r) {
 /* ---------------- table ---------------- */
 
 static const char *verify_text(const bench_result *r) {
+  if (r->verify_every == BENCH_VERIFY_BLOCK)
+    return "the last bind of each block";
   if (r->verify_every == 0)
     return "last bind of each policy";
   if (r->verify_every == 1)
@@ -112,9 +114,12 @@ int bench_print_table(const bench_result *r, FILE *f) {
           "  %u measured + %u warm-up binds per policy, interleaved in blocks "
           "of %u, trimmed mean drops %.0f%% at each end\n",
           r->rounds, r->warmup, r->interleave, r->trim * 100.0);
-  fprintf(f, "  pipeline %s, coalesce chunk %llu B, verify %s (every %u)\n",
+  fprintf(f, "  pipeline %s, coalesce chunk %llu B, verify %s",
           r->pipeline ? "on (2 binds in flight)" : "off",
-          (unsigned long long)r->chunk, verify_text(r), r->verify_every);
+          (unsigned long long)r->chunk, verify_text(r));
+  if (r->verify_every != BENCH_VERIFY_BLOCK)
+    fprintf(f, " (every %u)", r->verify_every);
+  fputc('\n', f);
   fprintf(f, "  machine %s, %ld cpus\n\n", r->hostname, r->nproc);
 
   fprintf(f, "%-14s %-14s %12s %12s %12s\n", "policy", "phase (us)",
@@ -242,7 +247,10 @@ int bench_write_json(const bench_result *r, FILE *f) {
   bad |= jnum(root, "warmup", r->warmup);
   bad |= jnum(root, "interleave", r->interleave);
   bad |= jnum(root, "trim", r->trim);
-  bad |= jnum(root, "verify_every", r->verify_every);
+  if (r->verify_every == BENCH_VERIFY_BLOCK)
+    bad |= jstr(root, "verify_every", "block");
+  else
+    bad |= jnum(root, "verify_every", r->verify_every);
   bad |= jnum(root, "chunk_bytes", (double)r->chunk);
   bad |= cJSON_AddBoolToObject(root, "pipeline", r->pipeline) ? 0 : -1;
   cJSON *m = cJSON_AddObjectToObject(root, "machine");

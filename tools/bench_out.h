@@ -50,6 +50,9 @@ typedef struct bench_policy_res {
   int verified; /* checked > 0 && mismatched == 0 */
 } bench_policy_res;
 
+/* bench_result.verify_every: verify the last measured bind of each block. */
+#define BENCH_VERIFY_BLOCK UINT32_MAX
+
 typedef struct bench_result {
   const char *workload, *device, *device_options, *version;
   uint32_t layers, rounds, warmup, interleave, verify_every, pipeline;

@@ -21,7 +21,7 @@ typedef struct bench_opts {
   const char *json, *csv, *svg, *trace;
   uint32_t layers, rounds, warmup, interleave, verify_every, chunk;
   double trim;
-  int pipeline, quiet, verify_set;
+  int pipeline, quiet;
   int policies[HBG_POLICY__COUNT];
   uint32_t n_policies;
 } bench_opts;
@@ -86,9 +86,11 @@ static void usage(FILE *f) {
 "  --pipeline            keep 2 binds in flight (begin bind N+1 before waiting\n"
 "                        bind N); a bind to verify and the last of a block are\n"
 "                        waited before the next begins\n"
-"  --verify-every N      verify every N-th measured bind against the host\n"
-"                        reference, 0 = only the last of each policy (default 1;\n"
-"                        0 with --pipeline)\n"
+"  --verify-every N|block\n"
+"                        verify every N-th measured bind against the host\n"
+"                        reference (0 = only the last of each policy), or the\n"
+"                        last of each block (default block: the host reference\n"
+"                        run then never sits between two binds of a block)\n"
 "  --json FILE           summary as JSON\n"
 "  --csv FILE            one row per measured bind\n"
 "  --svg FILE            stacked bar chart of the control-plane phases\n"
@@ -178,7 +180,7 @@ static int parse_opts(bench_opts *o, int argc, char **argv) {
   o->rounds = 60;
   o->warmup = 5;
   o->interleave = 5;
-  o->verify_every = 1;
+  o->verify_every = BENCH_VERIFY_BLOCK;
   o->trim = 0.2;
   for (int p = 0; p < HBG_POLICY__COUNT; p++)
     o->policies[o->n_policies++] = p;
@@ -221,9 +223,10 @@ static int parse_opts(bench_opts *o, int argc, char **argv) {
       if (r > 0 && parse_u32(a, v, 0, &o->chunk) < 0)
         return -1;
     } else if (OPT("--verify-every")) {
-      if (r > 0 && parse_u32(a, v, 0, &o->verify_every) < 0)
+      if (r > 0 && strcmp(v, "block") == 0)
+        o->verify_every = BENCH_VERIFY_BLOCK;
+      else if (r > 0 && parse_u32(a, v, 0, &o->verify_every) < 0)
         return -1;
-      o->verify_set = 1;
     } else if (OPT("--trim")) {
       if (r > 0) {
         char *end;
@@ -249,8 +252,6 @@ static int parse_opts(bench_opts *o, int argc, char **argv) {
     if (r < 0)
       return -1;
   }
-  if (o->pipeline && !o->verify_set)
-    o->verify_every = 0;
   return 0;
 }
 
@@ -294,6 +295,8 @@ static int wants_verify(const bench *B, const bench_slot *s) {
     return 0;
   if (s->round + 1 == B->o.rounds)
     return 1;
+  if (B->o.verify_every == BENCH_VERIFY_BLOCK)
+    return s->block_end;
   return B->o.verify_every && (s->round + 1) % B->o.verify_every == 0;
 }
 
