@@ -128,38 +128,50 @@ static void chain_destroy(chain *c) {
   memset(c, 0, sizeof *c);
 }
 
-static int chain_submit(chain *c, hbg_bind *b, uint32_t step) {
+/* The head task: input -> b[0]. */
+static int chain_submit_head(chain *c, hbg_bind *b, hbg_task_id *prev) {
   uint32_t dims[1] = {c->n};
-  hbg_tensor in, first;
-  hbg_tensor_contig(&in, c->input, 0, HBG_DTYPE_F32, 1, dims, HBG_ACCESS_IN);
-  hbg_tensor_contig(&first, c->b[0], 0, HBG_DTYPE_F32, 1, dims, HBG_ACCESS_OUT);
-  hbg_tensor a[2] = {in, first};
+  hbg_tensor a[2];
+  hbg_tensor_contig(&a[0], c->input, 0, HBG_DTYPE_F32, 1, dims, HBG_ACCESS_IN);
+  hbg_tensor_contig(&a[1], c->b[0], 0, HBG_DTYPE_F32, 1, dims, HBG_ACCESS_OUT);
   hbg_task t0 = {.kernel = HBG_KERNEL_COPY, .n_args = 2, .args = a};
-  hbg_task_id prev;
-  int rc = hbg_submit_task(b, &t0, &prev);
-  if (rc)
-    return rc;
+  return hbg_submit_task(b, &t0, prev);
+}
+
+/* Layer l of the step as a graph submission after *prev; *prev becomes it. */
+static int chain_submit_layer(chain *c, hbg_bind *b, uint32_t step, uint32_t l,
+                              hbg_task_id *prev) {
+  uint32_t dims[1] = {c->n};
   uint64_t s = chain_f32(chain_scale(step));
-  for (uint32_t l = 0; l < c->layers; l++) {
-    hbg_tensor bt[3];
-    hbg_tensor_contig(&bt[0], c->b[l], 0, HBG_DTYPE_F32, 1, dims, HBG_ACCESS_IN);
-    hbg_tensor_contig(&bt[1], c->bias[l], 0, HBG_DTYPE_F32, 1, dims, HBG_ACCESS_IN);
-    hbg_tensor_contig(&bt[2], c->b[l + 1], 0, HBG_DTYPE_F32, 1, dims, HBG_ACCESS_OUT);
-    hbg_graph_submit g = {.key = c->key, .variant = &c->variant, .n_variant = 1,
-                          .n_tensors = 3, .tensors = bt, .scalars = &s,
-                          .n_scalars = 1, .n_deps = 1, .deps = &prev,
-                          .record = chain_record, .user = c};
-    rc = hbg_submit_graph(b, &g, &prev);
-    if (rc)
-      return rc;
-  }
-  hbg_tensor last, out;
-  hbg_tensor_contig(&last, c->b[c->layers], 0, HBG_DTYPE_F32, 1, dims, HBG_ACCESS_IN);
-  hbg_tensor_contig(&out, c->out, 0, HBG_DTYPE_F32, 1, dims, HBG_ACCESS_OUT);
-  hbg_tensor a2[2] = {last, out};
-  hbg_task t1 = {.kernel = HBG_KERNEL_COPY, .n_args = 2, .args = a2,
+  hbg_tensor bt[3];
+  hbg_tensor_contig(&bt[0], c->b[l], 0, HBG_DTYPE_F32, 1, dims, HBG_ACCESS_IN);
+  hbg_tensor_contig(&bt[1], c->bias[l], 0, HBG_DTYPE_F32, 1, dims, HBG_ACCESS_IN);
+  hbg_tensor_contig(&bt[2], c->b[l + 1], 0, HBG_DTYPE_F32, 1, dims, HBG_ACCESS_OUT);
+  hbg_task_id dep = *prev;
+  hbg_graph_submit g = {.key = c->key, .variant = &c->variant, .n_variant = 1,
+                        .n_tensors = 3, .tensors = bt, .scalars = &s,
+                        .n_scalars = 1, .n_deps = 1, .deps = &dep,
+                        .record = chain_record, .user = c};
+  return hbg_submit_graph(b, &g, prev);
+}
+
+/* The tail task: b[layers] -> out. */
+static int chain_submit_tail(chain *c, hbg_bind *b, hbg_task_id prev) {
+  uint32_t dims[1] = {c->n};
+  hbg_tensor a[2];
+  hbg_tensor_contig(&a[0], c->b[c->layers], 0, HBG_DTYPE_F32, 1, dims, HBG_ACCESS_IN);
+  hbg_tensor_contig(&a[1], c->out, 0, HBG_DTYPE_F32, 1, dims, HBG_ACCESS_OUT);
+  hbg_task t1 = {.kernel = HBG_KERNEL_COPY, .n_args = 2, .args = a,
                  .n_deps = 1, .deps = &prev};
   return hbg_submit_task(b, &t1, NULL);
+}
+
+static int chain_submit(chain *c, hbg_bind *b, uint32_t step) {
+  hbg_task_id prev;
+  int rc = chain_submit_head(c, b, &prev);
+  for (uint32_t l = 0; rc == 0 && l < c->layers; l++)
+    rc = chain_submit_layer(c, b, step, l, &prev);
+  return rc ? rc : chain_submit_tail(c, b, prev);
 }
 
 /* 0 when the device output equals the host reference bit for bit. */

@@ -2,6 +2,7 @@
  * whole bind, for each policy: each failure gives an error, a failed bind is
  * never launched, nothing leaks, and the next bind succeeds. */
 #include "chain_fixture.h"
+#include "core/core.h"
 #include "test.h"
 
 #define L 4
@@ -65,6 +66,58 @@ static void test_latch(void) {
   ASSERT_OK(chain_bind(&c, 4, NULL));
   chain_destroy(&c);
   hbg_runtime_destroy(rt);
+  hbg_device_close(dev);
+}
+
+/* A graph submission that fails before it is published gives its heap and
+ * arena claims back (an extra heap block allocated for it is freed), leaves
+ * the bind usable, and the same layer submitted again runs correctly. In a
+ * cold bind the first layer claims an extra heap block (mem_alloc 1), then
+ * its retained buffer (pinned-eager) or resident Definition (coalesced). */
+static void test_unpublished_claims(int policy, int op, uint64_t k) {
+  hbg_device *dev = NULL;
+  ASSERT_OK(hbg_device_open("fault", "inner=sim", &dev));
+  hbg_device *inner = hbg_fault_inner(dev);
+  hbg_runtime *rt = mk(dev, policy);
+  ASSERT(rt);
+  chain c;
+  ASSERT_OK(chain_create(&c, rt, L, N));
+  hbg_bind *b = NULL;
+  ASSERT_OK(hbg_bind_begin(rt, &b));
+  hbg_task_id prev;
+  ASSERT_OK(chain_submit_head(&c, b, &prev));
+  const uint64_t heap0 = b->heap_used, arena0 = b->slot->arena.used;
+  const uint32_t extra0 = b->slot->n_heap_extra, tasks0 = b->n_tasks;
+  hbg_dev_stats st0 = {.struct_size = sizeof st0};
+  ASSERT_OK(hbg_dev_stats_get(inner, &st0));
+
+  ASSERT_OK(hbg_fault_arm(dev, op, k, 0));
+  hbg_task_id p = prev;
+  ASSERT_ERR(chain_submit_layer(&c, b, 0, 0, &p), HBG_E_INJECTED);
+  ASSERT(hbg_fault_fired(dev));
+  ASSERT_EQ(hbg_bind_fatal(b), 0); /* not published: no latch */
+  ASSERT_UEQ(b->heap_used, heap0);
+  ASSERT_UEQ(b->slot->arena.used, arena0);
+  ASSERT_UEQ(b->slot->n_heap_extra, extra0);
+  ASSERT_UEQ(b->n_tasks, tasks0);
+  hbg_dev_stats st1 = {.struct_size = sizeof st1};
+  ASSERT_OK(hbg_dev_stats_get(inner, &st1));
+  ASSERT_UEQ(st1.mem_in_use, st0.mem_in_use);
+
+  for (uint32_t l = 0; l < L; l++)
+    ASSERT_OK(chain_submit_layer(&c, b, 0, l, &prev));
+  ASSERT_OK(chain_submit_tail(&c, b, prev));
+  ASSERT_OK(hbg_bind_launch(b));
+  ASSERT_OK(hbg_bind_wait(b));
+  hbg_bind_end(b);
+  ASSERT_OK(chain_verify(&c, 0));
+  ASSERT_OK(chain_bind(&c, 1, NULL));
+  chain_destroy(&c);
+  hbg_runtime_destroy(rt);
+  hbg_dev_stats end = {.struct_size = sizeof end};
+  ASSERT_OK(hbg_dev_stats_get(inner, &end));
+  ASSERT_UEQ(end.mem_in_use, 0);
+  ASSERT_UEQ(end.host_in_use, 0);
   hbg_device_close(dev);
 }
 
@@ -164,6 +217,9 @@ static void sweep_create(void) {
 
 int main(void) {
   test_latch();
+  test_unpublished_claims(HBG_POLICY_PINNED_EAGER, HBG_DEV_OP_MEM_ALLOC, 2);
+  test_unpublished_claims(HBG_POLICY_COALESCED, HBG_DEV_OP_MEM_ALLOC, 2);
+  test_unpublished_claims(HBG_POLICY_COALESCED, HBG_DEV_OP_COPY_H2D, 1);
   sweep_create();
   for (int p = 0; p < HBG_POLICY__COUNT; p++) {
     sweep(p, 0);

@@ -499,6 +499,28 @@ static int retained_buf(hbg_bind *b, uint64_t fk, uint32_t occ, uint32_t size,
   return 0;
 }
 
+/* What a graph submission claims from its slot before publication. */
+typedef struct claim_mark {
+  uint64_t heap_used, arena_used;
+  uint32_t n_heap_extra;
+} claim_mark;
+
+static claim_mark claim_save(const hbg_bind *b) {
+  claim_mark m = {b->heap_used, b->slot->arena.used, b->slot->n_heap_extra};
+  return m;
+}
+
+/* Return the claims of a submission that failed before publication: heap
+ * bytes, extra heap blocks (nothing refers to them yet) and arena bytes.
+ * High-water marks stay: they only size the next bind's blocks. */
+static void claim_undo(hbg_bind *b, const claim_mark *m) {
+  hbg__slot *s = b->slot;
+  while (s->n_heap_extra > m->n_heap_extra)
+    hbg_dev_mem_free(b->rt->dev, s->heap_extra[--s->n_heap_extra]);
+  b->heap_used = m->heap_used;
+  s->arena.used = m->arena_used;
+}
+
 int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
                      hbg_task_id *out) {
   HBG__TRY(open_check(b));
@@ -530,20 +552,25 @@ int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
   uint32_t entry_size = (uint32_t)sizeof(hbg_win_task) + deps_bytes;
 
   HBG__TRY(index_reserve(b));
+  const claim_mark mark = claim_save(b);
   hbg_devptr heap = 0;
   HBG__TRY(heap_claim(b, def->heap_size, &heap));
 
   /* Stage the Submission and find where it will live on the device. Every
-   * failure up to the window entry leaves the bind as it was. */
+   * failure up to the window entry leaves the bind as it was: its heap and
+   * arena claims are returned. */
   hbg_devptr sub_dev = 0, def_dev = 0;
   uint8_t *sub_host = NULL;
   hbg__pending pend = {0};
   int64_t off;
+  int rc = 0;
   if (policy == HBG_POLICY_COALESCED) {
-    HBG__TRY(resident_def(b, def, &def_dev));
-    off = win_append(b, (uint64_t)entry_size + sub_size);
-    if (off < 0)
+    rc = resident_def(b, def, &def_dev);
+    off = rc < 0 ? rc : win_append(b, (uint64_t)entry_size + sub_size);
+    if (off < 0) {
+      claim_undo(b, &mark);
       return (int)off;
+    }
     sub_host = b->win.p + off + entry_size;
     sub_dev = b->slot->win_dev + (uint64_t)off + entry_size;
     b->sub_bytes += sub_size;
@@ -555,32 +582,28 @@ int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
     }
     if (!sub_host) {
       sub_host = aligned_alloc(64, HBG__ALIGN_UP(sub_size, 64));
-      HBG__RETURN_IF(!sub_host, HBG_E_NOMEM);
       pend.heap_owned = 1;
+      rc = sub_host ? 0 : HBG_E_NOMEM;
     }
     pend.host = sub_host;
     pend.size = sub_size;
     pend.full_key = fk;
     pend.occurrence = occurrence;
-    int rc = 0;
-    if (policy == HBG_POLICY_PINNED_EAGER)
+    if (rc == 0 && policy == HBG_POLICY_PINNED_EAGER)
       rc = retained_buf(b, fk, occurrence, sub_size, &sub_dev);
     if (rc == 0)
       rc = pend_push(b, &pend);
-    if (rc < 0) {
+    off = rc < 0 ? rc : win_append(b, entry_size);
+    if (off < 0) {
+      if (rc == 0)
+        b->n_pend--;
       if (pend.heap_owned)
         free(sub_host);
-      return rc;
+      claim_undo(b, &mark);
+      return (int)off;
     }
     if (fallback)
       b->st.fallback++;
-    off = win_append(b, entry_size);
-    if (off < 0) {
-      b->n_pend--;
-      if (pend.heap_owned)
-        free(sub_host);
-      return (int)off;
-    }
     b->pend[b->n_pend - 1].entry_off = (uint32_t)off;
   }
 
@@ -617,7 +640,6 @@ int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
   if (out)
     *out = b->n_tasks - 1;
 
-  int rc;
   if (policy == HBG_POLICY_PINNED_EAGER && !pend.heap_owned) {
     uint64_t t0 = hbg__now_ns();
     rc = upload(b, &b->st.graph, sub_dev, sub_host, sub_size, "submission");
