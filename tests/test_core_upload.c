@@ -210,6 +210,59 @@ static void test_chunks(hbg_device *dev) {
   hbg_runtime_destroy(rt);
 }
 
+/* Trace events named "window_grow": count and total duration. */
+typedef struct grow_log {
+  uint32_t n;
+  uint64_t ns;
+} grow_log;
+
+static void grow_trace(void *user, const hbg_trace_event *ev) {
+  grow_log *g = user;
+  if (ev->track == HBG_TRACK_UPLOAD && strcmp(ev->name, "window_grow") == 0) {
+    g->n++;
+    g->ns += ev->dur_ns;
+  }
+}
+
+/* A coalesced window that outgrows its device buffer mid-bind, with chunks
+ * in flight: the new buffer waits for them to land, and that wait is window
+ * upload time (nested in orchestration), not host orchestration. A 4 KiB
+ * arena sends the window to heap memory early; 400 layers pass the 64 KiB
+ * device window. The next bind starts with both grown. */
+static void test_window_growth(hbg_device *dev) {
+  hbg_config cfg;
+  hbg_config_init(&cfg);
+  cfg.policy = HBG_POLICY_COALESCED;
+  cfg.device_handle = dev;
+  cfg.coalesce_chunk_bytes = 1024;
+  cfg.arena_bytes = 4096;
+  hbg_runtime *rt = NULL;
+  ASSERT_OK(hbg_runtime_create(&cfg, &rt));
+  grow_log g = {0, 0};
+  ASSERT_OK(hbg_runtime_set_trace(rt, grow_trace, &g));
+  chain c;
+  ASSERT_OK(chain_create(&c, rt, 400, 16));
+  hbg_bind_stats st;
+  ASSERT_OK(chain_bind(&c, 0, &st));
+  ASSERT_EQ(g.n, 1);
+  ASSERT_GE(st.window_upload_ns, g.ns);
+  ASSERT_GT(st.fallback, 0); /* the window left the arena */
+  ASSERT_EQ(st.control_plane_ns,
+            st.host_orch_ns + st.graph_upload_ns + st.window_upload_ns);
+  /* bind 1 runs on the other pipeline slot, which grows once too; bind 2
+   * is back on the first, already grown */
+  g.n = 0;
+  ASSERT_OK(chain_bind(&c, 1, &st));
+  ASSERT_EQ(g.n, 1);
+  ASSERT_OK(chain_bind(&c, 2, &st));
+  ASSERT_EQ(g.n, 1);
+  ASSERT_OK(chain_bind(&c, 3, &st));
+  ASSERT_EQ(g.n, 1); /* steady state: no growth, no fallback */
+  ASSERT_EQ(st.fallback, 0);
+  chain_destroy(&c);
+  hbg_runtime_destroy(rt);
+}
+
 static hbg_bind *nest_bind;
 static int nest_rc;
 static int nested_record(hbg_recorder *rec, void *user) {
@@ -327,6 +380,7 @@ int main(void) {
   }
   test_changed_definition(dev);
   test_chunks(dev);
+  test_window_growth(dev);
   test_misuse(dev);
   test_teardown_releases(dev);
   hbg_device_close(dev);

@@ -143,9 +143,18 @@ static int64_t win_append(hbg_bind *b, uint64_t n) {
     w->p = p;
     w->cap = cap;
     if (b->rt->cfg.policy == HBG_POLICY_COALESCED) {
+      /* Growing the device window (after the chunks in flight land) is
+       * window upload time nested in orchestration. */
+      uint64_t t0 = hbg__now_ns();
+      uint64_t had = b->slot->win_cap;
       int rc = win_dev_ensure(b, cap);
+      uint64_t t1 = hbg__now_ns();
+      b->nested_upload_ns += t1 - t0;
+      b->st.window_upload_ns += t1 - t0;
       if (rc < 0)
         return rc;
+      if (b->slot->win_cap != had)
+        hbg__trace(b->rt, HBG_TRACK_UPLOAD, "window_grow", t0, t1, 0, b->seq);
     }
   }
   uint64_t off = w->len;
