@@ -4,6 +4,7 @@
  * registration, range errors, caps and counters. */
 #include <stdint.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include <hbg/hbg.h>
 #include <hbg/hbg_device.h>
@@ -306,8 +307,29 @@ static void wait_modes(const char *opts, uint64_t spin_us) {
   hbg_device_close(d);
 }
 
+/* Closing stops a polling engine at once, not at the end of its polling
+ * window (100 ms here). */
+static void close_while_polling(void) {
+  hbg_device *d;
+  ASSERT_OK(hbg_device_open("sim", "spin=100000", &d));
+  uint8_t *pinned;
+  hbg_devptr dst;
+  ASSERT_OK(hbg_dev_host_alloc(d, 4096, (void **)&pinned));
+  ASSERT_OK(hbg_dev_mem_alloc(d, 4096, &dst));
+  ASSERT_OK(hbg_dev_copy_h2d(d, dst, pinned, 4096)); /* the engine polls */
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  hbg_device_close(d);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+              (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+  if (ms >= 50.0)
+    T_FAIL("close took %.1f ms with the engine polling", ms);
+}
+
 int main(void) {
   hbg_device *d;
+  close_while_polling();
   wait_modes("spin=0", 0);
   wait_modes("", 200);
   wait_modes("spin=5000", 5000);

@@ -224,6 +224,14 @@ static void *sched_main(void *arg) {
   return NULL;
 }
 
+/* Caller holds mu. A polling engine sees the count move and stops at
+ * once instead of at the end of its polling window. */
+static void engine_stop_locked(hbg__sim *s) {
+  s->stop = 1;
+  atomic_fetch_add_explicit(&s->eng_posted, 1, memory_order_release);
+  pthread_cond_broadcast(&s->eng_cv);
+}
+
 int hbg__sim_engine_start(hbg__sim *s) {
   if (pthread_mutex_init(&s->mu, NULL) != 0)
     return HBG_E_NOMEM;
@@ -243,8 +251,7 @@ int hbg__sim_engine_start(hbg__sim *s) {
 
 err_engine:
   pthread_mutex_lock(&s->mu);
-  s->stop = 1;
-  pthread_cond_broadcast(&s->eng_cv);
+  engine_stop_locked(s);
   pthread_mutex_unlock(&s->mu);
   pthread_join(s->eng_thread, NULL);
 err_done_cv:
@@ -271,8 +278,7 @@ void hbg__sim_engine_stop(hbg__sim *s) {
       break;
     pthread_cond_wait(&s->done_cv, &s->mu);
   }
-  s->stop = 1;
-  pthread_cond_broadcast(&s->eng_cv);
+  engine_stop_locked(s);
   pthread_cond_broadcast(&s->sched_cv);
   pthread_mutex_unlock(&s->mu);
   pthread_join(s->eng_thread, NULL);
