@@ -272,8 +272,8 @@ static void test_host_memory(hbg_device *d) {
   ASSERT_OK(hbg_dev_host_free(d, big));
 }
 
-/* Waits for synchronous copies: with spin=0 every one sleeps on the condition
- * variable; with polling on, a burst of back-to-back copies finds the engine
+/* Waits for synchronous copies: with spin=0 none polls (each sleeps on the
+ * condition variable unless the copy is already done); with polling on, a burst of back-to-back copies finds the engine
  * awake and most waits end while polling (asserted with a long window). Data is checked either way. */
 static void wait_modes(const char *opts, uint64_t spin_us) {
   hbg_device *d;
@@ -296,9 +296,13 @@ static void wait_modes(const char *opts, uint64_t spin_us) {
   hbg__sim_info in;
   ASSERT_OK(hbg__sim_get_info(s, &in));
   ASSERT_UEQ(in.spin_us, spin_us);
-  ASSERT_UEQ(in.spin_hits + in.sleeps, copies + 1);
-  if (spin_us == 0)
+  /* a wait that finds its command done when it takes the lock neither
+   * polled nor slept */
+  ASSERT(in.spin_hits + in.sleeps <= copies + 1);
+  if (spin_us == 0) {
     ASSERT_UEQ(in.spin_hits, 0);
+    ASSERT(in.sleeps > 0);
+  }
   else if (spin_us >= 5000) /* generous enough for a loaded CI machine */
     ASSERT(in.spin_hits > copies / 2);
   ASSERT_OK(hbg_dev_mem_free(d, dst));

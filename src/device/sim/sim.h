@@ -34,8 +34,9 @@ typedef struct hbg__sim_info {
   uint64_t locked;        /* of those, how many mlock actually locked */
   uint64_t mlock_failed;  /* mlock failures (the range is registered anyway) */
   uint64_t spin_us;       /* bounded polling before sleeping (option spin=) */
-  uint64_t spin_hits;     /* sync-copy waits that completed while polling */
-  uint64_t sleeps;        /* sync-copy waits that slept on the condvar */
+  uint64_t spin_hits;     /* copy waits (per pinned copy or bounce chunk)
+                             that ended while polling */
+  uint64_t sleeps;        /* copy waits that slept on the condvar */
   uint32_t workers;       /* exec worker threads (option workers=) */
   uint32_t queues;        /* live queues */
   uint32_t events;        /* live events */

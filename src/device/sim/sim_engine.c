@@ -1,11 +1,12 @@
 /* The sim's copy engine and scheduler threads, queues and events.
  *
  * Every copy is a command handed to the engine thread; the submitter waits
- * for its completion (one handshake). Both ends of a synchronous copy poll
- * for a bounded time (option spin=, microseconds) before sleeping on a
- * condition variable, as a DMA engine is always ready and a driver's
- * synchronous copy spin-waits by default (CUDA's cudaDeviceScheduleAuto);
- * with spin=0 every wait sleeps. Queued work is
+ * for its completion (one handshake). An idle engine polls for new work for
+ * a bounded time (option spin=, microseconds) before sleeping on a condition
+ * variable, as a DMA engine is always ready; a synchronous copy's submitter
+ * polls for completion while the engine is awake, as a driver's synchronous
+ * copy spin-waits (CUDA's cudaDeviceScheduleAuto does when there are fewer
+ * active contexts than CPUs). With spin=0 every wait sleeps. Queued work is
  * FIFO per queue: only a queue's head command is ever handed to an executor,
  * and its completion hands over the next one, so copies (engine thread) and
  * launches (scheduler thread) of different queues overlap. */
@@ -310,10 +311,11 @@ static void engine_submit(hbg__sim *s, hbg__sim_cmd *c) {
   pthread_cond_signal(&s->eng_cv);
 }
 
-/* Wait for a posted stack command: poll while the engine is awake (running
- * or polling), else (or when polling runs out) sleep; a waiter polling
- * while a sleeping engine is being woken could hold the very CPU the engine
- * is woken on. Caller does not hold mu. */
+/* Wait for a posted stack command (a pinned copy or one bounce chunk). Poll
+ * while the engine is awake (running or polling); when it sleeps, its
+ * wake-up (tens of microseconds on a VM) outlasts what polling saves, and
+ * the poller would only compete with it for a CPU, so sleep at once. Also
+ * sleep when polling runs out. Caller does not hold mu. */
 static void engine_wait(hbg__sim *s, hbg__sim_cmd *c) {
   if (s->spin_ns &&
       !atomic_load_explicit(&s->eng_asleep, memory_order_acquire) &&
@@ -321,11 +323,15 @@ static void engine_wait(hbg__sim *s, hbg__sim_cmd *c) {
     HBG__SIM_INC(s, spin_hits, 1);
     return;
   }
-  HBG__SIM_INC(s, sleeps, 1);
+  int slept = 0;
   pthread_mutex_lock(&s->mu);
-  while (!atomic_load_explicit(&c->done, memory_order_acquire))
+  while (!atomic_load_explicit(&c->done, memory_order_acquire)) {
+    slept = 1;
     pthread_cond_wait(&s->done_cv, &s->mu);
+  }
   pthread_mutex_unlock(&s->mu);
+  if (slept)
+    HBG__SIM_INC(s, sleeps, 1);
 }
 
 static void copy_cmd(hbg__sim_cmd *c, const char *name, int to_device,

@@ -126,7 +126,9 @@ typedef struct hbg__sim_counters {
   _Atomic uint64_t d2h_copies, d2h_bytes;
   _Atomic uint64_t async_copies, async_degraded;
   _Atomic uint64_t pinned_direct, bounce_chunks, handshakes;
-  _Atomic uint64_t spin_hits, sleeps; /* sync-copy waits: polled, slept */
+  /* waits for a pinned copy or a bounce chunk: ended while polling, slept
+   * on done_cv (the rest found the command done when they took mu) */
+  _Atomic uint64_t spin_hits, sleeps;
   _Atomic uint64_t mem_allocs, mem_frees, mem_in_use;
   _Atomic uint64_t host_allocs, host_frees, host_in_use;
   _Atomic uint64_t launches;
@@ -156,8 +158,10 @@ struct hbg__sim {
   pthread_mutex_t mu;
   pthread_cond_t eng_cv, sched_cv, done_cv;
   hbg__sim_cmd *eng_head, *eng_tail;
-  _Atomic uint64_t eng_posted; /* commands handed to the engine, ever */
-  _Atomic int eng_asleep;      /* the engine sleeps on eng_cv */
+  _Atomic uint64_t eng_posted; /* moves with every command handed to the
+                                  engine and with the stop request */
+  _Atomic int eng_asleep;      /* the engine sleeps on eng_cv (it stays set
+                                  until a woken engine has taken mu) */
   hbg__sim_cmd *sched_head, *sched_tail;
   hbg__sim_queue *queues;
   hbg__sim_event *events;
