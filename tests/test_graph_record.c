@@ -227,6 +227,40 @@ static void test_classify(void) {
   hbg__def_free(d);
 }
 
+/* A view goes to the smallest containing boundary tensor, whatever the
+ * boundary order: a slice of a cache row is relative to the row (which a
+ * replay moves with the position), not to the whole cache. Equal extents:
+ * the first one. */
+static void test_view_smallest(void) {
+  const uint64_t c = 0x50000;
+  hbg_tensor bt[4];
+  bt[0] = ten(c, 0, HBG_DTYPE_F32, HBG_ACCESS_IN, 8, 16);   /* the cache */
+  bt[1] = ten(c, 128, HBG_DTYPE_F32, HBG_ACCESS_IN, 16, 0); /* row 2 */
+  bt[2] = ten(0x60000, 0, HBG_DTYPE_F32, HBG_ACCESS_OUT, 4, 0);
+  bt[3] = ten(c, 128, HBG_DTYPE_I32, HBG_ACCESS_IN, 16, 0); /* row 2 again */
+  hbg_recorder *r;
+  ASSERT_OK(hbg__rec_begin(bt, 4, NULL, 0, &r));
+  hbg_tensor a[2] = {ten(c, 128 + 16, HBG_DTYPE_F32, HBG_ACCESS_IN, 4, 0),
+                     bt[2]};
+  hbg_task t = task(HBG_KERNEL_COPY, a, 2, NULL, 0, NULL, 0);
+  ASSERT_OK(hbg_record_task(r, &t, NULL));
+  /* a slice of row 0 only the cache contains */
+  hbg_tensor a2[2] = {ten(c, 4, HBG_DTYPE_F32, HBG_ACCESS_IN, 4, 0), bt[2]};
+  t = task(HBG_KERNEL_COPY, a2, 2, NULL, 0, NULL, 0);
+  ASSERT_OK(hbg_record_task(r, &t, NULL));
+  hbg__def *d;
+  ASSERT_OK(hbg__rec_finish(r, &d));
+  hbg__def_view v;
+  ASSERT_OK(hbg__def_validate(d->image, d->size, &v));
+  ASSERT_EQ(v.tensors[0].src, HBG_SRC_BOUNDARY_VIEW);
+  ASSERT_EQ(v.tensors[0].ref, 1); /* the row, not the cache, not bt[3] */
+  ASSERT_UEQ(v.tensors[0].offset, 16);
+  ASSERT_EQ(v.tensors[2].src, HBG_SRC_BOUNDARY_VIEW);
+  ASSERT_EQ(v.tensors[2].ref, 0);
+  ASSERT_UEQ(v.tensors[2].offset, 4);
+  hbg__def_free(d);
+}
+
 /* ---- boundary hazards ---- */
 
 static void test_hazards(void) {
@@ -645,6 +679,7 @@ static void test_replay(void) {
 
 int main(void) {
   test_classify();
+  test_view_smallest();
   test_hazards();
   test_errors();
   test_deterministic();

@@ -315,7 +315,12 @@ HBG_API int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
                              hbg_task_id *out);
 
 /* Inside a record callback: append an inner task. Outputs with addr == 0 are
- * placed in the graph's heap block and t->args[i].addr is updated.
+ * placed in the graph's heap block and t->args[i].addr is updated. Every
+ * other argument must be the output of an earlier inner task (or part of
+ * it), a boundary tensor (same buffer, offset and layout), or lie inside
+ * one: it is then a view of the smallest boundary tensor that contains it,
+ * kept as an offset from that tensor's element 0, so that it moves with
+ * the tensor in later replays.
  * @return 0, HBG_E_INVAL, HBG_E_KERNEL, HBG_E_NESTED (used outside a
  * callback), HBG_E_LIMIT. */
 HBG_API int hbg_record_task(hbg_recorder *rec, hbg_task *t, hbg_task_id *out);

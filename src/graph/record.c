@@ -278,6 +278,11 @@ static int classify(const hbg_recorder *r, uint32_t self, const hbg_tensor *a,
     acc->hi = a->offset + ext;
     return 0;
   }
+  /* A view belongs to the smallest boundary tensor that contains it (the
+   * first of equal ones): with a cache and a row of it both at the
+   * boundary, a slice of the row follows the row when a replay moves it. */
+  uint32_t best = UINT32_MAX;
+  uint64_t best_ext = 0;
   for (uint32_t i = 0; i < r->nbt; i++) {
     const hbg_tensor *b = &r->bt[i];
     if (b->addr != a->addr || a->offset < b->offset)
@@ -285,15 +290,19 @@ static int classify(const hbg_recorder *r, uint32_t self, const hbg_tensor *a,
     uint64_t bext = tensor_extent(b);
     if (a->offset + ext > b->offset + bext)
       continue;
-    dt->src = HBG_SRC_BOUNDARY_VIEW;
-    dt->ref = i;
-    dt->offset = a->offset - b->offset;
-    acc->buf = r->buf_of[i];
-    acc->lo = a->offset;
-    acc->hi = a->offset + ext;
-    return 0;
+    if (best == UINT32_MAX || bext < best_ext) {
+      best = i;
+      best_ext = bext;
+    }
   }
-  return HBG_E_INVAL;
+  HBG__RETURN_IF(best == UINT32_MAX, HBG_E_INVAL);
+  dt->src = HBG_SRC_BOUNDARY_VIEW;
+  dt->ref = best;
+  dt->offset = a->offset - r->bt[best].offset;
+  acc->buf = r->buf_of[best];
+  acc->lo = a->offset;
+  acc->hi = a->offset + ext;
+  return 0;
 }
 
 static void add_access(rec_buf *b, const arg_access *a, uint32_t node) {

@@ -47,7 +47,7 @@ enum {
   KROW0,
   KROW1,
   VROW0,
-  VROW1, /* before KC/VC: views resolve to the rows */
+  VROW1, /* a view resolves to the smallest boundary tensor holding it */
   KC,
   VC,
   WO,
