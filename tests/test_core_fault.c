@@ -25,6 +25,14 @@ static uint64_t launches(hbg_device *dev) {
   return st.launches;
 }
 
+/* No device or pinned host memory is left allocated on the device. */
+static void expect_nothing_held(hbg_device *inner) {
+  hbg_dev_stats st = {.struct_size = sizeof st};
+  ASSERT_OK(hbg_dev_stats_get(inner, &st));
+  ASSERT_UEQ(st.mem_in_use, 0);
+  ASSERT_UEQ(st.host_in_use, 0);
+}
+
 static void test_latch(void) {
   hbg_device *dev = NULL;
   ASSERT_OK(hbg_device_open("fault", "inner=sim", &dev));
@@ -114,10 +122,7 @@ static void test_unpublished_claims(int policy, int op, uint64_t k) {
   ASSERT_OK(chain_bind(&c, 1, NULL));
   chain_destroy(&c);
   hbg_runtime_destroy(rt);
-  hbg_dev_stats end = {.struct_size = sizeof end};
-  ASSERT_OK(hbg_dev_stats_get(inner, &end));
-  ASSERT_UEQ(end.mem_in_use, 0);
-  ASSERT_UEQ(end.host_in_use, 0);
+  expect_nothing_held(inner);
   hbg_device_close(dev);
 }
 
@@ -208,10 +213,7 @@ static void sweep_create(void) {
     hbg_runtime_destroy(rt);
     hbg_fault_reset(dev);
   }
-  hbg_dev_stats st = {.struct_size = sizeof st};
-  ASSERT_OK(hbg_dev_stats_get(inner, &st));
-  ASSERT_UEQ(st.mem_in_use, 0);
-  ASSERT_UEQ(st.host_in_use, 0);
+  expect_nothing_held(inner);
   hbg_device_close(dev);
 }
 

@@ -187,15 +187,24 @@ static void test_pipeline(hbg_device *dev, int policy) {
   hbg_runtime_destroy(rt);
 }
 
-static void test_chunks(hbg_device *dev) {
+/* A coalesced runtime that ships the window in async chunks. */
+static hbg_runtime *mk_chunked(hbg_device *dev, uint64_t chunk, uint64_t arena,
+                               uint32_t flags) {
   hbg_config cfg;
   hbg_config_init(&cfg);
   cfg.policy = HBG_POLICY_COALESCED;
   cfg.device_handle = dev;
-  cfg.coalesce_chunk_bytes = 2048;
-  cfg.flags = HBG_CFG_POISON_STAGING;
+  cfg.coalesce_chunk_bytes = chunk;
+  if (arena)
+    cfg.arena_bytes = arena;
+  cfg.flags = flags;
   hbg_runtime *rt = NULL;
   ASSERT_OK(hbg_runtime_create(&cfg, &rt));
+  return rt;
+}
+
+static void test_chunks(hbg_device *dev) {
+  hbg_runtime *rt = mk_chunked(dev, 2048, 0, HBG_CFG_POISON_STAGING);
   chain c;
   /* 32 layers: a window of several 2 KiB chunks (Submissions are 128 B) */
   ASSERT_OK(chain_create(&c, rt, 32, N));
@@ -230,14 +239,7 @@ static void grow_trace(void *user, const hbg_trace_event *ev) {
  * arena sends the window to heap memory early; 400 layers pass the 64 KiB
  * device window. The next bind starts with both grown. */
 static void test_window_growth(hbg_device *dev) {
-  hbg_config cfg;
-  hbg_config_init(&cfg);
-  cfg.policy = HBG_POLICY_COALESCED;
-  cfg.device_handle = dev;
-  cfg.coalesce_chunk_bytes = 1024;
-  cfg.arena_bytes = 4096;
-  hbg_runtime *rt = NULL;
-  ASSERT_OK(hbg_runtime_create(&cfg, &rt));
+  hbg_runtime *rt = mk_chunked(dev, 1024, 4096, 0);
   grow_log g = {0, 0};
   ASSERT_OK(hbg_runtime_set_trace(rt, grow_trace, &g));
   chain c;
