@@ -273,7 +273,8 @@ static void test_host_memory(hbg_device *d) {
 }
 
 /* Waits for synchronous copies: with spin=0 none polls (each sleeps on the
- * condition variable unless the copy is already done); with polling on, a burst of back-to-back copies finds the engine
+ * condition variable unless the copy is already done, which under a slow
+ * sanitizer can be every time); with polling on, a burst of back-to-back copies finds the engine
  * awake and most waits end while polling (asserted with a long window). Data is checked either way. */
 static void wait_modes(const char *opts, uint64_t spin_us) {
   hbg_device *d;
@@ -299,10 +300,8 @@ static void wait_modes(const char *opts, uint64_t spin_us) {
   /* a wait that finds its command done when it takes the lock neither
    * polled nor slept */
   ASSERT(in.spin_hits + in.sleeps <= copies + 1);
-  if (spin_us == 0) {
+  if (spin_us == 0)
     ASSERT_UEQ(in.spin_hits, 0);
-    ASSERT(in.sleeps > 0);
-  }
   else if (spin_us >= 5000) /* generous enough for a loaded CI machine */
     ASSERT(in.spin_hits > copies / 2);
   ASSERT_OK(hbg_dev_mem_free(d, dst));
