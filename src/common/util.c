@@ -67,3 +67,24 @@ int hbg__env_u64(const char *name, uint64_t *out) {
     return 0;
   return hbg__parse_u64(v, out);
 }
+
+/* Copies through memcpy: *pp may be any object pointer type. */
+int hbg__reserve(void *pp, uint32_t *cap, uint64_t need, size_t elem) {
+  if (need <= *cap)
+    return 0;
+  if (need > UINT32_MAX)
+    return HBG_E_LIMIT;
+  uint64_t nc = *cap ? *cap : 16;
+  while (nc < need)
+    nc *= 2;
+  if (nc > UINT32_MAX)
+    nc = UINT32_MAX;
+  void *p;
+  memcpy(&p, pp, sizeof p);
+  void *np = realloc(p, (size_t)nc * elem);
+  if (!np)
+    return HBG_E_NOMEM;
+  memcpy(pp, &np, sizeof np);
+  *cap = (uint32_t)nc;
+  return 0;
+}

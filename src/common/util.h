@@ -72,4 +72,12 @@ int hbg__opt_u64(const char *opts, const char *key, uint64_t *out);
 int hbg__env_u64(const char *name, uint64_t *out);
 int hbg__parse_u64(const char *s, uint64_t *out);
 
+/* Make room for need elements of elem bytes in the array *pp points to
+ * (any object pointer type), doubling the capacity from 16; the array moves
+ * only on success. @return 0, HBG_E_NOMEM, or HBG_E_LIMIT (need does not
+ * fit a u32 capacity). */
+int hbg__reserve(void *pp, uint32_t *cap, uint64_t need, size_t elem);
+#define HBG__RESERVE(arr, cap, need)                                           \
+  hbg__reserve(&(arr), &(cap), (need), sizeof *(arr))
+
 #endif

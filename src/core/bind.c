@@ -169,15 +169,7 @@ static int64_t win_append(hbg_bind *b, uint64_t n) {
 /* Room for one more index entry, reserved before the entry is written so
  * that publishing it cannot fail. */
 static int index_reserve(hbg_bind *b) {
-  if (b->n_tasks < b->index_cap)
-    return 0;
-  uint32_t cap = b->index_cap ? b->index_cap * 2 : 256;
-  uint32_t *p = realloc(b->index, (size_t)cap * sizeof *p);
-  if (!p)
-    return HBG_E_NOMEM;
-  b->index = p;
-  b->index_cap = cap;
-  return 0;
+  return HBG__RESERVE(b->index, b->index_cap, (uint64_t)b->n_tasks + 1);
 }
 
 static void index_push(hbg_bind *b, uint32_t off) {
@@ -185,14 +177,7 @@ static void index_push(hbg_bind *b, uint32_t off) {
 }
 
 static int pend_push(hbg_bind *b, const hbg__pending *p) {
-  if (b->n_pend == b->pend_cap) {
-    uint32_t cap = b->pend_cap ? b->pend_cap * 2 : 64;
-    hbg__pending *n = realloc(b->pend, (size_t)cap * sizeof *n);
-    if (!n)
-      return HBG_E_NOMEM;
-    b->pend = n;
-    b->pend_cap = cap;
-  }
+  HBG__TRY(HBG__RESERVE(b->pend, b->pend_cap, (uint64_t)b->n_pend + 1));
   b->pend[b->n_pend++] = *p;
   return 0;
 }
@@ -436,14 +421,8 @@ static int heap_claim(hbg_bind *b, uint64_t size, hbg_devptr *out) {
     return 0;
   }
   /* Past the retained block: an extra block, merged at the next bind. */
-  if (s->n_heap_extra == s->heap_extra_cap) {
-    uint32_t cap = s->heap_extra_cap ? s->heap_extra_cap * 2 : 8;
-    hbg_devptr *p = realloc(s->heap_extra, (size_t)cap * sizeof *p);
-    if (!p)
-      return HBG_E_NOMEM;
-    s->heap_extra = p;
-    s->heap_extra_cap = cap;
-  }
+  HBG__TRY(HBG__RESERVE(s->heap_extra, s->heap_extra_cap,
+                        (uint64_t)s->n_heap_extra + 1));
   hbg_devptr d = 0;
   HBG__TRY(hbg_dev_mem_alloc(b->rt->dev, (size_t)size, &d));
   b->st.dev_allocs++;
@@ -678,13 +657,8 @@ static int upload_pending(hbg_bind *b) {
       continue;
     hbg_win_task *e = (hbg_win_task *)(b->win.p + p->entry_off);
     if (policy == HBG_POLICY_DEFERRED) {
-      if (s->n_deferred == s->deferred_cap) {
-        uint32_t cap = s->deferred_cap ? s->deferred_cap * 2 : 64;
-        hbg_devptr *n = realloc(s->deferred, (size_t)cap * sizeof *n);
-        HBG__RETURN_IF(!n, HBG_E_NOMEM);
-        s->deferred = n;
-        s->deferred_cap = cap;
-      }
+      HBG__TRY(HBG__RESERVE(s->deferred, s->deferred_cap,
+                            (uint64_t)s->n_deferred + 1));
       hbg_devptr d = 0;
       HBG__TRY(hbg_dev_mem_alloc(rt->dev, p->size, &d));
       b->st.dev_allocs++;

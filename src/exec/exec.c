@@ -206,14 +206,8 @@ static int vc_begin(hbg__exec *e, hbg_devptr a, uint64_t size,
       e->vc_max_size = 0;
       i = 0;
     }
-    if (e->n_vc == e->cap_vc) {
-      uint32_t cap = e->cap_vc ? e->cap_vc * 2 : 16;
-      verdict *nv = realloc(e->vc, (size_t)cap * sizeof *nv);
-      if (!nv)
-        goto out;
-      e->vc = nv;
-      e->cap_vc = cap;
-    }
+    if (HBG__RESERVE(e->vc, e->cap_vc, (uint64_t)e->n_vc + 1) < 0)
+      goto out;
     memmove(&e->vc[i + 1], &e->vc[i], (size_t)(e->n_vc - i) * sizeof *e->vc);
     e->n_vc++;
     verdict *v = &e->vc[i];
@@ -391,13 +385,7 @@ static int add_range(xrange **v, uint32_t *n, uint32_t *cap, hbg_devptr a,
                      uint64_t len, uint32_t task) {
   if (len == 0)
     return 0;
-  if (*n == *cap) {
-    uint32_t c = *cap ? *cap * 2 : 64;
-    xrange *nv = realloc(*v, (size_t)c * sizeof *nv);
-    HBG__RETURN_IF(!nv, HBG_E_NOMEM);
-    *v = nv;
-    *cap = c;
-  }
+  HBG__TRY(hbg__reserve(v, cap, (uint64_t)*n + 1, sizeof **v));
   (*v)[(*n)++] = (xrange){a, a + len < a ? UINT64_MAX : a + len, task};
   return 0;
 }
@@ -450,13 +438,7 @@ static int get_def(xrun *r, hbg_devptr a, const uint8_t *p, uint64_t size,
       return 0;
     }
   HBG__RETURN_IF(size < sizeof(hbg_def_hdr), HBG_E_IMG_TRUNCATED);
-  if (r->n_defs == r->cap_defs) {
-    uint32_t cap = r->cap_defs ? r->cap_defs * 2 : 8;
-    xdef **nd = realloc(r->defs, (size_t)cap * sizeof *nd);
-    HBG__RETURN_IF(!nd, HBG_E_NOMEM);
-    r->defs = nd;
-    r->cap_defs = cap;
-  }
+  HBG__TRY(HBG__RESERVE(r->defs, r->cap_defs, (uint64_t)r->n_defs + 1));
   xdef *d = ar_alloc(r, sizeof *d);
   HBG__RETURN_IF(!d, HBG_E_NOMEM);
   d->addr = a;

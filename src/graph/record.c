@@ -94,29 +94,6 @@ static uint64_t tensor_extent(const hbg_tensor *t) {
   return ext;
 }
 
-/* Make room for need elements of elem bytes in the array *pp points to
- * (any object pointer type); the array moves only on success. */
-static int reserve(void *pp, uint32_t *cap, uint64_t need, size_t elem) {
-  if (need <= *cap)
-    return 0;
-  if (need > UINT32_MAX)
-    return HBG_E_LIMIT;
-  uint64_t nc = *cap ? *cap : 16;
-  while (nc < need)
-    nc *= 2;
-  if (nc > UINT32_MAX)
-    nc = UINT32_MAX;
-  void *p;
-  memcpy(&p, pp, sizeof p);
-  void *np = realloc(p, (size_t)nc * elem);
-  if (!np)
-    return HBG_E_NOMEM;
-  memcpy(pp, &np, sizeof np);
-  *cap = (uint32_t)nc;
-  return 0;
-}
-
-#define RESERVE(arr, cap, need) reserve(&(arr), &(cap), (need), sizeof *(arr))
 
 static void rec_free(hbg_recorder *r) {
   if (!r)
@@ -212,7 +189,7 @@ static uint32_t find_producer(const hbg_recorder *r, uint64_t lo, uint64_t hi) {
 }
 
 static int push_scratch(hbg_recorder *r, uint32_t *n, uint32_t v) {
-  int rc = RESERVE(r->scratch, r->cap_scratch, (uint64_t)*n + 1);
+  int rc = HBG__RESERVE(r->scratch, r->cap_scratch, (uint64_t)*n + 1);
   if (rc)
     return rc;
   r->scratch[(*n)++] = v;
@@ -336,10 +313,10 @@ int hbg_record_task(hbg_recorder *rec, hbg_task *t, hbg_task_id *out) {
   hbg_recorder *r = rec;
   const uint32_t self = r->n_nodes;
   int rc;
-  if ((rc = RESERVE(r->nodes, r->cap_nodes, (uint64_t)self + 1)) ||
-      (rc = RESERVE(r->tensors, r->cap_tensors,
+  if ((rc = HBG__RESERVE(r->nodes, r->cap_nodes, (uint64_t)self + 1)) ||
+      (rc = HBG__RESERVE(r->tensors, r->cap_tensors,
                     (uint64_t)r->n_tensors + t->n_args)) ||
-      (rc = RESERVE(r->scalars, r->cap_scalars,
+      (rc = HBG__RESERVE(r->scalars, r->cap_scalars,
                     (uint64_t)r->n_scalars + t->n_scalars)))
     return rc;
 
@@ -389,13 +366,13 @@ int hbg_record_task(hbg_recorder *rec, hbg_task *t, hbg_task_id *out) {
     if (n_uniq == 0 || r->scratch[n_uniq - 1] != r->scratch[i])
       r->scratch[n_uniq++] = r->scratch[i];
 
-  if ((rc = RESERVE(r->fanin, r->cap_fanin, (uint64_t)r->n_fanin + n_uniq)) ||
-      (rc = RESERVE(r->prod, r->cap_prod, (uint64_t)r->n_prod + 1)))
+  if ((rc = HBG__RESERVE(r->fanin, r->cap_fanin, (uint64_t)r->n_fanin + n_uniq)) ||
+      (rc = HBG__RESERVE(r->prod, r->cap_prod, (uint64_t)r->n_prod + 1)))
     return rc;
   for (uint32_t i = 0; i < t->n_args; i++) {
     rec_buf *b = &r->bufs[acc[i].buf];
     /* Worst case: every earlier arg of this task landed on the same buffer. */
-    HBG__TRY(RESERVE(b->acc, b->cap, (uint64_t)b->n + t->n_args));
+    HBG__TRY(HBG__RESERVE(b->acc, b->cap, (uint64_t)b->n + t->n_args));
   }
 
   /* Commit: nothing below fails. */
