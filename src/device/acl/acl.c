@@ -17,6 +17,7 @@
 #include "common/util.h"
 #include "device/acl/acl_api.h"
 #include "device/device_internal.h"
+#include "device/ranges.h"
 #include "graph/graph.h"
 
 #define HBG__ACL_DEFAULT_LIB "libascendcl.so"
@@ -30,18 +31,6 @@ typedef struct hbg__acl_fns {
   HBG__ACL_SYMBOLS(HBG__ACL_FN_PTR)
 #undef HBG__ACL_FN_PTR
 } hbg__acl_fns;
-
-/* Live allocations, sorted by base: sizes for the stats, destMax for every
- * copy, and the pinned-source test for async copies. */
-typedef struct acl_block {
-  uintptr_t base;
-  size_t size;
-} acl_block;
-
-typedef struct acl_reg {
-  acl_block *v;
-  size_t n, cap;
-} acl_reg;
 
 /* A Definition verified by an earlier launch; dropped when the host writes
  * or frees any byte of it. */
@@ -63,7 +52,9 @@ typedef struct hbg__acl {
   void *lib;
   hbg__acl_fns f;
   int32_t devid;
-  acl_reg dmem, hmem;
+  /* live allocations (start = address, len = bytes): sizes for the stats,
+   * destMax for every copy, and the pinned-source test for async copies */
+  hbg__rtab dmem, hmem;
   acl_defv defs[HBG__ACL_DEF_CACHE];
   uint32_t n_defs;
   pthread_mutex_t mu; /* stats */
@@ -125,57 +116,27 @@ static int acl_fail(hbg_device *dev, const hbg__acl *a, const char *fn,
 
 /* ---- registry ---- */
 
-/* @return index of the first block whose base is > addr. */
-static size_t reg_upper(const acl_reg *r, uintptr_t addr) {
-  size_t lo = 0, hi = r->n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (r->v[mid].base <= addr)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
-}
-
-static int reg_add(acl_reg *r, uintptr_t base, size_t size) {
-  if (r->n == r->cap) {
-    size_t cap = r->cap ? r->cap * 2 : 64;
-    acl_block *v = realloc(r->v, cap * sizeof *v);
-    if (!v)
-      return HBG_E_NOMEM;
-    r->v = v;
-    r->cap = cap;
-  }
-  size_t i = reg_upper(r, base);
-  memmove(&r->v[i + 1], &r->v[i], (r->n - i) * sizeof *r->v);
-  r->v[i] = (acl_block){base, size};
-  r->n++;
-  return 0;
+static int reg_add(hbg__rtab *r, uintptr_t base, size_t size) {
+  return hbg__rtab_insert(r, (hbg__range){.start = base, .len = size});
 }
 
 /* @return the block holding all of [addr, addr + len), or NULL. */
-static const acl_block *reg_find(const acl_reg *r, uintptr_t addr,
-                                 size_t len) {
-  size_t i = reg_upper(r, addr);
-  if (i == 0)
+static const hbg__range *reg_find(const hbg__rtab *r, uintptr_t addr,
+                                  size_t len) {
+  ptrdiff_t i = hbg__rtab_floor(r, addr);
+  if (i < 0)
     return NULL;
-  const acl_block *b = &r->v[i - 1];
-  uintptr_t off = addr - b->base;
-  if (off > b->size || len > b->size - off)
+  const hbg__range *b = &r->v[i];
+  uint64_t off = addr - b->start;
+  if (off > b->len || len > b->len - off)
     return NULL;
   return b;
 }
 
 /* @return index of the block starting exactly at base, or -1. */
-static long reg_exact(const acl_reg *r, uintptr_t base) {
-  size_t i = reg_upper(r, base);
-  return i > 0 && r->v[i - 1].base == base ? (long)(i - 1) : -1;
-}
-
-static void reg_del(acl_reg *r, size_t i) {
-  memmove(&r->v[i], &r->v[i + 1], (r->n - i - 1) * sizeof *r->v);
-  r->n--;
+static long reg_exact(const hbg__rtab *r, uintptr_t base) {
+  ptrdiff_t i = hbg__rtab_floor(r, base);
+  return i >= 0 && r->v[i].start == base ? (long)i : -1;
 }
 
 /* Bytes from addr to the end of its device allocation (destMax). */
@@ -183,10 +144,10 @@ static int dev_room(const hbg__acl *a, hbg_devptr addr, uint64_t len,
                     size_t *room) {
   if (len > SIZE_MAX)
     return HBG_E_RANGE;
-  const acl_block *b = reg_find(&a->dmem, (uintptr_t)addr, (size_t)len);
+  const hbg__range *b = reg_find(&a->dmem, (uintptr_t)addr, (size_t)len);
   if (!b)
     return HBG_E_RANGE;
-  *room = b->size - ((uintptr_t)addr - b->base);
+  *room = (size_t)(b->len - ((uintptr_t)addr - b->start));
   return 0;
 }
 
@@ -361,15 +322,15 @@ static void acl_close(hbg_device *dev) {
     return;
   /* Whatever the user left behind goes before the device is reset. */
   for (size_t i = a->dmem.n; i-- > 0;)
-    a->f.aclrtFree((void *)a->dmem.v[i].base);
+    a->f.aclrtFree((void *)(uintptr_t)a->dmem.v[i].start);
   for (size_t i = a->hmem.n; i-- > 0;)
-    a->f.aclrtFreeHost((void *)a->hmem.v[i].base);
+    a->f.aclrtFreeHost((void *)(uintptr_t)a->hmem.v[i].start);
   defs_drop(a, 0, UINT64_MAX);
   a->f.aclrtResetDevice(a->devid);
   acl_init_put(a);
   dlclose(a->lib);
-  free(a->dmem.v);
-  free(a->hmem.v);
+  hbg__rtab_free(&a->dmem);
+  hbg__rtab_free(&a->hmem);
   pthread_mutex_destroy(&a->mu);
   free(a);
   hbg_device_set_impl(dev, NULL);
@@ -422,8 +383,8 @@ static int acl_host_free(hbg_device *dev, void *p) {
   long i = reg_exact(&a->hmem, (uintptr_t)p);
   HBG__RETURN_IF(i < 0, HBG_E_INVAL);
   ACL_CALL(dev, a, HBG_E_DEVICE, aclrtFreeHost, p);
-  size_t size = a->hmem.v[i].size;
-  reg_del(&a->hmem, (size_t)i);
+  size_t size = (size_t)a->hmem.v[i].len;
+  hbg__rtab_remove_at(&a->hmem, (size_t)i);
   ACL_STATS(a, a->st.host_frees++; a->st.host_in_use -= size);
   return 0;
 }
@@ -452,10 +413,10 @@ static int acl_mem_free(hbg_device *dev, hbg_devptr p) {
     return 0;
   long i = reg_exact(&a->dmem, (uintptr_t)p);
   HBG__RETURN_IF(i < 0, HBG_E_INVAL);
-  size_t size = a->dmem.v[i].size;
+  size_t size = (size_t)a->dmem.v[i].len;
   defs_drop(a, p, size);
   ACL_CALL(dev, a, HBG_E_DEVICE, aclrtFree, acl_ptr(p));
-  reg_del(&a->dmem, (size_t)i);
+  hbg__rtab_remove_at(&a->dmem, (size_t)i);
   ACL_STATS(a, a->st.mem_frees++; a->st.mem_in_use -= size);
   return 0;
 }

@@ -49,67 +49,36 @@ static void cu_note(hbg_device *dev, cudaError_t e, const char *call) {
 
 /* ---------------- address registries ---------------- */
 
-/* Index of the first range with lo > a. */
-static size_t ranges_upper(const hbg__cu_ranges *t, uint64_t a) {
-  size_t lo = 0, hi = t->n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (t->v[mid].lo <= a)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
-}
-
-const hbg__cu_range *hbg__cu_ranges_find(const hbg__cu_ranges *t, uint64_t lo,
-                                         uint64_t len) {
-  size_t i = ranges_upper(t, lo);
-  if (i == 0)
+const hbg__range *hbg__cu_ranges_find(const hbg__rtab *t, uint64_t lo,
+                                      uint64_t len) {
+  ptrdiff_t i = hbg__rtab_floor(t, lo);
+  if (i < 0)
     return NULL;
-  const hbg__cu_range *r = &t->v[i - 1];
-  uint64_t off = lo - r->lo;
+  const hbg__range *r = &t->v[i];
+  uint64_t off = lo - r->start;
   if (off >= r->len || (len ? len : 1) > r->len - off)
     return NULL;
   return r;
 }
 
-static int ranges_overlap(const hbg__cu_ranges *t, uint64_t lo, uint64_t len) {
-  size_t i = ranges_upper(t, lo);
-  if (i > 0 && lo - t->v[i - 1].lo < t->v[i - 1].len)
+static int ranges_overlap(const hbg__rtab *t, uint64_t lo, uint64_t len) {
+  size_t i = hbg__rtab_upper(t, lo);
+  if (i > 0 && lo - t->v[i - 1].start < t->v[i - 1].len)
     return 1;
-  return i < t->n && t->v[i].lo - lo < len;
+  return i < t->n && t->v[i].start - lo < len;
 }
 
-static int ranges_insert(hbg__cu_ranges *t, uint64_t lo, uint64_t len,
+static int ranges_insert(hbg__rtab *t, uint64_t lo, uint64_t len,
                          uint32_t kind) {
-  if (t->n == t->cap) {
-    size_t cap = t->cap ? t->cap * 2 : 64;
-    hbg__cu_range *v = realloc(t->v, cap * sizeof *v);
-    if (!v)
-      return HBG_E_NOMEM;
-    t->v = v;
-    t->cap = cap;
-  }
-  size_t i = ranges_upper(t, lo);
-  memmove(&t->v[i + 1], &t->v[i], (t->n - i) * sizeof *t->v);
-  t->v[i] = (hbg__cu_range){.lo = lo, .len = len, .kind = kind};
-  t->n++;
-  return 0;
+  return hbg__rtab_insert(t, (hbg__range){.start = lo, .len = len, .kind = kind});
 }
 
 /* Index of the range starting exactly at lo with this kind, or t->n. */
-static size_t ranges_exact(const hbg__cu_ranges *t, uint64_t lo,
-                           uint32_t kind) {
-  size_t i = ranges_upper(t, lo);
-  if (i > 0 && t->v[i - 1].lo == lo && t->v[i - 1].kind == kind)
-    return i - 1;
+static size_t ranges_exact(const hbg__rtab *t, uint64_t lo, uint32_t kind) {
+  ptrdiff_t i = hbg__rtab_floor(t, lo);
+  if (i >= 0 && t->v[i].start == lo && t->v[i].kind == kind)
+    return (size_t)i;
   return t->n;
-}
-
-static void ranges_remove(hbg__cu_ranges *t, size_t i) {
-  memmove(&t->v[i], &t->v[i + 1], (t->n - i - 1) * sizeof *t->v);
-  t->n--;
 }
 
 static int host_pinned(const hbg__cuda *c, const void *p, size_t n) {
@@ -232,16 +201,16 @@ static void cu_close(hbg_device *dev) {
   hbg__cu_scratch_free(dev, &c->win);
   /* Whatever the caller leaked, newest first. */
   for (size_t i = c->dmem.n; i-- > 0;)
-    cu_note(dev, cudaFree((void *)(uintptr_t)c->dmem.v[i].lo), "cudaFree");
+    cu_note(dev, cudaFree((void *)(uintptr_t)c->dmem.v[i].start), "cudaFree");
   for (size_t i = c->host.n; i-- > 0;) {
-    void *p = (void *)(uintptr_t)c->host.v[i].lo;
+    void *p = (void *)(uintptr_t)c->host.v[i].start;
     if (c->host.v[i].kind == HBG__CU_HOST_ALLOC)
       cu_note(dev, cudaFreeHost(p), "cudaFreeHost");
     else
       cu_note(dev, cudaHostUnregister(p), "cudaHostUnregister");
   }
-  free(c->dmem.v);
-  free(c->host.v);
+  hbg__rtab_free(&c->dmem);
+  hbg__rtab_free(&c->host);
   free(c);
   hbg_device_set_impl(dev, NULL);
 }
@@ -316,7 +285,7 @@ static int cu_host_free(hbg_device *dev, void *p) {
   if (e != cudaSuccess)
     return hbg__cu_err(dev, e, "cudaFreeHost", HBG_E_DEVICE);
   uint64_t len = c->host.v[i].len;
-  ranges_remove(&c->host, i);
+  hbg__rtab_remove_at(&c->host, i);
   HBG__CU_ADD(c, host_frees, 1);
   atomic_fetch_sub_explicit(&c->st.host_in_use, len, memory_order_relaxed);
   return 0;
@@ -345,7 +314,7 @@ static int cu_host_unregister(hbg_device *dev, void *p) {
   cudaError_t e = cudaHostUnregister(p);
   if (e != cudaSuccess)
     return hbg__cu_err(dev, e, "cudaHostUnregister", HBG_E_DEVICE);
-  ranges_remove(&c->host, i);
+  hbg__rtab_remove_at(&c->host, i);
   return 0;
 }
 
@@ -386,7 +355,7 @@ static int cu_mem_free(hbg_device *dev, hbg_devptr p) {
   if (e != cudaSuccess)
     return hbg__cu_err(dev, e, "cudaFree", HBG_E_DEVMEM);
   uint64_t len = c->dmem.v[i].len;
-  ranges_remove(&c->dmem, i);
+  hbg__rtab_remove_at(&c->dmem, i);
   HBG__CU_ADD(c, mem_frees, 1);
   atomic_fetch_sub_explicit(&c->st.mem_in_use, len, memory_order_relaxed);
   return 0;

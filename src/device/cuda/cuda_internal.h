@@ -19,23 +19,13 @@
 
 #include <hbg/hbg_device.h>
 
+#include "device/ranges.h"
+
 enum {
   HBG__CU_HOST_ALLOC = 1,
   HBG__CU_HOST_REGISTER = 2,
   HBG__CU_DEV_ALLOC = 3
 };
-
-/* Sorted, non-overlapping [lo, lo + len) ranges. */
-typedef struct hbg__cu_range {
-  uint64_t lo, len;
-  uint32_t kind;
-  uint32_t reserved;
-} hbg__cu_range;
-
-typedef struct hbg__cu_ranges {
-  hbg__cu_range *v;
-  size_t n, cap;
-} hbg__cu_ranges;
 
 /* A pinned host buffer the backend owns (verifier readback). */
 typedef struct hbg__cu_scratch {
@@ -64,8 +54,9 @@ typedef struct hbg__cuda {
   int ordinal;
   cudaStream_t sync; /* internal stream for the synchronous copies */
   uint64_t mem_bytes;
-  hbg__cu_ranges host; /* HBG__CU_HOST_ALLOC / HBG__CU_HOST_REGISTER */
-  hbg__cu_ranges dmem; /* HBG__CU_DEV_ALLOC */
+  /* non-overlapping ranges, kind = HBG__CU_* */
+  hbg__rtab host; /* HBG__CU_HOST_ALLOC / HBG__CU_HOST_REGISTER */
+  hbg__rtab dmem; /* HBG__CU_DEV_ALLOC */
   hbg__cu_scratch win, img;
   hbg__cu_stats st;
 } hbg__cuda;
@@ -80,8 +71,8 @@ typedef struct hbg__cuda {
 int hbg__cu_err(hbg_device *dev, cudaError_t e, const char *call, int oom);
 
 /* The range containing [lo, lo + len) (len 0 counts as 1), or NULL. */
-const hbg__cu_range *hbg__cu_ranges_find(const hbg__cu_ranges *t, uint64_t lo,
-                                         uint64_t len);
+const hbg__range *hbg__cu_ranges_find(const hbg__rtab *t, uint64_t lo,
+                                      uint64_t len);
 
 /* Grow s to hold need bytes (pinned). @return 0, HBG_E_NOMEM, device error. */
 int hbg__cu_scratch_reserve(hbg_device *dev, hbg__cu_scratch *s, size_t need);

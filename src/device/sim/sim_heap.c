@@ -20,10 +20,10 @@ int hbg__sim_heap_init(hbg__sim *s, uint64_t bytes) {
   int rc = pthread_rwlock_init(&s->heap_lock, NULL);
   if (rc != 0)
     goto err_map;
-  rc = hbg__sim_rtab_reserve(&s->free_ext, 2);
+  rc = hbg__rtab_reserve(&s->free_ext, 2);
   if (rc < 0)
     goto err_lock;
-  s->free_ext.v[0] = (hbg__sim_range){.start = 0, .len = bytes};
+  s->free_ext.v[0] = (hbg__range){.start = 0, .len = bytes};
   s->free_ext.n = 1;
   s->heap = p;
   s->heap_bytes = bytes;
@@ -60,9 +60,9 @@ int hbg__sim_resolve(hbg__sim *s, hbg_devptr addr, uint64_t len, void **out) {
   HBG__TRY(sim_off(s, addr, &off));
   int rc = HBG_E_RANGE;
   pthread_rwlock_rdlock(&s->heap_lock);
-  ptrdiff_t i = hbg__sim_rtab_floor(&s->live, off);
+  ptrdiff_t i = hbg__rtab_floor(&s->live, off);
   if (i >= 0) {
-    const hbg__sim_range *r = &s->live.v[i];
+    const hbg__range *r = &s->live.v[i];
     uint64_t end = r->start + r->len;
     if (off <= end && len <= end - off) {
       *out = s->heap + off;
@@ -90,23 +90,23 @@ int hbg__sim_mem_alloc(hbg_device *dev, size_t bytes, hbg_devptr *out) {
   pthread_rwlock_wrlock(&s->heap_lock);
   /* Freeing must never need memory: keep room for one more extent than
    * there can be (live + 1). */
-  if (hbg__sim_rtab_reserve(&s->live, s->live.n + 1) < 0 ||
-      hbg__sim_rtab_reserve(&s->free_ext, s->live.n + 2) < 0) {
+  if (hbg__rtab_reserve(&s->live, s->live.n + 1) < 0 ||
+      hbg__rtab_reserve(&s->free_ext, s->live.n + 2) < 0) {
     rc = HBG_E_NOMEM;
     goto out;
   }
   for (size_t i = 0; i < s->free_ext.n; i++) {
-    hbg__sim_range *f = &s->free_ext.v[i];
+    hbg__range *f = &s->free_ext.v[i];
     if (f->len < span)
       continue;
     uint64_t off = f->start;
     f->start += span;
     f->len -= span;
     if (f->len == 0)
-      hbg__sim_rtab_remove_at(&s->free_ext, i);
-    ptrdiff_t at = hbg__sim_rtab_floor(&s->live, off) + 1;
-    hbg__sim_rtab_insert_at(&s->live, (size_t)at,
-                            (hbg__sim_range){.start = off,
+      hbg__rtab_remove_at(&s->free_ext, i);
+    ptrdiff_t at = hbg__rtab_floor(&s->live, off) + 1;
+    hbg__rtab_insert_at(&s->live, (size_t)at,
+                            (hbg__range){.start = off,
                                              .len = bytes,
                                              .aux = span});
     s->heap_free -= span;
@@ -130,22 +130,22 @@ out:
 }
 
 static void free_extent(hbg__sim *s, uint64_t off, uint64_t span) {
-  hbg__sim_rtab *t = &s->free_ext;
-  ptrdiff_t p = hbg__sim_rtab_floor(t, off);
+  hbg__rtab *t = &s->free_ext;
+  ptrdiff_t p = hbg__rtab_floor(t, off);
   int merge_prev = p >= 0 && t->v[p].start + t->v[p].len == off;
   size_t nx = (size_t)(p + 1);
   int merge_next = nx < t->n && off + span == t->v[nx].start;
   if (merge_prev && merge_next) {
     t->v[p].len += span + t->v[nx].len;
-    hbg__sim_rtab_remove_at(t, nx);
+    hbg__rtab_remove_at(t, nx);
   } else if (merge_prev) {
     t->v[p].len += span;
   } else if (merge_next) {
     t->v[nx].start = off;
     t->v[nx].len += span;
   } else {
-    hbg__sim_rtab_insert_at(t, nx,
-                            (hbg__sim_range){.start = off, .len = span});
+    hbg__rtab_insert_at(t, nx,
+                            (hbg__range){.start = off, .len = span});
   }
   s->heap_free += span;
 }
@@ -158,13 +158,13 @@ int hbg__sim_mem_free(hbg_device *dev, hbg_devptr p) {
   if (sim_off(s, p, &off) < 0)
     return HBG_E_RANGE;
 
-  hbg__sim_range r = {0};
+  hbg__range r = {0};
   int rc = HBG_E_RANGE;
   pthread_rwlock_wrlock(&s->heap_lock);
-  ptrdiff_t i = hbg__sim_rtab_floor(&s->live, off);
+  ptrdiff_t i = hbg__rtab_floor(&s->live, off);
   if (i >= 0 && s->live.v[i].start == off) {
     r = s->live.v[i];
-    hbg__sim_rtab_remove_at(&s->live, (size_t)i);
+    hbg__rtab_remove_at(&s->live, (size_t)i);
     rc = 0;
   }
   pthread_rwlock_unlock(&s->heap_lock);

@@ -14,7 +14,7 @@ int hbg__sim_host_init(hbg__sim *s) {
   return pthread_mutex_init(&s->reg_mu, NULL) == 0 ? 0 : HBG_E_NOMEM;
 }
 
-static void reg_release(hbg__sim_range *r) {
+static void reg_release(hbg__range *r) {
   if (r->flags & HBG__SIM_REG_LOCKED)
     munlock((void *)(uintptr_t)r->start, (size_t)r->len);
   if (r->flags & HBG__SIM_REG_OWNED)
@@ -40,10 +40,10 @@ int hbg__sim_try_lock(hbg__sim *s, void *p, size_t bytes) {
 /* Caller holds reg_mu. @return the index of the range containing
  * [a, a+len), or -1. */
 static ptrdiff_t reg_find(const hbg__sim *s, uintptr_t a, uint64_t len) {
-  ptrdiff_t i = hbg__sim_rtab_floor(&s->reg, a);
+  ptrdiff_t i = hbg__rtab_floor(&s->reg, a);
   if (i < 0)
     return -1;
-  const hbg__sim_range *r = &s->reg.v[i];
+  const hbg__range *r = &s->reg.v[i];
   uint64_t end = r->start + r->len;
   return (a <= end && len <= end - a) ? i : -1;
 }
@@ -51,7 +51,7 @@ static ptrdiff_t reg_find(const hbg__sim *s, uintptr_t a, uint64_t len) {
 /* Caller holds reg_mu. @return 0 or HBG_E_INVAL when [a, a+len) overlaps a
  * registered range, with *at the insertion index. */
 static int reg_slot(const hbg__sim *s, uintptr_t a, uint64_t len, size_t *at) {
-  ptrdiff_t i = hbg__sim_rtab_floor(&s->reg, a);
+  ptrdiff_t i = hbg__rtab_floor(&s->reg, a);
   if (i >= 0 && s->reg.v[i].start + s->reg.v[i].len > a)
     return HBG_E_INVAL;
   size_t nx = (size_t)(i + 1);
@@ -70,12 +70,12 @@ static int reg_add(hbg__sim *s, void *p, size_t bytes, size_t map_len,
   pthread_mutex_lock(&s->reg_mu);
   int rc = reg_slot(s, a, bytes, &at);
   if (rc == 0)
-    rc = hbg__sim_rtab_reserve(&s->reg, s->reg.n + 1);
+    rc = hbg__rtab_reserve(&s->reg, s->reg.n + 1);
   if (rc == 0) {
     if (hbg__sim_try_lock(s, p, bytes))
       flags |= HBG__SIM_REG_LOCKED;
-    hbg__sim_rtab_insert_at(&s->reg, at,
-                            (hbg__sim_range){.start = a,
+    hbg__rtab_insert_at(&s->reg, at,
+                            (hbg__range){.start = a,
                                              .len = bytes,
                                              .aux = map_len,
                                              .flags = flags});
@@ -86,14 +86,14 @@ static int reg_add(hbg__sim *s, void *p, size_t bytes, size_t map_len,
 
 /* Remove the range starting exactly at p whose OWNED flag equals owned.
  * @return 0 and *out, or HBG_E_INVAL. */
-static int reg_take(hbg__sim *s, void *p, uint32_t owned, hbg__sim_range *out) {
+static int reg_take(hbg__sim *s, void *p, uint32_t owned, hbg__range *out) {
   int rc = HBG_E_INVAL;
   pthread_mutex_lock(&s->reg_mu);
-  ptrdiff_t i = hbg__sim_rtab_floor(&s->reg, (uintptr_t)p);
+  ptrdiff_t i = hbg__rtab_floor(&s->reg, (uintptr_t)p);
   if (i >= 0 && s->reg.v[i].start == (uintptr_t)p &&
       (s->reg.v[i].flags & HBG__SIM_REG_OWNED) == owned) {
     *out = s->reg.v[i];
-    hbg__sim_rtab_remove_at(&s->reg, (size_t)i);
+    hbg__rtab_remove_at(&s->reg, (size_t)i);
     rc = 0;
   }
   pthread_mutex_unlock(&s->reg_mu);
@@ -136,7 +136,7 @@ int hbg__sim_host_free(hbg_device *dev, void *p) {
   hbg__sim *s = hbg_device_impl(dev);
   if (!p)
     return 0;
-  hbg__sim_range r;
+  hbg__range r;
   if (reg_take(s, p, HBG__SIM_REG_OWNED, &r) < 0) {
     hbg_device_set_native(dev, HBG_E_INVAL,
                           "sim: host_free of %p: not from host_alloc", p);
@@ -163,7 +163,7 @@ int hbg__sim_host_register(hbg_device *dev, void *p, size_t bytes) {
 int hbg__sim_host_unregister(hbg_device *dev, void *p) {
   hbg__sim *s = hbg_device_impl(dev);
   HBG__RETURN_IF(!p, HBG_E_INVAL);
-  hbg__sim_range r;
+  hbg__range r;
   if (reg_take(s, p, 0, &r) < 0) {
     hbg_device_set_native(dev, HBG_E_INVAL,
                           "sim: host_unregister of %p: not registered", p);

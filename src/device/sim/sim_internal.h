@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "device/device_internal.h"
+#include "device/ranges.h"
 #include "device/sim/sim.h"
 #include "exec/exec.h"
 
@@ -22,62 +23,10 @@
 #define HBG__SIM_CHUNK_MIN UINT64_C(256)
 #define HBG__SIM_CHUNK_MAX (UINT64_C(256) << 20)
 
-/* A sorted table of [start, start+len) ranges, searched by binary search. */
-typedef struct hbg__sim_range {
-  uint64_t start;
-  uint64_t len;
-  uint64_t aux;   /* heap: reserved span; registry: mapped length */
-  uint32_t flags; /* registry: HBG__SIM_REG_* */
-  uint32_t reserved;
-} hbg__sim_range;
-
-typedef struct hbg__sim_rtab {
-  hbg__sim_range *v;
-  size_t n, cap;
-} hbg__sim_rtab;
-
+/* Range tables (src/device/ranges.h): the heap's live and free lists use
+ * aux for the reserved span; the host registry uses aux for the mapped
+ * length and flags for HBG__SIM_REG_*. */
 enum { HBG__SIM_REG_OWNED = 1u << 0, HBG__SIM_REG_LOCKED = 1u << 1 };
-
-/* @return the index of the last range with start <= key, or -1. */
-static inline ptrdiff_t hbg__sim_rtab_floor(const hbg__sim_rtab *t,
-                                            uint64_t key) {
-  size_t lo = 0, hi = t->n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (t->v[mid].start <= key)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return (ptrdiff_t)lo - 1;
-}
-
-static inline int hbg__sim_rtab_reserve(hbg__sim_rtab *t, size_t n) {
-  if (n <= t->cap)
-    return 0;
-  size_t cap = t->cap ? t->cap : 16;
-  while (cap < n)
-    cap *= 2;
-  hbg__sim_range *v = realloc(t->v, cap * sizeof *v);
-  if (!v)
-    return HBG_E_NOMEM;
-  t->v = v;
-  t->cap = cap;
-  return 0;
-}
-
-/* Capacity must have been reserved. */
-static inline void hbg__sim_rtab_insert_at(hbg__sim_rtab *t, size_t i,
-                                           hbg__sim_range r) {
-  memmove(t->v + i + 1, t->v + i, (t->n - i) * sizeof *t->v);
-  t->v[i] = r;
-  t->n++;
-}
-
-static inline void hbg__sim_rtab_remove_at(hbg__sim_rtab *t, size_t i) {
-  memmove(t->v + i, t->v + i + 1, (t->n - i - 1) * sizeof *t->v);
-  t->n--;
-}
 
 enum { HBG__SIM_CMD_COPY, HBG__SIM_CMD_LAUNCH, HBG__SIM_CMD_EVENT };
 
@@ -146,13 +95,13 @@ struct hbg__sim {
   uint8_t *heap;
   uint64_t heap_bytes;
   pthread_rwlock_t heap_lock;
-  hbg__sim_rtab live;     /* start = offset, len = requested, aux = span */
-  hbg__sim_rtab free_ext; /* start = offset, len = bytes; coalesced */
+  hbg__rtab live;     /* start = offset, len = requested, aux = span */
+  hbg__rtab free_ext; /* start = offset, len = bytes; coalesced */
   uint64_t heap_free;
 
   /* registered (pinned) host memory */
   pthread_mutex_t reg_mu;
-  hbg__sim_rtab reg; /* start = address, len = bytes, aux = mapped length */
+  hbg__rtab reg; /* start = address, len = bytes, aux = mapped length */
 
   /* engine, scheduler, queues and events: all under mu */
   pthread_mutex_t mu;
