@@ -8,21 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_skip.h"
 #include "test.h"
-
-static void skip_without_gpu(void) {
-  const hbg_dev_ops *ops = hbg_device_find("cuda");
-  char why[256] = "";
-  if (!ops) {
-    printf("SKIP: cuda backend not built\n");
-    exit(T_EXIT_SKIP);
-  }
-  if (ops->probe && ops->probe(why, sizeof why) != 0) {
-    printf("SKIP: cuda: %s\n", why);
-    exit(T_EXIT_SKIP);
-  }
-  printf("cuda: %s\n", why);
-}
 
 static void fill(uint8_t *p, size_t n, uint32_t seed) {
   for (size_t i = 0; i < n; i++)

@@ -8,24 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_skip.h"
 #include "test.h"
 
 /* cudaError_t values (pinned by CUDA's ABI); the test does not include the
  * CUDA headers so that it builds without the toolkit. */
 #define CUDA_ERROR_MEMORY_ALLOCATION 2
-
-static void skip_without_gpu(void) {
-  const hbg_dev_ops *ops = hbg_device_find("cuda");
-  char why[256] = "";
-  if (!ops) {
-    printf("SKIP: cuda backend not built\n");
-    exit(T_EXIT_SKIP);
-  }
-  if (ops->probe && ops->probe(why, sizeof why) != 0) {
-    printf("SKIP: cuda: %s\n", why);
-    exit(T_EXIT_SKIP);
-  }
-}
 
 static void expect_native(hbg_device *d, const char *call, int64_t code) {
   int64_t got = 0;

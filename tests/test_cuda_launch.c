@@ -14,25 +14,13 @@
 #include <string.h>
 
 #include "graph/graph.h"
+#include "cuda_skip.h"
 #include "test.h"
 
 #define N 64u /* f32 elements per boundary tensor */
 #define WCAP 65536u
 
 static int quiet;
-
-static void skip_without_gpu(void) {
-  const hbg_dev_ops *ops = hbg_device_find("cuda");
-  char why[256] = "";
-  if (!ops) {
-    printf("SKIP: cuda backend not built\n");
-    exit(T_EXIT_SKIP);
-  }
-  if (ops->probe && ops->probe(why, sizeof why) != 0) {
-    printf("SKIP: cuda: %s\n", why);
-    exit(T_EXIT_SKIP);
-  }
-}
 
 typedef struct fx {
   hbg_device *d;

@@ -13,23 +13,11 @@
 #include <string.h>
 
 #include "chain_fixture.h"
+#include "cuda_skip.h"
 #include "test.h"
 
 #define LAYERS 40u
 #define ELEMS 256u
-
-static void skip_without_gpu(void) {
-  const hbg_dev_ops *ops = hbg_device_find("cuda");
-  char why[256] = "";
-  if (!ops) {
-    printf("SKIP: cuda backend not built\n");
-    exit(T_EXIT_SKIP);
-  }
-  if (ops->probe && ops->probe(why, sizeof why) != 0) {
-    printf("SKIP: cuda: %s\n", why);
-    exit(T_EXIT_SKIP);
-  }
-}
 
 static void one_bind(chain *c, uint32_t step, hbg_bind_stats *st) {
   hbg_bind *b = NULL;

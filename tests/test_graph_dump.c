@@ -8,15 +8,8 @@
 
 #include "common/util.h"
 #include "graph/graph.h"
+#include "graph_fixture.h"
 #include "test.h"
-
-static hbg_tensor ten(uint64_t addr, uint64_t off, uint32_t dtype,
-                      uint32_t mode, uint32_t d0, uint32_t d1) {
-  hbg_tensor t;
-  uint32_t dims[2] = {d0, d1};
-  ASSERT_OK(hbg_tensor_contig(&t, addr, off, dtype, d1 ? 2 : 1, dims, mode));
-  return t;
-}
 
 static hbg_tensor g_bt[3];
 static uint64_t g_bs[1] = {77};

@@ -7,30 +7,8 @@
 
 #include "common/util.h"
 #include "graph/graph.h"
+#include "graph_fixture.h"
 #include "test.h"
-
-static hbg_tensor ten(uint64_t addr, uint64_t off, uint32_t dtype,
-                      uint32_t mode, uint32_t d0, uint32_t d1) {
-  hbg_tensor t;
-  uint32_t dims[2] = {d0, d1};
-  ASSERT_OK(hbg_tensor_contig(&t, addr, off, dtype, d1 ? 2 : 1, dims, mode));
-  return t;
-}
-
-static hbg_task task(uint32_t kernel, hbg_tensor *args, uint32_t n_args,
-                     const hbg_scalar *sc, uint32_t n_sc,
-                     const hbg_task_id *deps, uint32_t n_deps) {
-  hbg_task t;
-  memset(&t, 0, sizeof t);
-  t.kernel = kernel;
-  t.args = args;
-  t.n_args = n_args;
-  t.scalars = sc;
-  t.n_scalars = n_sc;
-  t.deps = deps;
-  t.n_deps = n_deps;
-  return t;
-}
 
 static hbg_tensor g_bt[4];
 static uint64_t g_bs[2] = {5, 6};
