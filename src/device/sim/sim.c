@@ -21,6 +21,10 @@ static _Atomic uint32_t sim_instances;
 
 typedef struct sim_opts {
   uint64_t mem, chunk, workers, spin;
+  hbg__sim_model model; /* the profile's, then the cost keys over it */
+  hbg__sim_model over;  /* cost keys given */
+  uint32_t over_mask;   /* which */
+  const char *profile;
 } sim_opts;
 
 static int opt_fail(hbg_device *dev, const char *what, const char *tok,
@@ -50,6 +54,22 @@ static int parse_opts(hbg_device *dev, const char *opts, sim_opts *o) {
       if (!eq)
         return opt_fail(dev, "option is not key=value:", p, n);
       size_t klen = (size_t)(eq - p), vlen = n - klen - 1;
+      if (klen == 7 && !memcmp(p, "profile", 7)) {
+        if (hbg__sim_profile(eq + 1, vlen, &o->model, &o->profile) < 0)
+          return opt_fail(dev, "unknown profile (none, ascend-a2, "
+                               "h200-pcie5) in", p, n);
+        p = end ? end + 1 : p + n;
+        continue;
+      }
+      uint32_t bit;
+      int mk = hbg__sim_model_key(p, klen, eq + 1, vlen, &o->over, &bit);
+      if (mk < 0)
+        return opt_fail(dev, "bad or out-of-range value in", p, n);
+      if (mk > 0) {
+        o->over_mask |= bit;
+        p = end ? end + 1 : p + n;
+        continue;
+      }
       size_t k = 0;
       while (k < HBG__ARRAY_LEN(keys) &&
              (strlen(keys[k].key) != klen || memcmp(keys[k].key, p, klen)))
@@ -68,6 +88,7 @@ static int parse_opts(hbg_device *dev, const char *opts, sim_opts *o) {
     }
     p = end ? end + 1 : p + n;
   }
+  hbg__sim_model_apply(&o->model, &o->over, o->over_mask);
   return 0;
 }
 
@@ -95,8 +116,11 @@ static void bounce_fini(hbg__sim *s) {
 }
 
 static int sim_open(hbg_device *dev, const char *options) {
-  sim_opts o = {SIM_DEFAULT_MEM, SIM_DEFAULT_CHUNK, SIM_DEFAULT_WORKERS,
-                SIM_DEFAULT_SPIN_US};
+  sim_opts o = {.mem = SIM_DEFAULT_MEM,
+                .chunk = SIM_DEFAULT_CHUNK,
+                .workers = SIM_DEFAULT_WORKERS,
+                .spin = SIM_DEFAULT_SPIN_US,
+                .profile = "none"};
   HBG__TRY(parse_opts(dev, options, &o));
   hbg__sim *s = calloc(1, sizeof *s);
   if (!s)
@@ -105,6 +129,8 @@ static int sim_open(hbg_device *dev, const char *options) {
   s->chunk = o.chunk;
   s->workers = (uint32_t)o.workers;
   s->spin_ns = o.spin * 1000;
+  s->model = o.model;
+  s->profile = o.profile;
   uint32_t inst = atomic_fetch_add(&sim_instances, 1);
   s->tag = HBG__SIM_TAG_BASE | ((uint64_t)(inst % 255 + 1) << HBG__SIM_OFF_BITS);
 
@@ -202,7 +228,10 @@ const hbg_dev_ops hbg__sim_ops = {
     .abi_version = HBG_DEV_ABI_VERSION,
     .name = "sim",
     .summary = "embedded simulated device: own memory heap, copy-engine "
-               "thread, CPU scheduler (options mem=,chunk=,workers=,spin=us)",
+               "thread, CPU scheduler (options mem=,chunk=,workers=,spin=us; "
+               "cost model profile=none|ascend-a2|h200-pcie5 with overrides "
+               "copy_us=,h2d_gbps=,pageable_gbps=,chunk_us=,alloc_us=,"
+               "free_us=,free_sync=0|1,launch_us=)",
     .probe = NULL,
     .open = sim_open,
     .close = sim_close,
@@ -247,6 +276,10 @@ int hbg__sim_get_info(hbg__sim *s, hbg__sim_info *out) {
   in.spin_us = s->spin_ns / 1000;
   in.spin_hits = HBG__SIM_GET(s, spin_hits);
   in.sleeps = HBG__SIM_GET(s, sleeps);
+  in.modelled = HBG__SIM_GET(s, modelled);
+  in.modelled_ns = HBG__SIM_GET(s, modelled_ns);
+  in.model = s->model;
+  in.profile = s->profile;
   in.tag = s->tag;
   pthread_rwlock_rdlock(&s->heap_lock);
   in.free_bytes = s->heap_free;

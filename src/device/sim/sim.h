@@ -9,6 +9,8 @@
 #ifndef HBG_DEVICE_SIM_SIM_H
 #define HBG_DEVICE_SIM_SIM_H
 
+#include <stdint.h>
+
 #include <hbg/hbg_device.h>
 
 typedef struct hbg__sim hbg__sim;
@@ -21,6 +23,22 @@ hbg__sim *hbg__sim_from(hbg_device *dev);
  * The range must lie inside one live allocation.
  * @return 0 and *out, or HBG_E_RANGE. */
 int hbg__sim_resolve(hbg__sim *s, hbg_devptr addr, uint64_t len, void **out);
+
+/* The opt-in cost model (option profile= and one key per parameter, see
+ * docs/DEVICE_PROFILES.md). All zero (profile "none", the default) models
+ * nothing: copies complete as soon as the engine has performed them. The
+ * engine still performs every copy; the model only delays completion to an
+ * absolute deadline (start of service + modelled duration), asleep. */
+typedef struct hbg__sim_model {
+  uint64_t copy_ns;       /* fixed cost of one copy, submission to completion */
+  uint64_t h2d_mbps;      /* pinned bandwidth, 10^6 B/s; 0 = no bandwidth term */
+  uint64_t pageable_mbps; /* bandwidth of a pageable (staged) copy; 0 = h2d's */
+  uint64_t chunk_ns;      /* extra cost per staging chunk of a pageable copy */
+  uint64_t alloc_ns;      /* one device allocation */
+  uint64_t free_ns;       /* one device free */
+  uint64_t launch_ns;     /* one launch, in the submitting thread */
+  uint32_t free_sync;     /* a free first waits for every queue to drain */
+} hbg__sim_model;
 
 /* Introspection of the sim's own state, for tests and tools. */
 typedef struct hbg__sim_info {
@@ -37,6 +55,10 @@ typedef struct hbg__sim_info {
   uint64_t spin_hits;     /* copy waits (per pinned copy or bounce chunk)
                              that ended while polling */
   uint64_t sleeps;        /* copy waits that slept on the condvar */
+  uint64_t modelled;      /* engine commands and calls the model delayed */
+  uint64_t modelled_ns;   /* sum of their modelled durations */
+  hbg__sim_model model;   /* the active cost model */
+  const char *profile;    /* its preset's name (static string) */
   uint32_t workers;       /* exec worker threads (option workers=) */
   uint32_t queues;        /* live queues */
   uint32_t events;        /* live events */

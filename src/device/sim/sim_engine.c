@@ -9,10 +9,19 @@
  * active contexts than CPUs). With spin=0 every wait sleeps. Queued work is
  * FIFO per queue: only a queue's head command is ever handed to an executor,
  * and its completion hands over the next one, so copies (engine thread) and
- * launches (scheduler thread) of different queues overlap. */
+ * launches (scheduler thread) of different queues overlap.
+ *
+ * With a cost model (sim_model.c) a copy command carries a modelled
+ * duration: the engine stamps its deadline (start of service + duration)
+ * when it takes the command, performs the copy, and sleeps to the deadline
+ * before completing it; its waiter sleeps to the same deadline and polls
+ * only from there on, so a long modelled copy costs no busy CPU. */
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include "common/util.h"
 #include "device/sim/sim_internal.h"
@@ -61,7 +70,10 @@ static void trace_cmd(hbg__sim *s, uint32_t track, const char *name,
 
 static void run_copy(hbg__sim *s, hbg__sim_cmd *c) {
   int tracing = hbg_device_tracing(s->dev);
-  uint64_t t0 = tracing ? hbg__now_ns() : 0;
+  uint64_t t0 = tracing || c->model_ns ? hbg__now_ns() : 0;
+  if (c->model_ns)
+    atomic_store_explicit(&c->deadline, t0 + c->model_ns,
+                          memory_order_release);
   uint8_t *dst = c->dst;
   const uint8_t *src = c->src;
   if (c->q) {
@@ -81,6 +93,7 @@ static void run_copy(hbg__sim *s, hbg__sim_cmd *c) {
   if (c->to_device && s->exec)
     hbg__exec_invalidate(s->exec, c->dev_addr, c->bytes);
   HBG__SIM_INC(s, handshakes, 1);
+  hbg__sim_model_delay(s, t0, c->model_ns);
   if (tracing)
     trace_cmd(s, HBG_TRACK_COPY, c->name, t0, c->bytes);
 }
@@ -213,6 +226,11 @@ static void executor_loop(hbg__sim *s, hbg__sim_cmd **head,
 
 static void *engine_main(void *arg) {
   hbg__sim *s = arg;
+#ifdef __linux__
+  /* Modelled deadlines are microseconds apart: no 50 µs default slack on
+   * the engine's own sleeps. */
+  prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+#endif
   executor_loop(s, &s->eng_head, &s->eng_tail, &s->eng_cv, &s->eng_posted,
                 run_copy);
   return NULL;
@@ -311,12 +329,44 @@ static void engine_submit(hbg__sim *s, hbg__sim_cmd *c) {
   pthread_cond_signal(&s->eng_cv);
 }
 
+/* Wait for a modelled command: sleep to its deadline once the engine has
+ * stamped it, then poll (spin= allowing, while the engine is awake) for
+ * the engine's own wake-up; sleep on done_cv for the rest. */
+static void model_wait(hbg__sim *s, hbg__sim_cmd *c) {
+  uint64_t poll_until = hbg__now_ns() + s->spin_ns;
+  while (!atomic_load_explicit(&c->done, memory_order_acquire)) {
+    uint64_t d = atomic_load_explicit(&c->deadline, memory_order_acquire);
+    uint64_t now = hbg__now_ns();
+    if (d && now < d) {
+      hbg__sim_sleep_until(d);
+      poll_until = d + s->spin_ns;
+      continue;
+    }
+    if (s->spin_ns && now < poll_until &&
+        !atomic_load_explicit(&s->eng_asleep, memory_order_acquire)) {
+      sched_yield();
+      continue;
+    }
+    pthread_mutex_lock(&s->mu);
+    while (!atomic_load_explicit(&c->done, memory_order_acquire))
+      pthread_cond_wait(&s->done_cv, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+    HBG__SIM_INC(s, sleeps, 1);
+    return;
+  }
+  HBG__SIM_INC(s, spin_hits, 1);
+}
+
 /* Wait for a posted stack command (a pinned copy or one bounce chunk). Poll
  * while the engine is awake (running or polling); when it sleeps, its
  * wake-up (tens of microseconds on a VM) outlasts what polling saves, and
  * the poller would only compete with it for a CPU, so sleep at once. Also
  * sleep when polling runs out. Caller does not hold mu. */
 static void engine_wait(hbg__sim *s, hbg__sim_cmd *c) {
+  if (c->model_ns) {
+    model_wait(s, c);
+    return;
+  }
   if (s->spin_ns &&
       !atomic_load_explicit(&s->eng_asleep, memory_order_acquire) &&
       spin_until_done(&c->done, s->spin_ns)) {
@@ -345,6 +395,7 @@ static void copy_cmd(hbg__sim_cmd *c, const char *name, int to_device,
   c->src = src;
   c->bytes = bytes;
   c->dev_addr = dev_addr;
+  atomic_init(&c->deadline, 0);
 }
 
 static void cmd_post(hbg__sim *s, hbg__sim_cmd *c) {
@@ -377,6 +428,7 @@ static void staged_h2d(hbg__sim *s, uint8_t *dev, hbg_devptr addr,
       engine_wait(s, &c[b]);
     memcpy(s->bounce[b], src + off, n);
     copy_cmd(&c[b], name, 1, dev + off, s->bounce[b], n, addr + off);
+    c[b].model_ns = hbg__sim_model_copy(&s->model, n, 1, off == 0);
     chunk_submit(s, &c[b]);
     busy[b] = 1;
     off += n;
@@ -398,6 +450,7 @@ static void staged_d2h(hbg__sim *s, uint8_t *dst, const uint8_t *dev,
   for (size_t b = 0; b < 2 && next < bytes; b++) {
     size_t n = HBG__MIN((size_t)s->chunk, bytes - next);
     copy_cmd(&c[b], "d2h", 0, s->bounce[b], dev + next, n, addr + next);
+    c[b].model_ns = hbg__sim_model_copy(&s->model, n, 1, next == 0);
     off[b] = next;
     chunk_submit(s, &c[b]);
     next += n;
@@ -410,6 +463,7 @@ static void staged_d2h(hbg__sim *s, uint8_t *dst, const uint8_t *dev,
     if (next < bytes) {
       size_t n = HBG__MIN((size_t)s->chunk, bytes - next);
       copy_cmd(&c[b], "d2h", 0, s->bounce[b], dev + next, n, addr + next);
+      c[b].model_ns = hbg__sim_model_copy(&s->model, n, 1, next == 0);
       off[b] = next;
       chunk_submit(s, &c[b]);
       next += n;
@@ -431,6 +485,7 @@ static int h2d_sync(hbg__sim *s, hbg_devptr dst, const void *src,
   if (hbg__sim_is_pinned(s, src, bytes)) {
     hbg__sim_cmd c;
     copy_cmd(&c, name, 1, d, src, bytes, dst);
+    c.model_ns = hbg__sim_model_copy(&s->model, bytes, 0, 1);
     copy_direct(s, &c);
   } else {
     staged_h2d(s, d, dst, src, bytes, name);
@@ -466,6 +521,7 @@ int hbg__sim_copy_d2h(hbg_device *dev, void *dst, hbg_devptr src,
   if (hbg__sim_is_pinned(s, dst, bytes)) {
     hbg__sim_cmd c;
     copy_cmd(&c, "d2h", 0, dst, d, bytes, src);
+    c.model_ns = hbg__sim_model_copy(&s->model, bytes, 0, 1);
     copy_direct(s, &c);
   } else {
     staged_d2h(s, dst, d, src, bytes);
@@ -476,6 +532,19 @@ int hbg__sim_copy_d2h(hbg_device *dev, void *dst, hbg_devptr src,
 }
 
 /* ---- queues ------------------------------------------------------------- */
+
+void hbg__sim_drain_all(hbg__sim *s) {
+  pthread_mutex_lock(&s->mu);
+  for (;;) {
+    hbg__sim_queue *q = s->queues;
+    while (q && !q->head)
+      q = q->next;
+    if (!q)
+      break;
+    pthread_cond_wait(&s->done_cv, &s->mu);
+  }
+  pthread_mutex_unlock(&s->mu);
+}
 
 /* Caller holds mu. Handles are checked against the live lists so that a
  * stale or foreign handle is an error, not a dereference. */
@@ -591,6 +660,7 @@ int hbg__sim_copy_h2d_async(hbg_device *dev, hbg_dev_queue *h, hbg_devptr dst,
     if (!c)
       return HBG_E_NOMEM;
     copy_cmd(c, "h2d_async", 1, d, src, bytes, dst);
+    c->model_ns = hbg__sim_model_copy(&s->model, bytes, 0, 1);
   }
 
   pthread_mutex_lock(&s->mu);
@@ -723,6 +793,7 @@ int hbg__sim_event_wait(hbg_device *dev, hbg_dev_event *h) {
 int hbg__sim_launch(hbg_device *dev, hbg_dev_queue *h,
                     const hbg_dev_launch_desc *l) {
   hbg__sim *s = hbg_device_impl(dev);
+  uint64_t t0 = s->model.launch_ns ? hbg__now_ns() : 0;
   HBG__RETURN_IF(!h || !l, HBG_E_INVAL);
   HBG__RETURN_IF(l->struct_size < sizeof *l, HBG_E_INVAL);
   void *p;
@@ -750,5 +821,6 @@ int hbg__sim_launch(hbg_device *dev, hbg_dev_queue *h,
   queue_push(s, q, c);
   pthread_mutex_unlock(&s->mu);
   HBG__SIM_INC(s, launches, 1);
+  hbg__sim_model_delay(s, t0, s->model.launch_ns);
   return 0;
 }

@@ -76,6 +76,7 @@ int hbg__sim_resolve(hbg__sim *s, hbg_devptr addr, uint64_t len, void **out) {
 int hbg__sim_mem_alloc(hbg_device *dev, size_t bytes, hbg_devptr *out) {
   hbg__sim *s = hbg_device_impl(dev);
   HBG__RETURN_IF(!out || bytes == 0, HBG_E_INVAL);
+  uint64_t t0 = s->model.alloc_ns ? hbg__now_ns() : 0;
   if ((uint64_t)bytes > s->heap_bytes) {
     hbg_device_set_native(dev, HBG_E_DEVMEM,
                           "sim: %zu bytes requested, the device has %llu "
@@ -120,6 +121,7 @@ out:
   if (rc == 0) {
     HBG__SIM_INC(s, mem_allocs, 1);
     HBG__SIM_INC(s, mem_in_use, bytes);
+    hbg__sim_model_delay(s, t0, s->model.alloc_ns);
   } else if (rc == HBG_E_DEVMEM) {
     hbg_device_set_native(s->dev, HBG_E_DEVMEM,
                           "sim: no free extent of %llu bytes (%llu free)",
@@ -157,6 +159,9 @@ int hbg__sim_mem_free(hbg_device *dev, hbg_devptr p) {
   uint64_t off;
   if (sim_off(s, p, &off) < 0)
     return HBG_E_RANGE;
+  if (s->model.free_sync)
+    hbg__sim_drain_all(s); /* as cudaFree synchronises the device */
+  uint64_t t0 = s->model.free_ns ? hbg__now_ns() : 0;
 
   hbg__range r = {0};
   int rc = HBG_E_RANGE;
@@ -185,5 +190,6 @@ int hbg__sim_mem_free(hbg_device *dev, hbg_devptr p) {
   pthread_rwlock_unlock(&s->heap_lock);
   HBG__SIM_INC(s, mem_frees, 1);
   HBG__SIM_DEC(s, mem_in_use, r.len);
+  hbg__sim_model_delay(s, t0, s->model.free_ns);
   return 0;
 }

@@ -48,6 +48,9 @@ typedef struct hbg__sim_cmd {
   const uint8_t *src;
   size_t bytes;
   hbg_devptr dev_addr;
+  uint64_t model_ns;          /* modelled duration; 0 = none */
+  _Atomic uint64_t deadline;  /* set by the engine when service starts (only
+                                 when model_ns): completion not before it */
   hbg__sim_queue *q;
   hbg__sim_event *ev;
   uint64_t ev_seq;
@@ -82,6 +85,7 @@ typedef struct hbg__sim_counters {
   _Atomic uint64_t host_allocs, host_frees, host_in_use;
   _Atomic uint64_t launches;
   _Atomic uint64_t mlock_failed;
+  _Atomic uint64_t modelled, modelled_ns;
 } hbg__sim_counters;
 
 struct hbg__sim {
@@ -90,6 +94,8 @@ struct hbg__sim {
   uint64_t chunk;
   uint32_t workers;
   uint64_t spin_ns; /* bounded polling before sleeping; 0 = always sleep */
+  hbg__sim_model model; /* cost model (sim_model.c); all zero = none */
+  const char *profile;  /* the preset it started from */
 
   /* device heap */
   uint8_t *heap;
@@ -132,6 +138,33 @@ struct hbg__sim {
   atomic_fetch_sub_explicit(&(s)->st.f, (uint64_t)(v), memory_order_relaxed)
 #define HBG__SIM_GET(s, f)                                                     \
   atomic_load_explicit(&(s)->st.f, memory_order_relaxed)
+
+/* sim_model.c */
+/* Look up a preset by name (n bytes, not NUL-terminated).
+ * @return 0 and *model, *name (static), or HBG_E_NOTFOUND. */
+int hbg__sim_profile(const char *p, size_t n, hbg__sim_model *model,
+                     const char **name);
+/* Parse one cost key into *m; *bit gets the key's override bit.
+ * @return 1 handled, 0 not a cost key, HBG_E_INVAL bad value. */
+int hbg__sim_model_key(const char *key, size_t klen, const char *val,
+                       size_t vlen, hbg__sim_model *m, uint32_t *bit);
+/* Copy the keys of over whose bit is set in mask into m. */
+void hbg__sim_model_apply(hbg__sim_model *m, const hbg__sim_model *over,
+                          uint32_t mask);
+/* @return the modelled duration of one copy command: a pinned copy
+ * (pageable == 0) or one staging chunk (first: the copy's first chunk,
+ * which carries the fixed cost). 0 when nothing is modelled. */
+uint64_t hbg__sim_model_copy(const hbg__sim_model *m, uint64_t bytes,
+                             int pageable, int first);
+/* Sleep until the CLOCK_MONOTONIC time deadline_ns (absolute), with the
+ * calling thread's timer slack at its minimum for the sleep. */
+void hbg__sim_sleep_until(uint64_t deadline_ns);
+/* Account a modelled delay of ns and sleep to t0 + ns (no-op when ns is 0). */
+void hbg__sim_model_delay(hbg__sim *s, uint64_t t0, uint64_t ns);
+
+/* sim_engine.c */
+/* Wait until no queue has pending work (a device-wide synchronise). */
+void hbg__sim_drain_all(hbg__sim *s);
 
 /* sim_heap.c */
 int hbg__sim_heap_init(hbg__sim *s, uint64_t bytes);
