@@ -15,6 +15,17 @@ expect_rc 2 "$hbg"
 expect_rc 2 "$hbg" no-such-command
 "$hbg" devices | grep -q '^sim  *available' || fail "devices: sim not available"
 "$hbg" devices --json | grep -q '"name":[[:space:]]*"sim"' || fail "devices --json"
+# the sim's cost-model options are listed, and a bad profile or cost value
+# fails the open with a message naming it
+"$hbg" devices | grep '^sim ' | grep -q 'profile=none|ascend-a2|h200-pcie5' ||
+  fail "devices: sim profiles not listed"
+"$hbg" devices | grep '^sim ' | grep -q 'copy_us=.*free_sync=0|1' ||
+  fail "devices: sim cost keys not listed"
+expect_rc 1 "$hbg" selfcheck --options profile=tpu-v9
+grep -q "unknown profile.*'profile=tpu-v9'" "$tmp/err" || fail "selfcheck: bad profile"
+expect_rc 1 "$hbg" selfcheck --options profile=ascend-a2,h2d_gbps=fast
+grep -q "bad or out-of-range value in 'h2d_gbps=fast'" "$tmp/err" ||
+  fail "selfcheck: bad cost value"
 
 # inspect: every real image is valid, in text and JSON
 mkdir -p "$tmp/img"

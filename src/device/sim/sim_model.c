@@ -31,12 +31,12 @@ static const struct {
       .free_sync = 0}},
     {"h200-pcie5",
      {.copy_ns = US(10),
-      .h2d_mbps = GBPS(55),
-      .pageable_mbps = GBPS(25),
-      .chunk_ns = 0,
+      .h2d_mbps = GBPS(53),
+      .pageable_mbps = GBPS(41),
+      .chunk_ns = US(0.5),
       .alloc_ns = US(50),
-      .free_ns = US(50),
-      .launch_ns = US(3),
+      .free_ns = US(14),
+      .launch_ns = US(2),
       .free_sync = 1}},
 };
 
