@@ -397,7 +397,8 @@ typedef struct hbg_graph_submit {
   const hbg_tensor *tensors;
   const uint64_t *scalars;      /* boundary scalars */
   uint32_t n_scalars;
-  uint32_t n_deps;              /* earlier task ids of this bind */
+  uint32_t n_deps;              /* earlier task ids of this bind that this
+                                   graph waits for (never inferred) */
   const hbg_task_id *deps;
   hbg_record_fn record;         /* called only when the key is recorded */
   void *user;
