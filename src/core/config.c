@@ -32,43 +32,49 @@ int hbg_policy_parse(const char *name, int *out) {
 
 /* ---- configuration: one row per HBG_* variable ---- */
 
-typedef enum cfg_kind { CFG_POLICY, CFG_DEVICE, CFG_STRING, CFG_U32, CFG_U64 } cfg_kind;
+typedef enum cfg_kind { CFG_POLICY, CFG_DEVICE, CFG_STRING, CFG_UINT } cfg_kind;
 
 typedef struct cfg_var {
   const char *env;   /* HBG_* variable */
   const char *field; /* hbg_config field it sets */
   cfg_kind kind;
-  size_t off;        /* offsetof(hbg_config, field) */
-  uint64_t lo, hi;   /* CFG_U32 / CFG_U64: the variable's range; an
-                        explicit field may also be 0 (= default) */
+  size_t off, size;  /* where the field is and its size */
+  uint64_t lo, hi;   /* CFG_UINT (a u32 or u64 field): the variable's range;
+                        an explicit field may also be 0 (= default) */
 } cfg_var;
 
 #define CFG_VAR(env, field, kind, lo, hi)                                      \
-  {env, #field, kind, offsetof(hbg_config, field), lo, hi}
+  {env, #field, kind, offsetof(hbg_config, field),                            \
+   sizeof(((hbg_config *)0)->field), lo, hi}
 
 static const cfg_var cfg_vars[] = {
     CFG_VAR("HBG_POLICY", policy, CFG_POLICY, 0, 0),
     CFG_VAR("HBG_DEVICE", device, CFG_DEVICE, 0, 0),
     CFG_VAR("HBG_DEVICE_OPTIONS", device_options, CFG_STRING, 0, 0),
-    CFG_VAR("HBG_ARENA_BYTES", arena_bytes, CFG_U64, 1, HBG_ARENA_BYTES_MAX),
-    CFG_VAR("HBG_PIPELINE_DEPTH", pipeline_depth, CFG_U32, 1,
+    CFG_VAR("HBG_ARENA_BYTES", arena_bytes, CFG_UINT, 1, HBG_ARENA_BYTES_MAX),
+    CFG_VAR("HBG_PIPELINE_DEPTH", pipeline_depth, CFG_UINT, 1,
             HBG_PIPELINE_DEPTH_MAX),
 };
 
-static void cfg_put(hbg_config *cfg, const cfg_var *v, const void *val,
-                    size_t n) {
-  memcpy((unsigned char *)cfg + v->off, val, n);
+static void cfg_put_uint(hbg_config *cfg, const cfg_var *v, uint64_t u) {
+  unsigned char *f = (unsigned char *)cfg + v->off;
+  uint32_t u32 = (uint32_t)u;
+  if (v->size == sizeof u)
+    memcpy(f, &u, sizeof u);
+  else
+    memcpy(f, &u32, sizeof u32);
 }
 
 static uint64_t cfg_get_uint(const hbg_config *cfg, const cfg_var *v) {
-  if (v->kind == CFG_U64) {
-    uint64_t u;
-    memcpy(&u, (const unsigned char *)cfg + v->off, sizeof u);
+  const unsigned char *f = (const unsigned char *)cfg + v->off;
+  uint64_t u;
+  uint32_t u32;
+  if (v->size == sizeof u) {
+    memcpy(&u, f, sizeof u);
     return u;
   }
-  uint32_t u;
-  memcpy(&u, (const unsigned char *)cfg + v->off, sizeof u);
-  return u;
+  memcpy(&u32, f, sizeof u32);
+  return u32;
 }
 
 /* Parse s for v into cfg. @return 0, or HBG_E_INVAL with why filled. */
@@ -82,7 +88,7 @@ static int cfg_parse(const cfg_var *v, const char *s, hbg_config *cfg,
       snprintf(why, n, "not a policy (deferred, pinned-eager, coalesced)");
       return HBG_E_INVAL;
     }
-    cfg_put(cfg, v, &(uint32_t){(uint32_t)p}, sizeof(uint32_t));
+    cfg_put_uint(cfg, v, (uint32_t)p);
     return 0;
   case CFG_DEVICE:
     if (!hbg_device_find(s)) {
@@ -96,10 +102,9 @@ static int cfg_parse(const cfg_var *v, const char *s, hbg_config *cfg,
     }
     /* fall through */
   case CFG_STRING:
-    cfg_put(cfg, v, &s, sizeof s);
+    memcpy((unsigned char *)cfg + v->off, &s, sizeof s);
     return 0;
-  case CFG_U32:
-  case CFG_U64:
+  case CFG_UINT:
     if (hbg__parse_u64(s, &u) < 0) {
       snprintf(why, n, "want an unsigned integer below 2^64 with an "
                        "optional K, M or G suffix");
@@ -110,10 +115,7 @@ static int cfg_parse(const cfg_var *v, const char *s, hbg_config *cfg,
                (unsigned long long)v->hi);
       return HBG_E_INVAL;
     }
-    if (v->kind == CFG_U64)
-      cfg_put(cfg, v, &u, sizeof u);
-    else
-      cfg_put(cfg, v, &(uint32_t){(uint32_t)u}, sizeof(uint32_t));
+    cfg_put_uint(cfg, v, u);
     return 0;
   }
   return HBG_E_INVAL;
@@ -180,8 +182,7 @@ int hbg__config_check(const hbg_config *cfg) {
         return HBG_E_INVAL;
       }
       break;
-    case CFG_U32:
-    case CFG_U64:
+    case CFG_UINT:
       u = cfg_get_uint(cfg, v);
       if (u > v->hi) {
         hbg__error_set("hbg_config.%s=%llu: above the maximum %llu", v->field,
