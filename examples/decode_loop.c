@@ -13,12 +13,6 @@
 #define LAYERS 32
 #define DIM 256
 
-static uint64_t f32_bits(float f) {
-  uint32_t u;
-  memcpy(&u, &f, sizeof u);
-  return u;
-}
-
 /* Runs once, on the first submission of the key: the layer body. */
 static int layer_body(hbg_recorder *rec, void *user) {
   (void)user;
@@ -38,7 +32,7 @@ static int layer_body(hbg_recorder *rec, void *user) {
   hbg_tensor in = add_args[2]; /* now an internal tensor of the graph heap */
   in.mode = HBG_ACCESS_IN;
   hbg_tensor scale_args[2] = {in, io[2]};
-  hbg_scalar scale = {.kind = HBG_SCALAR_BOUNDARY, .index = 0};
+  hbg_scalar scale = hbg_scalar_boundary(0);
   hbg_task mul = {.kernel = HBG_KERNEL_SCALE, .n_args = 2, .args = scale_args,
                   .n_scalars = 1, .scalars = &scale};
   return hbg_record_task(rec, &mul, NULL);
@@ -48,7 +42,8 @@ static int layer_body(hbg_recorder *rec, void *user) {
   do {                                                                         \
     int rc_ = (expr);                                                          \
     if (rc_) {                                                                 \
-      fprintf(stderr, "%s: %s\n", #expr, hbg_strerror(rc_));                  \
+      fprintf(stderr, "%s: %s %s\n", #expr, hbg_strerror(rc_),              \
+              hbg_last_error());                                               \
       return 1;                                                                \
     }                                                                          \
   } while (0)
@@ -76,7 +71,7 @@ int main(void) {
   uint32_t dims[1] = {DIM};
   for (uint32_t step = 0; step < 4; step++) {
     float scale = 1.0f - 0.0625f * (float)step;
-    uint64_t scale_bits = f32_bits(scale);
+    uint64_t scale_bits = hbg_scalar_f32(scale);
     CHECK(hbg_buffer_write(rt, act[0], h0, sizeof h0));
 
     hbg_bind *b;

@@ -47,6 +47,8 @@ for f in "$tmp"/img/def_small.bin "$tmp"/img/sub_small.bin "$tmp"/img/win_small.
   grep -q 'HBG_E_IMG_' "$tmp/err" || fail "inspect: no error name for a corrupt $f"
 done
 expect_rc 1 "$hbg" inspect "$tmp/no-such-file"
+grep -q "no-such-file: No such file or directory" "$tmp/err" ||
+  fail "inspect: a missing file is not reported as such"
 expect_rc 2 "$hbg" inspect
 
 # bench: a short verified run of every output format
@@ -75,6 +77,30 @@ verified_binds 1 --verify-every 0
 expect_rc 2 "$hbg" bench --verify-every blocks
 expect_rc 2 "$hbg" bench --policy no-such-policy
 expect_rc 1 "$hbg" bench --device no-such-device --rounds 1
+expect_rc 2 "$hbg" bench --workload no-such-workload --rounds 1
+grep -q "unknown workload 'no-such-workload'" "$tmp/err" || fail "bench: unknown workload message"
+# --layers: the limit is in --help and named when exceeded
+expect_rc 0 "$hbg" bench --help
+grep -q -- "--layers N .*at most 100000" "$tmp/out" || fail "bench --help: no layer limit"
+expect_rc 2 "$hbg" bench --layers 100001 --rounds 1
+grep -q "at most 100000 layers" "$tmp/err" || fail "bench: --layers over the limit"
+# the library's message, not only the code
+expect_rc 1 "$hbg" bench --device-options mem=1 --rounds 1
+grep -q "sim: bad or out-of-range value in 'mem=1'" "$tmp/err" || fail "bench: no device message"
+HBG_PIPELINE_DEPTH=0 expect_rc 1 "$hbg" bench --rounds 1
+grep -q "HBG_PIPELINE_DEPTH='0'" "$tmp/err" || fail "bench: bad HBG_PIPELINE_DEPTH not named"
+# output paths are checked before the run (the bad device would fail it),
+# and a failed run neither leaves a new file nor truncates an old one
+for opt in --json --csv --svg --trace; do
+  expect_rc 1 "$hbg" bench --device-options mem=1 $opt /no/such/dir/x.out
+  grep -q "cannot write /no/such/dir/x.out: No such file or directory" "$tmp/err" ||
+    fail "bench $opt: bad path not reported"
+  ! grep -q hbg_runtime_create "$tmp/err" || fail "bench $opt: ran before checking the path"
+done
+echo keep > "$tmp/old.json"
+expect_rc 1 "$hbg" bench --device-options mem=1 --json "$tmp/old.json" --csv "$tmp/new.csv"
+[ "$(cat "$tmp/old.json")" = keep ] || fail "bench: a failed run truncated --json"
+[ ! -e "$tmp/new.csv" ] || fail "bench: a failed run left an empty --csv"
 
 expect_rc 0 "$hbg" selfcheck --iters 64
 grep -q 'readback: ok' "$tmp/out" || fail "selfcheck readback"

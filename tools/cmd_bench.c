@@ -73,7 +73,7 @@ static void usage(FILE *f) {
 "one process on one device kind, and report per-bind control-plane phases.\n"
 "\n"
 "  --workload NAME       qwen3-14b (default) or dsv4\n"
-"  --layers N            layers (default: the workload's)\n"
+"  --layers N            layers, at most %u (default: the workload's)\n"
 "  --device NAME         device backend (default sim, env HBG_DEVICE)\n"
 "  --device-options S    backend options k=v,k=v\n"
 "  --policy LIST         comma list of deferred,pinned-eager,coalesced\n"
@@ -99,7 +99,7 @@ static void usage(FILE *f) {
 "  --help                this text\n"
 "\n"
 "Exit status: 0, 1 on an error or a verification mismatch, 2 on bad usage.\n",
-          TRACE_BINDS);
+          HBG_WORKLOAD_MAX_LAYERS, TRACE_BINDS);
 }
 
 /* ---------------- options ---------------- */
@@ -203,6 +203,11 @@ static int parse_opts(bench_opts *o, int argc, char **argv) {
     else if (OPT("--layers")) {
       if (r > 0 && parse_u32(a, v, 1, &o->layers) < 0)
         return -1;
+      if (r > 0 && o->layers > HBG_WORKLOAD_MAX_LAYERS) {
+        fprintf(stderr, "hbg bench: --layers %u: at most %u layers\n",
+                o->layers, HBG_WORKLOAD_MAX_LAYERS);
+        return -1;
+      }
     } else if (OPT("--device"))
       o->device = v;
     else if (OPT("--device-options"))
@@ -252,15 +257,44 @@ static int parse_opts(bench_opts *o, int argc, char **argv) {
     if (r < 0)
       return -1;
   }
+  for (uint32_t k = 0; k < hbg_workload_count(); k++)
+    if (!strcmp(o->workload, hbg_workload_name(k)))
+      return 0;
+  fprintf(stderr, "hbg bench: unknown workload '%s'; built in:", o->workload);
+  for (uint32_t k = 0; k < hbg_workload_count(); k++)
+    fprintf(stderr, " %s", hbg_workload_name(k));
+  fputc('\n', stderr);
+  return -1;
+}
+
+/* Each output file can be written, checked before the benchmark runs:
+ * opened for append (nothing truncated), and removed again if this made it. */
+static int check_outputs(const bench_opts *o) {
+  const char *paths[] = {o->json, o->csv, o->svg, o->trace};
+  for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+    if (!paths[i])
+      continue;
+    int existed = access(paths[i], F_OK) == 0;
+    FILE *f = fopen(paths[i], "a");
+    if (!f) {
+      fprintf(stderr, "hbg bench: cannot write %s: %s\n", paths[i],
+              strerror(errno));
+      return -1;
+    }
+    fclose(f);
+    if (!existed)
+      remove(paths[i]);
+  }
   return 0;
 }
 
 /* ---------------- errors ---------------- */
 
 static int report(const bench_arm *a, const char *what, int rc) {
-  fprintf(stderr, "hbg bench: %s%s%s failed: %s (%s)\n",
+  const char *why = hbg_last_error();
+  fprintf(stderr, "hbg bench: %s%s%s failed: %s (%s)%s%s\n",
           a ? hbg_policy_name(a->policy) : "", a ? ": " : "", what,
-          hbg_err_name(rc), hbg_strerror(rc));
+          hbg_err_name(rc), hbg_strerror(rc), *why ? ": " : "", why);
   int64_t code;
   const char *msg = NULL;
   if (a && a->rt && hbg_runtime_last_native_error(a->rt, &code, &msg) == 0)
@@ -574,6 +608,8 @@ int hbg_cmd_bench(int argc, char **argv) {
   memset(pol, 0, sizeof pol);
   int status = 1;
 
+  if (check_outputs(o) < 0)
+    return 1;
   B.recs = calloc((size_t)o->n_policies * o->rounds, sizeof *B.recs);
   if (!B.recs) {
     report(NULL, "calloc", HBG_E_NOMEM);

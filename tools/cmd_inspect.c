@@ -1,3 +1,4 @@
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,11 +16,15 @@ static void inspect_usage(FILE *f) {
           "stderr), 2 usage.\n");
 }
 
-/* The whole file in one malloc block (suitably aligned for the validator). */
-static int read_file(const char *path, void **out, size_t *len) {
+/* The whole file in one malloc block (suitably aligned for the validator).
+ * An I/O failure leaves errno in *sys_err. */
+static int read_file(const char *path, void **out, size_t *len,
+                     int *sys_err) {
   FILE *f = fopen(path, "rb");
-  if (!f)
+  if (!f) {
+    *sys_err = errno;
     return HBG_E_IO;
+  }
   size_t cap = 1 << 16, n = 0;
   unsigned char *buf = malloc(cap);
   int rc = HBG_E_NOMEM;
@@ -41,6 +46,7 @@ static int read_file(const char *path, void **out, size_t *len) {
       break;
   }
   if (ferror(f)) {
+    *sys_err = errno;
     rc = HBG_E_IO;
     goto err_buf;
   }
@@ -84,10 +90,14 @@ int hbg_cmd_inspect(int argc, char **argv) {
 
   void *img = NULL;
   size_t len = 0;
-  int rc = read_file(path, &img, &len);
+  int sys_err = 0;
+  int rc = read_file(path, &img, &len, &sys_err);
   if (rc) {
-    fprintf(stderr, "hbg inspect: %s: %s (%s)\n", path, hbg_err_name(rc),
-            hbg_strerror(rc));
+    if (sys_err)
+      fprintf(stderr, "hbg inspect: %s: %s\n", path, strerror(sys_err));
+    else
+      fprintf(stderr, "hbg inspect: %s: %s (%s)\n", path, hbg_err_name(rc),
+              hbg_strerror(rc));
     return 1;
   }
   rc = hbg_image_dump(img, len, json, stdout);

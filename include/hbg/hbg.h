@@ -105,6 +105,16 @@ HBG_API const char *hbg_err_name(int err);
 /* @return human-readable message for an error code. Static storage. */
 HBG_API const char *hbg_strerror(int err);
 
+/* The calling thread's message about its last failure that recorded one,
+ * naming the culprit: a configuration error ("HBG_PIPELINE_DEPTH='0': out
+ * of range 1..64"), a device that failed to open ("sim: bad or out-of-range
+ * value in 'mem=1'"). "" when there is none. A call that records messages
+ * (hbg_config_init, hbg_runtime_create, hbg_device_open) clears the slot
+ * on entry, so after one of them fails the slot holds that failure's
+ * message or "". Read it after a failure, like errno; valid until the
+ * thread's next hbg call. Thread-local storage, never NULL. */
+HBG_API const char *hbg_last_error(void);
+
 /* ------------------------------------------------------------------ */
 /* Tensors, scalars, tasks                                             */
 /* ------------------------------------------------------------------ */
@@ -161,35 +171,106 @@ enum {
   HBG_SCALAR_BOUNDARY = 1  /* index names a boundary scalar of the graph */
 };
 
+/* A scalar argument of a task. Every scalar travels as a u64: integers
+ * (ROPE's position, ATTN's length) as the value itself, f32 values (eps,
+ * alpha, scale) as their IEEE-754 bits in the low 32 bits with the high 32
+ * bits zero -- hbg_scalar_f32() makes one. Boundary scalars of a graph
+ * (hbg_graph_submit.scalars) use the same encoding. */
 typedef struct hbg_scalar {
   uint64_t value;
   uint32_t kind;  /* HBG_SCALAR_* */
   uint32_t index; /* boundary scalar index when kind == HBG_SCALAR_BOUNDARY */
 } hbg_scalar;
 
+/* @return the scalar encoding of an f32: its bits in the low 32 bits. */
+HBG_API uint64_t hbg_scalar_f32(float value);
+/* @return the f32 held in the low 32 bits of a scalar (for user kernels). */
+HBG_API float hbg_scalar_to_f32(uint64_t scalar);
+/* @return the scalar encoding of an unsigned integer (the value). */
+HBG_API uint64_t hbg_scalar_u32(uint32_t value);
+/* @return the scalar encoding of a signed integer (two's complement). */
+HBG_API uint64_t hbg_scalar_i64(int64_t value);
+/* @return a static scalar argument (baked into a recorded Definition). */
+HBG_API hbg_scalar hbg_scalar_static(uint64_t value);
+/* @return a scalar argument that reads boundary scalar `index` of the graph
+ * being recorded (only inside a record callback). */
+HBG_API hbg_scalar hbg_scalar_boundary(uint32_t index);
+
 typedef uint32_t hbg_task_id;
 #define HBG_TASK_NONE UINT32_MAX
 
-/* Built-in kernel ids understood by the sim device (see docs). */
+/* Built-in kernels, run by the sim device's CPU workers (and the same
+ * source on the GPU). Arguments are listed in hbg_task.args order; "s0",
+ * "s1" are hbg_task.scalars[0], [1].
+ *
+ * Rules for every kernel but NOP: every tensor is HBG_DTYPE_F32, 1 to
+ * HBG_MAX_DIMS dims, no zero dim, strides in elements, at most 2^26
+ * elements. Inputs need HBG_ACCESS_IN in their mode, outputs
+ * HBG_ACCESS_OUT (INOUT serves both). Inputs may broadcast (stride 0);
+ * outputs may not. "Flat" means a tensor is read in its own row-major
+ * order, so two flat tensors need the same element count, not the same
+ * shape. Outputs must not overlap inputs, except that the element-wise
+ * kernels and ROPE may run in place (output == input, same layout).
+ * Reductions run in a fixed order, so results are bit-identical on any
+ * thread. Wrong arity, dtype, mode, shape or scalar count is HBG_E_KERNEL.
+ *
+ *   NOP       any tensors of any dtype, any scalars: does nothing
+ *   COPY      [in, out]                 out = in                    (flat)
+ *   ADD       [a, b, out]               out = a + b                 (flat)
+ *   MUL       [a, b, out]               out = a * b                 (flat)
+ *   SCALE     [in, out]; s0 = f32 alpha out = in * alpha            (flat)
+ *   RMSNORM   [in, w, out]; s0 = f32 eps
+ *             per row of the last dim d: out = in / sqrt(mean(in^2) + eps) * w;
+ *             w has d elements (flat, one constant stride); out has in's shape
+ *   GEMV      [W, x, out]; optional s0 = f32 alpha
+ *             W is 2-D [n][k], x has k elements, out n (each flat with one
+ *             constant stride): out[i] = sum_j W[i][j] * x[j] (* alpha);
+ *             the sum runs in four lanes j % 4, tail into lane 0, then
+ *             (l0 + l1) + (l2 + l3)
+ *   ROPE      [x, cos, sin, out]; s0 = integer position p
+ *             x [..][d] with d even, cos and sin 2-D [P][d/2] with p < P,
+ *             out x's shape; rotate-half (NeoX/Qwen) on each row:
+ *             out[i] = x[i] c[i] - x[i+d/2] s[i],
+ *             out[i+d/2] = x[i+d/2] c[i] + x[i] s[i]
+ *   SILU_MUL  [a, b, out]               out = a / (1 + exp(-a)) * b (flat)
+ *   SOFTMAX   [in, out]                 softmax over the last dim; same shape
+ *   ATTN      [q, K, V, out]; s0 = integer length L (1 <= L <= T),
+ *             optional s1 = f32 scale (default 1/sqrt(D))
+ *             q [Hq][D], K and V [Hk][T][D] (or q [D], K/V [T][D]: one head),
+ *             out q's shape, Hq a multiple of Hk, Hq*T*D at most 2^28:
+ *             single-query attention of head h over K/V head h / (Hq / Hk),
+ *             positions [0, L)
+ *   FILL      [out]; s0 = f32 value     out = value
+ */
 typedef enum hbg_kernel_id {
   HBG_KERNEL_NOP = 0,
-  HBG_KERNEL_COPY = 1,     /* out = in */
-  HBG_KERNEL_ADD = 2,      /* out = a + b */
-  HBG_KERNEL_MUL = 3,      /* out = a * b */
-  HBG_KERNEL_SCALE = 4,    /* out = in * f32(scalar0) */
-  HBG_KERNEL_RMSNORM = 5,  /* out = in / rms(in) * w ; scalar0 = f32 eps */
-  HBG_KERNEL_GEMV = 6,     /* out[n] = alpha * sum_k W[n][k] * x[k]; s0 = f32 alpha (optional) */
-  HBG_KERNEL_ROPE = 7,     /* rotary embedding, scalar0 = position */
-  HBG_KERNEL_SILU_MUL = 8, /* out = silu(a) * b */
-  HBG_KERNEL_SOFTMAX = 9,  /* softmax over the last dim */
-  HBG_KERNEL_ATTN = 10,    /* tiny single-query attention over a KV cache */
-  HBG_KERNEL_FILL = 11,    /* out = f32(scalar0) */
+  HBG_KERNEL_COPY = 1,
+  HBG_KERNEL_ADD = 2,
+  HBG_KERNEL_MUL = 3,
+  HBG_KERNEL_SCALE = 4,
+  HBG_KERNEL_RMSNORM = 5,
+  HBG_KERNEL_GEMV = 6,
+  HBG_KERNEL_ROPE = 7,
+  HBG_KERNEL_SILU_MUL = 8,
+  HBG_KERNEL_SOFTMAX = 9,
+  HBG_KERNEL_ATTN = 10,
+  HBG_KERNEL_FILL = 11,
   HBG_KERNEL__COUNT
 } hbg_kernel_id;
 
 /* One kernel launch. args are the tensors (inputs and outputs, mode says
  * which), scalars the scalar arguments, deps earlier task ids this task waits
- * for (inside a record callback: earlier inner node ids). */
+ * for.
+ *
+ * Dependencies. Inside a record callback they are inferred from the data:
+ * an inner task waits for every earlier inner task whose tensors overlap
+ * its own bytes where either of the two writes (read after write, write
+ * after read, write after write); deps (earlier inner node ids) may add
+ * more. Between the entries of a bind -- ordinary tasks and graph
+ * submissions -- nothing is inferred: an entry waits only for the task
+ * ids in its deps (hbg_task.deps, hbg_graph_submit.deps), and entries
+ * without a path between them may run concurrently, so a layer that reads
+ * the previous layer's output must name that layer's id. */
 typedef struct hbg_task {
   uint32_t kernel;
   uint32_t n_args;
@@ -221,6 +302,10 @@ HBG_API const char *hbg_policy_name(int policy);
 /* @return 0 and *out, or HBG_E_INVAL for an unknown name. */
 HBG_API int hbg_policy_parse(const char *name, int *out);
 
+/* Upper limits of hbg_config fields (and of their HBG_* variables). */
+#define HBG_ARENA_BYTES_MAX (1ull << 32) /* 4 GiB: images use u32 offsets */
+#define HBG_PIPELINE_DEPTH_MAX 64
+
 enum {
   HBG_CFG_POISON_STAGING = 1u << 0, /* overwrite host staging after upload */
   HBG_CFG_NO_LAUNCH = 1u << 1       /* upload only; do not execute (timing) */
@@ -233,23 +318,37 @@ typedef struct hbg_config {
   const char *device_options; /* backend options "k=v,k=v"; env HBG_DEVICE_OPTIONS */
   struct hbg_device *device_handle; /* optional: an open device to use
                                        (not owned; outlives the runtime) */
-  uint64_t arena_bytes;       /* pinned staging arena per slot; 0 = 16 MiB;
+  uint64_t arena_bytes;       /* pinned staging arena per slot; 0 = 16 MiB,
+                                 at most HBG_ARENA_BYTES_MAX;
                                  env HBG_ARENA_BYTES */
-  uint32_t pipeline_depth;    /* binds in flight, 0 = 2; env HBG_PIPELINE_DEPTH */
+  uint32_t pipeline_depth;    /* binds in flight, 0 = 2, at most
+                                 HBG_PIPELINE_DEPTH_MAX; env HBG_PIPELINE_DEPTH */
   uint32_t coalesce_chunk_bytes; /* coalesced: start async chunks of at
                                     least this size during orchestration;
                                     0 = one copy at launch */
   uint64_t orch_id;           /* orchestration identity, part of full keys */
   uint32_t flags;             /* HBG_CFG_* */
   uint32_t reserved;
+  const char *env_invalid;    /* set by hbg_config_init: NULL, or the name
+                                 of the first HBG_* variable whose value it
+                                 rejected (static storage) */
 } hbg_config;
 
-/* Fill cfg with defaults, then apply HBG_* environment overrides. */
+/* Fill cfg with defaults, then apply the HBG_* environment variables:
+ * HBG_POLICY (a policy name), HBG_DEVICE (a backend name),
+ * HBG_DEVICE_OPTIONS, HBG_ARENA_BYTES (1 .. HBG_ARENA_BYTES_MAX, K/M/G
+ * suffix), HBG_PIPELINE_DEPTH (1 .. HBG_PIPELINE_DEPTH_MAX). An empty
+ * variable counts as unset. An invalid value is not replaced by the
+ * default: cfg->env_invalid names the variable, hbg_last_error() says
+ * what is wrong, and hbg_runtime_create() with this cfg fails with
+ * HBG_E_INVAL. */
 HBG_API void hbg_config_init(hbg_config *cfg);
 
 /* Open the device and create a runtime on it.
- * @return 0, HBG_E_INVAL (bad config), HBG_E_NOTFOUND (unknown device),
- * HBG_E_NOMEM, or a device error. */
+ * @return 0, HBG_E_INVAL (bad config: a field out of its documented range,
+ * or cfg->env_invalid set), HBG_E_NOTFOUND (unknown device), HBG_E_NOMEM,
+ * or a device error. On failure hbg_last_error() names the culprit (the
+ * field or variable and its value, or the device's message). */
 HBG_API int hbg_runtime_create(const hbg_config *cfg, hbg_runtime **out);
 /* Wait for binds in flight, release retained device buffers, arenas and
  * Definitions (reverse order of creation), then close the device if the
@@ -298,7 +397,8 @@ typedef struct hbg_graph_submit {
   const hbg_tensor *tensors;
   const uint64_t *scalars;      /* boundary scalars */
   uint32_t n_scalars;
-  uint32_t n_deps;              /* earlier task ids of this bind */
+  uint32_t n_deps;              /* earlier task ids of this bind that this
+                                   graph waits for (never inferred) */
   const hbg_task_id *deps;
   hbg_record_fn record;         /* called only when the key is recorded */
   void *user;

@@ -181,7 +181,9 @@ HBG_API int hbg_device_open_ops(const hbg_dev_ops *ops, const char *options,
                                 hbg_device **out);
 /* Close the backend. Accepts NULL. */
 HBG_API void hbg_device_close(hbg_device *dev);
-/* The message of the last failed open on this thread ("" if none). */
+/* The message of the last failed open on this thread ("" if none): the
+ * same per-thread slot as hbg_last_error(), which later failing calls on
+ * this thread may overwrite. */
 HBG_API const char *hbg_device_open_error(void);
 
 HBG_API const hbg_dev_ops *hbg_device_ops(const hbg_device *dev);

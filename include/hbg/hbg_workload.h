@@ -28,9 +28,13 @@ extern "C" {
 
 typedef struct hbg_workload hbg_workload;
 
+/* The most layers a built-in workload takes. */
+#define HBG_WORKLOAD_MAX_LAYERS 100000u
+
 typedef struct hbg_workload_config {
   uint32_t struct_size;
-  uint32_t layers;    /* 0 = the workload's default */
+  uint32_t layers;    /* 0 = the workload's default; at most
+                         HBG_WORKLOAD_MAX_LAYERS */
   const char *name;   /* "qwen3-14b" or "dsv4" */
   uint64_t seed;      /* input/weight generator seed, 0 = fixed default */
 } hbg_workload_config;
@@ -56,7 +60,7 @@ HBG_API const char *hbg_workload_name(uint32_t i);
  * generator seeded by cfg->seed; layers beyond 64 (qwen3-14b) or 48 (dsv4)
  * reuse earlier layers' weights).
  * @return 0, HBG_E_INVAL, HBG_E_NOTFOUND (unknown name), HBG_E_LIMIT
- * (layers > 100000), HBG_E_NOMEM, or a device error. */
+ * (layers > HBG_WORKLOAD_MAX_LAYERS), HBG_E_NOMEM, or a device error. */
 HBG_API int hbg_workload_create(hbg_runtime *rt, const hbg_workload_config *cfg,
                                 hbg_workload **out);
 /* Free device buffers. Accepts NULL. Call before hbg_runtime_destroy. */

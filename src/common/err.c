@@ -1,4 +1,7 @@
-#include <hbg/hbg.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "common/util.h"
 
 unsigned hbg_version_number(void) { return HBG_VERSION_NUMBER; }
 const char *hbg_version_string(void) { return HBG_VERSION_STRING; }
@@ -29,4 +32,19 @@ const char *hbg_strerror(int err) {
   default:
     return "unknown error";
   }
+}
+
+/* The one per-thread message slot: configuration errors, device open
+ * failures (hbg_device_open_error() reads the same slot). */
+static _Thread_local char last_error[512];
+
+const char *hbg_last_error(void) { return last_error; }
+
+void hbg__error_clear(void) { last_error[0] = '\0'; }
+
+void hbg__error_set(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(last_error, sizeof last_error, fmt, ap);
+  va_end(ap);
 }

@@ -62,6 +62,11 @@ static inline int hbg__mul_u64(uint64_t a, uint64_t b, uint64_t *out) {
   return 0;
 }
 
+/* The calling thread's message read by hbg_last_error(): cleared on entry
+ * by each public call that records one, set (printf-style) where it fails. */
+void hbg__error_clear(void);
+void hbg__error_set(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* Look up key in a "k=v,k=v" option string; copy value into buf.
  * @return 1 found, 0 not found, -1 value too long. */
 int hbg__opt_get(const char *opts, const char *key, char *buf, size_t len);

@@ -169,6 +169,11 @@ void *hbg__arena_alloc(const hbg_dev_caps *caps, hbg__arena *a, uint64_t len);
 uint64_t hbg__arena_piece(const hbg_dev_caps *caps, uint64_t len);
 
 /* upload / slot internals shared by bind.c and runtime.c */
+/* Check an explicit config (struct size, hbg_config_init's verdict on the
+ * HBG_* variables, field ranges). @return 0 or HBG_E_INVAL, with the
+ * culprit in hbg_last_error(). */
+int hbg__config_check(const hbg_config *cfg);
+
 int hbg__slot_init(hbg_runtime *rt, hbg__slot *s, uint32_t index);
 void hbg__slot_fini(hbg_runtime *rt, hbg__slot *s);
 int hbg__slot_reclaim(hbg_runtime *rt, hbg__slot *s);

@@ -1,3 +1,4 @@
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,16 +88,14 @@ void hbg__slot_fini(hbg_runtime *rt, hbg__slot *s) {
 }
 
 int hbg_runtime_create(const hbg_config *cfg, hbg_runtime **out) {
+  hbg__error_clear();
   HBG__RETURN_IF(!out, HBG_E_INVAL);
   hbg_config def;
   if (!cfg) {
     hbg_config_init(&def);
     cfg = &def;
   }
-  HBG__RETURN_IF(cfg->struct_size != sizeof(hbg_config), HBG_E_INVAL);
-  HBG__RETURN_IF(cfg->policy >= HBG_POLICY__COUNT, HBG_E_INVAL);
-  HBG__RETURN_IF(cfg->pipeline_depth > 64, HBG_E_INVAL);
-  HBG__RETURN_IF(!cfg->device_handle && !cfg->device, HBG_E_INVAL);
+  HBG__TRY(hbg__config_check(cfg));
 
   hbg_runtime *rt = calloc(1, sizeof *rt);
   if (!rt)
@@ -115,8 +114,15 @@ int hbg_runtime_create(const hbg_config *cfg, hbg_runtime **out) {
     rt->dev = cfg->device_handle;
   } else {
     rc = hbg_device_open(cfg->device, cfg->device_options, &rt->dev);
-    if (rc < 0)
+    if (rc < 0) {
+      const char *env = getenv("HBG_DEVICE_OPTIONS");
+      if (env && env == cfg->device_options) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", hbg_last_error());
+        hbg__error_set("HBG_DEVICE_OPTIONS='%s': %s", env, msg);
+      }
       goto err_rt;
+    }
     rt->own_dev = 1;
   }
   rt->caps.struct_size = sizeof rt->caps;

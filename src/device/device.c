@@ -17,8 +17,6 @@ static const hbg_dev_ops *const builtin[] = {
     &hbg__fault_ops,
 };
 
-static _Thread_local char open_error[512];
-
 uint32_t hbg_device_count(void) { return (uint32_t)HBG__ARRAY_LEN(builtin); }
 
 const hbg_dev_ops *hbg_device_backend(uint32_t i) {
@@ -48,16 +46,16 @@ const char *hbg_dev_op_name(int op) {
   }
 }
 
-const char *hbg_device_open_error(void) { return open_error; }
+const char *hbg_device_open_error(void) { return hbg_last_error(); }
 
 int hbg_device_open_ops(const hbg_dev_ops *ops, const char *options,
                         hbg_device **out) {
+  hbg__error_clear();
   HBG__RETURN_IF(!ops || !out, HBG_E_INVAL);
   HBG__RETURN_IF(ops->struct_size < sizeof(hbg_dev_ops) ||
                      ops->abi_version != HBG_DEV_ABI_VERSION || !ops->open ||
                      !ops->close || !ops->name,
                  HBG_E_INVAL);
-  open_error[0] = '\0';
   hbg_device *d = calloc(1, sizeof *d);
   if (!d)
     return HBG_E_NOMEM;
@@ -65,11 +63,10 @@ int hbg_device_open_ops(const hbg_dev_ops *ops, const char *options,
   int rc = ops->open(d, options);
   if (rc < 0) {
     if (d->has_native)
-      snprintf(open_error, sizeof open_error, "%s: %s (native %lld)",
-               ops->name, d->native_msg, (long long)d->native_code);
+      hbg__error_set("%s: %s (native %lld)", ops->name, d->native_msg,
+                     (long long)d->native_code);
     else
-      snprintf(open_error, sizeof open_error, "%s: %s", ops->name,
-               hbg_strerror(rc));
+      hbg__error_set("%s: %s", ops->name, hbg_strerror(rc));
     free(d);
     return rc;
   }
@@ -78,10 +75,11 @@ int hbg_device_open_ops(const hbg_dev_ops *ops, const char *options,
 }
 
 int hbg_device_open(const char *name, const char *options, hbg_device **out) {
+  hbg__error_clear();
   HBG__RETURN_IF(!name || !out, HBG_E_INVAL);
   const hbg_dev_ops *ops = hbg_device_find(name);
   if (!ops) {
-    snprintf(open_error, sizeof open_error, "unknown device '%s'", name);
+    hbg__error_set("unknown device '%s'", name);
     return HBG_E_NOTFOUND;
   }
   return hbg_device_open_ops(ops, options, out);

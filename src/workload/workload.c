@@ -7,7 +7,7 @@
 #include "graph/graph.h"
 #include "workload/wl.h"
 
-#define WL_MAX_LAYERS 100000u
+#define WL_MAX_LAYERS HBG_WORKLOAD_MAX_LAYERS
 #define WL_DEFAULT_SEED 0x5eed2024u
 
 static const hbg__wl_model *const models[] = {&hbg__wl_qwen3, &hbg__wl_dsv4};
