@@ -95,6 +95,8 @@ static void test_bytes(hbg_device *dev, int policy) {
     ASSERT_GE(st[1].dev_allocs, 1);
     ASSERT_EQ(ss->dev_allocs, 0);   /* retained per slot */
     ASSERT_UEQ(ss->arena_high_water, L * inl);
+    for (uint32_t s = 0; s < 3; s++) /* cold binds too: one graph copy */
+      ASSERT_EQ(st[s].graph.copies, 1);
     break;
   }
   chain_destroy(&c);
