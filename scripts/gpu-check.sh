@@ -5,7 +5,7 @@
 #   3. per-copy microbenchmark: pageable vs pinned sync H2D at 2.5 KB,
 #      130 KB and 5 MB (tests/cuda_copybench.c, built here against libhbg)
 #   4. hbg selfcheck and hbg bench --device cuda on qwen3-14b and dsv4 with
-#      all three policies (skipped with a message while those commands are
+#      all four policies (skipped with a message while those commands are
 #      not built)
 #   5. a summary table, last
 # Logs: ${OUT:-/tmp}/gpu-check-*.log.
@@ -183,13 +183,13 @@ if "$HBG" bench --help >"$(log bench-help)" 2>&1; then
     secs=$(left)
     [ "$wl" = qwen3-14b ] && secs=$((secs / 2))
     run_to "bench-$wl" "$secs" "$HBG" bench --device cuda --workload "$wl" \
-      --policy deferred,pinned-eager,coalesced --rounds 40 \
+      --policy deferred,pinned-eager,coalesced,pinned-bulk --rounds 40 \
       --json "${OUT:-/tmp}/gpu-check-bench-$wl.json"
     rc=$?
     if [ $rc -eq 0 ]; then
       row "bench $wl" ok "see $(log "bench-$wl")"
-      grep -E '^ *(deferred|pinned-eager|coalesced)\b' "$(log "bench-$wl")" |
-        head -3 | while read -r l; do echo "    $l"; done
+      grep -E '^ *(deferred|pinned-eager|coalesced|pinned-bulk)\b' "$(log "bench-$wl")" |
+        head -4 | while read -r l; do echo "    $l"; done
     elif [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
       row "bench $wl" TIMEOUT "after ${secs}s, see $(log "bench-$wl")"
       FAIL=1

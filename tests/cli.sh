@@ -55,7 +55,10 @@ expect_rc 2 "$hbg" inspect
 expect_rc 0 "$hbg" bench --workload qwen3-14b --layers 3 --rounds 3 --warmup 1 \
   --quiet --json "$tmp/b.json" --csv "$tmp/b.csv" --svg "$tmp/b.svg" --trace "$tmp/b.trace"
 grep -q '"verified":[[:space:]]*true' "$tmp/b.json" || fail "bench: not verified"
-[ "$(grep -c '"verified":[[:space:]]*true' "$tmp/b.json")" = 3 ] || fail "bench: not all 3 policies verified"
+[ "$(grep -c '"verified":[[:space:]]*true' "$tmp/b.json")" = 4 ] || fail "bench: not all 4 policies verified"
+grep -q '"pinned-bulk"' "$tmp/b.json" || fail "bench: pinned-bulk not run by default"
+expect_rc 0 "$hbg" bench --help
+grep -q 'pinned-bulk' "$tmp/out" || fail "bench --help: pinned-bulk not listed"
 grep -q '<svg' "$tmp/b.svg" || fail "bench: no svg"
 grep -q 'traceEvents' "$tmp/b.trace" || fail "bench: no trace"
 [ "$(wc -l < "$tmp/b.csv")" -ge 10 ] || fail "bench: csv too short"

@@ -149,6 +149,11 @@ static void test_sequences(int policy) {
     /* Definitions resident: only the window with its Submissions */
     cat(e, sizeof e, "aclrtMemcpy");
     break;
+  case HBG_POLICY_PINNED_BULK:
+    /* nothing during orchestration; at launch every Submission in one sync
+     * copy into the slot's retained block, then the window */
+    rep(e, sizeof e, "aclrtMemcpy", 2);
+    break;
   }
   /* launch: stream order, then the verifier reads the window and each
    * Submission (inline Definitions ride along; a resident one was verified

@@ -77,6 +77,56 @@ static void test_latch(void) {
   hbg_device_close(dev);
 }
 
+/* Pinned-bulk copies nothing while it orchestrates; its one copy (or the
+ * block growth before it) fails after every graph task was published:
+ * latched, never launched, and the runtime stays usable. */
+static void test_latch_bulk(void) {
+  hbg_device *dev = NULL;
+  ASSERT_OK(hbg_device_open("fault", "inner=sim", &dev));
+  hbg_device *inner = hbg_fault_inner(dev);
+  hbg_runtime *rt = mk(dev, HBG_POLICY_PINNED_BULK);
+  ASSERT(rt);
+  chain c;
+  ASSERT_OK(chain_create(&c, rt, L, N));
+  static const int ops[2] = {HBG_DEV_OP_MEM_ALLOC, HBG_DEV_OP_COPY_H2D};
+  for (uint32_t i = 0; i < 2; i++) {
+    /* a cold slot grows its block at launch; a warm one only copies */
+    hbg_bind *b = NULL;
+    ASSERT_OK(hbg_bind_begin(rt, &b));
+    ASSERT_OK(chain_submit(&c, b, i));
+    uint64_t before = launches(dev);
+    hbg_fault_reset(dev);
+    ASSERT_OK(hbg_fault_arm(dev, ops[i], 1, 0));
+    ASSERT_ERR(hbg_bind_launch(b), HBG_E_INJECTED);
+    ASSERT(hbg_fault_fired(dev));
+    hbg_fault_arm(dev, HBG_DEV_OP_ANY, 0, 0);
+    ASSERT_EQ(hbg_bind_fatal(b), HBG_E_INJECTED);
+    ASSERT_ERR(hbg_bind_launch(b), HBG_E_FATAL);
+    ASSERT_UEQ(launches(dev), before);
+    hbg_bind_end(b);
+    if (i == 0) /* warm both slots */
+      for (uint32_t s = 0; s < 2; s++)
+        ASSERT_OK(chain_bind(&c, 10 + s, NULL));
+  }
+  /* nothing is copied during orchestration */
+  hbg_bind *b = NULL;
+  ASSERT_OK(hbg_bind_begin(rt, &b));
+  hbg_fault_reset(dev);
+  ASSERT_OK(chain_submit(&c, b, 3));
+  ASSERT_UEQ(hbg_fault_calls(dev, HBG_DEV_OP_COPY_H2D), 0);
+  ASSERT_OK(hbg_bind_launch(b));
+  ASSERT_UEQ(hbg_fault_calls(dev, HBG_DEV_OP_COPY_H2D), 2); /* bulk, window */
+  ASSERT_OK(hbg_bind_wait(b));
+  hbg_bind_end(b);
+  ASSERT_OK(chain_verify(&c, 3));
+  ASSERT_OK(chain_bind(&c, 4, NULL));
+  ASSERT_OK(chain_bind(&c, 5, NULL));
+  chain_destroy(&c);
+  hbg_runtime_destroy(rt);
+  expect_nothing_held(inner);
+  hbg_device_close(dev);
+}
+
 /* A graph submission that fails before it is published gives its heap and
  * arena claims back (an extra heap block allocated for it is freed), leaves
  * the bind usable, and the same layer submitted again runs correctly. In a
@@ -95,6 +145,7 @@ static void test_unpublished_claims(int policy, int op, uint64_t k) {
   hbg_task_id prev;
   ASSERT_OK(chain_submit_head(&c, b, &prev));
   const uint64_t heap0 = b->heap_used, arena0 = b->slot->arena.used;
+  const uint64_t bulk0 = b->bulk_len;
   const uint32_t extra0 = b->slot->n_heap_extra, tasks0 = b->n_tasks;
   hbg_dev_stats st0 = {.struct_size = sizeof st0};
   ASSERT_OK(hbg_dev_stats_get(inner, &st0));
@@ -106,6 +157,7 @@ static void test_unpublished_claims(int policy, int op, uint64_t k) {
   ASSERT_EQ(hbg_bind_fatal(b), 0); /* not published: no latch */
   ASSERT_UEQ(b->heap_used, heap0);
   ASSERT_UEQ(b->slot->arena.used, arena0);
+  ASSERT_UEQ(b->bulk_len, bulk0);
   ASSERT_UEQ(b->slot->n_heap_extra, extra0);
   ASSERT_UEQ(b->n_tasks, tasks0);
   hbg_dev_stats st1 = {.struct_size = sizeof st1};
@@ -219,6 +271,8 @@ static void sweep_create(void) {
 
 int main(void) {
   test_latch();
+  test_latch_bulk();
+  test_unpublished_claims(HBG_POLICY_PINNED_BULK, HBG_DEV_OP_MEM_ALLOC, 1);
   test_unpublished_claims(HBG_POLICY_PINNED_EAGER, HBG_DEV_OP_MEM_ALLOC, 2);
   test_unpublished_claims(HBG_POLICY_COALESCED, HBG_DEV_OP_MEM_ALLOC, 2);
   test_unpublished_claims(HBG_POLICY_COALESCED, HBG_DEV_OP_COPY_H2D, 1);

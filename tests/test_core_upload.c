@@ -1,5 +1,5 @@
 /* Upload policies: exact bytes and copies, retention, re-upload of a changed
- * Definition, arena overflow, pipelining, misuse. */
+ * Definition, arena overflow, pipelining, the pinned-bulk block, misuse. */
 #include "chain_fixture.h"
 #include "core/core.h"
 #include "test.h"
@@ -82,6 +82,22 @@ static void test_bytes(hbg_device *dev, int policy) {
     ASSERT(ss->window.bytes < 4096);
     ASSERT_EQ(ss->dev_allocs, 0);
     break;
+  case HBG_POLICY_PINNED_BULK:
+    /* The same inline images as pinned-eager, packed back to back: one copy
+     * of exactly their bytes, then the window. */
+    ASSERT_UEQ(inl % 8, 0);
+    ASSERT_UEQ(ss->graph.bytes, L * inl);
+    ASSERT_UEQ(ss->def_bytes, L * def->size);
+    ASSERT_EQ(ss->graph.copies, 1);
+    ASSERT_EQ(ss->window.copies, 1);
+    ASSERT_EQ(ss->h2d_copies, 2);
+    ASSERT_GE(st[0].dev_allocs, 1); /* each slot's block, grown at launch */
+    ASSERT_GE(st[1].dev_allocs, 1);
+    ASSERT_EQ(ss->dev_allocs, 0);   /* retained per slot */
+    ASSERT_UEQ(ss->arena_high_water, L * inl);
+    for (uint32_t s = 0; s < 3; s++) /* cold binds too: one graph copy */
+      ASSERT_EQ(st[s].graph.copies, 1);
+    break;
   }
   chain_destroy(&c);
   hbg_runtime_destroy(rt);
@@ -149,6 +165,14 @@ static void test_overflow(hbg_device *dev, int policy) {
   ASSERT(st[0].fallback > 0);
   if (policy == HBG_POLICY_PINNED_EAGER)
     ASSERT_EQ(st[0].leftover, st[0].fallback);
+  if (policy == HBG_POLICY_PINNED_BULK) {
+    /* overflowed images are gathered into the same single copy */
+    const hbg__def *def = only_def(rt);
+    ASSERT_EQ(st[0].leftover, 0);
+    ASSERT_EQ(st[0].graph.copies, 1);
+    ASSERT_UEQ(st[0].graph.bytes, 32 * hbg__sub_size(def, 1));
+    ASSERT_EQ(st[2].graph.copies, 1);
+  }
   ASSERT_EQ(st[2].fallback, 0); /* the slot's arena grew at bind start */
   ASSERT_EQ(st[2].leftover, 0);
   ASSERT_EQ(st[3].fallback, 0);
@@ -184,6 +208,150 @@ static void test_pipeline(hbg_device *dev, int policy) {
   }
   chain_destroy(&c1);
   chain_destroy(&c2);
+  hbg_runtime_destroy(rt);
+}
+
+/* Pinned-bulk, two binds in flight: each slot has its own block, the
+ * second bind's copy never lands in the first one's, and every graph entry
+ * of a window points into its own slot's block. */
+static void expect_window_in_block(hbg_runtime *rt, const hbg__slot *s,
+                                   uint64_t bulk_len) {
+  hbg_win_hdr h;
+  ASSERT_OK(hbg_buffer_read(rt, &h, s->win_dev, sizeof h));
+  ASSERT_UEQ(h.magic, HBG_WIN_MAGIC);
+  uint8_t *w = malloc(h.total_size);
+  ASSERT(w);
+  ASSERT_OK(hbg_buffer_read(rt, w, s->win_dev, h.total_size));
+  const uint32_t *index = (const uint32_t *)(w + h.off_index);
+  uint32_t graphs = 0;
+  for (uint32_t i = 0; i < h.n_tasks; i++) {
+    const hbg_win_task *e = (const hbg_win_task *)(w + index[i]);
+    if (e->kind != HBG_WIN_GRAPH)
+      continue;
+    graphs++;
+    ASSERT_UGE(e->sub_addr, s->bulk_dev);
+    ASSERT_ULE(e->sub_addr + e->sub_size, s->bulk_dev + bulk_len);
+    ASSERT(e->def_addr > e->sub_addr);
+    ASSERT_ULE(e->def_addr + e->def_size, e->sub_addr + e->sub_size);
+  }
+  ASSERT_EQ(graphs, L);
+  free(w);
+}
+
+static void test_bulk_in_flight(hbg_device *dev) {
+  hbg_runtime *rt = mk(dev, HBG_POLICY_PINNED_BULK, 0, 0);
+  chain c1, c2;
+  ASSERT_OK(chain_create(&c1, rt, L, N));
+  ASSERT_OK(chain_create(&c2, rt, L, N));
+  for (uint32_t round = 0; round < 3; round++) {
+    hbg_bind *a = NULL, *b = NULL;
+    ASSERT_OK(hbg_bind_begin(rt, &a));
+    ASSERT_OK(chain_submit(&c1, a, 10 + round));
+    ASSERT_OK(hbg_bind_launch(a));
+    ASSERT_OK(hbg_bind_begin(rt, &b));
+    ASSERT_OK(chain_submit(&c2, b, 20 + round));
+    ASSERT_OK(hbg_bind_launch(b));
+    const hbg__slot *sa = a->slot, *sb = b->slot;
+    ASSERT(sa->bulk_dev && sb->bulk_dev);
+    ASSERT(sa->bulk_dev + sa->bulk_cap <= sb->bulk_dev ||
+           sb->bulk_dev + sb->bulk_cap <= sa->bulk_dev);
+    ASSERT_OK(hbg_bind_wait(a));
+    ASSERT_OK(hbg_bind_wait(b));
+    /* The chains use different buffers, so their Submissions differ; each
+     * block still holds exactly what its own bind staged. */
+    ASSERT_UEQ(a->bulk_len, b->bulk_len);
+    ASSERT(memcmp(sa->arena.base, sb->arena.base, (size_t)a->bulk_len) != 0);
+    uint8_t *got = malloc((size_t)a->bulk_len);
+    ASSERT(got);
+    ASSERT_OK(hbg_buffer_read(rt, got, sa->bulk_dev, a->bulk_len));
+    ASSERT(memcmp(got, sa->arena.base, (size_t)a->bulk_len) == 0);
+    ASSERT_OK(hbg_buffer_read(rt, got, sb->bulk_dev, b->bulk_len));
+    ASSERT(memcmp(got, sb->arena.base, (size_t)b->bulk_len) == 0);
+    free(got);
+    expect_window_in_block(rt, sa, a->bulk_len);
+    expect_window_in_block(rt, sb, b->bulk_len);
+    hbg_bind_end(a);
+    hbg_bind_end(b);
+    ASSERT_OK(chain_verify(&c1, 10 + round));
+    ASSERT_OK(chain_verify(&c2, 20 + round));
+  }
+  chain_destroy(&c1);
+  chain_destroy(&c2);
+  hbg_runtime_destroy(rt);
+}
+
+/* Trace events with one name: count. */
+typedef struct name_log {
+  const char *name;
+  uint32_t n;
+} name_log;
+
+static void name_trace(void *user, const hbg_trace_event *ev) {
+  name_log *g = user;
+  if (ev->track == HBG_TRACK_UPLOAD && strcmp(ev->name, g->name) == 0)
+    g->n++;
+}
+
+/* Pinned-bulk: a bind whose images outgrow its slot's block grows it at
+ * launch (counted; nothing was copied yet), the next bind on that slot
+ * does not; a bind rolled back before launch grows it at the next start. */
+static void test_bulk_growth(hbg_device *dev) {
+  hbg_runtime *rt = mk(dev, HBG_POLICY_PINNED_BULK, 0, HBG_CFG_POISON_STAGING);
+  name_log g = {"bulk_grow", 0};
+  ASSERT_OK(hbg_runtime_set_trace(rt, name_trace, &g));
+  chain small, big;
+  ASSERT_OK(chain_create(&small, rt, 2, N));
+  ASSERT_OK(chain_create(&big, rt, 300, 16));
+  big.key = 0xB16;
+  hbg_bind_stats st;
+  ASSERT_OK(chain_bind(&small, 0, &st)); /* slot 0 */
+  ASSERT_OK(chain_bind(&small, 1, &st)); /* slot 1 */
+  ASSERT_EQ(g.n, 2);
+  const uint64_t cap0 = rt->slots[0].bulk_cap;
+  g.n = 0;
+  ASSERT_OK(chain_bind(&big, 2, &st)); /* slot 0: outgrows its block */
+  ASSERT_EQ(g.n, 1);
+  ASSERT_GE(st.dev_allocs, 1);
+  ASSERT(st.graph.bytes > cap0);
+  ASSERT_UGE(rt->slots[0].bulk_cap, st.graph.bytes);
+  ASSERT_EQ(st.graph.copies, 1);
+  const uint64_t big_bytes = st.graph.bytes;
+  ASSERT_OK(chain_bind(&big, 3, &st)); /* slot 1 grows too */
+  ASSERT_EQ(g.n, 2);
+  g.n = 0;
+  ASSERT_OK(chain_bind(&big, 4, &st)); /* slot 0 again: fits */
+  ASSERT_EQ(g.n, 0);
+  ASSERT_EQ(st.dev_allocs, 0);
+  ASSERT_OK(chain_bind(&small, 5, &st)); /* slot 1: keeps the big block */
+  ASSERT_EQ(st.dev_allocs, 0);
+
+  /* A fresh runtime: a rolled-back bind's need sizes the block at the
+   * slot's next start, so the following bind copies without growing. */
+  ASSERT_OK(hbg_runtime_set_trace(rt, NULL, NULL));
+  chain_destroy(&big);
+  chain_destroy(&small);
+  hbg_runtime_destroy(rt);
+  rt = mk(dev, HBG_POLICY_PINNED_BULK, 0, 0);
+  ASSERT_OK(hbg_runtime_set_trace(rt, name_trace, &g));
+  ASSERT_OK(chain_create(&big, rt, 300, 16));
+  hbg_bind *b = NULL;
+  ASSERT_OK(hbg_bind_begin(rt, &b)); /* slot 0 */
+  ASSERT_OK(chain_submit(&big, b, 0));
+  ASSERT_UEQ(b->slot->bulk_cap, 0);
+  hbg_bind_end(b); /* never launched */
+  ASSERT_OK(chain_bind(&big, 1, NULL)); /* slot 1, grows at launch */
+  g.n = 0;
+  ASSERT_OK(hbg_bind_begin(rt, &b)); /* slot 0: grown here */
+  ASSERT_UGE(b->slot->bulk_cap, big_bytes);
+  ASSERT_OK(chain_submit(&big, b, 2));
+  ASSERT_OK(hbg_bind_launch(b));
+  ASSERT_OK(hbg_bind_wait(b));
+  ASSERT_OK(hbg_bind_stats_get(b, &st));
+  hbg_bind_end(b);
+  ASSERT_OK(chain_verify(&big, 2));
+  ASSERT_EQ(g.n, 0);
+  ASSERT_UEQ(st.graph.bytes, big_bytes);
+  chain_destroy(&big);
   hbg_runtime_destroy(rt);
 }
 
@@ -380,6 +548,8 @@ int main(void) {
     if (p != HBG_POLICY_DEFERRED)
       test_overflow(dev, p);
   }
+  test_bulk_in_flight(dev);
+  test_bulk_growth(dev);
   test_changed_definition(dev);
   test_chunks(dev);
   test_window_growth(dev);

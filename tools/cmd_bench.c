@@ -76,8 +76,9 @@ static void usage(FILE *f) {
 "  --layers N            layers, at most %u (default: the workload's)\n"
 "  --device NAME         device backend (default sim, env HBG_DEVICE)\n"
 "  --device-options S    backend options k=v,k=v\n"
-"  --policy LIST         comma list of deferred,pinned-eager,coalesced\n"
-"                        (default all three; the first is the ratio baseline)\n"
+"  --policy LIST         comma list of deferred,pinned-eager,coalesced,\n"
+"                        pinned-bulk\n"
+"                        (default all four; the first is the ratio baseline)\n"
 "  --rounds N            measured binds per policy (default 60)\n"
 "  --warmup N            warm-up binds per policy, dropped (default 5)\n"
 "  --interleave K        binds per block: A x K, B x K, C x K, A x K ... (default 5)\n"
@@ -169,7 +170,7 @@ static int parse_policies(bench_opts *o, const char *s) {
 bad:
   fprintf(stderr,
           "hbg bench: bad --policy: want a comma list of distinct names from "
-          "deferred,pinned-eager,coalesced\n");
+          "deferred,pinned-eager,coalesced,pinned-bulk\n");
   return -1;
 }
 

@@ -294,10 +294,23 @@ typedef enum hbg_policy {
   HBG_POLICY_DEFERRED = 0,
   HBG_POLICY_PINNED_EAGER = 1,
   HBG_POLICY_COALESCED = 2,
+  HBG_POLICY_PINNED_BULK = 3,
   HBG_POLICY__COUNT
 } hbg_policy;
 
-/* @return "deferred", "pinned-eager", "coalesced", or NULL. */
+/* Upload policies (values pinned forever):
+ * - deferred: each Submission carries its Definition inline, in heap memory;
+ *   after orchestration one device allocation + sync copy per Submission,
+ *   freed when the bind completes.
+ * - pinned-eager: the same images in the slot's retained pinned arena, each
+ *   copied the moment it is published into a device buffer retained per
+ *   {graph key, occurrence}.
+ * - coalesced: Definitions resident on the device by content hash; small
+ *   Submissions ride in the window, one copy at launch.
+ * - pinned-bulk: the same images as pinned-eager in the pinned arena,
+ *   nothing copied during orchestration; at launch all of them in ONE copy
+ *   into the slot's retained device block.
+ * @return "deferred", "pinned-eager", "coalesced", "pinned-bulk", or NULL. */
 HBG_API const char *hbg_policy_name(int policy);
 /* @return 0 and *out, or HBG_E_INVAL for an unknown name. */
 HBG_API int hbg_policy_parse(const char *name, int *out);

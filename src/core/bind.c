@@ -1,5 +1,5 @@
 /*
- * Binds: orchestration into the task window, the three upload policies,
+ * Binds: orchestration into the task window, the four upload policies,
  * launch, completion, the fatal latch and the per-bind phase records.
  */
 #include <stdlib.h>
@@ -211,6 +211,47 @@ static int maybe_flush(hbg_bind *b) {
   return 0;
 }
 
+/* ---------------- pinned-bulk block ---------------- */
+
+/* Replace the slot's bulk block by one of at least need bytes. Only when
+ * the device cannot read the old one: at a bind's start (the slot's last
+ * bind completed), or at launch before this bind copied anything. */
+static int bulk_grow(hbg_runtime *rt, hbg__slot *s, uint64_t need) {
+  uint64_t cap = HBG__ALIGN_UP(need, 65536);
+  hbg_devptr d = 0;
+  HBG__TRY(hbg_dev_mem_alloc(rt->dev, (size_t)cap, &d));
+  if (s->bulk_dev)
+    hbg_dev_mem_free(rt->dev, s->bulk_dev);
+  s->bulk_dev = d;
+  s->bulk_cap = cap;
+  return 0;
+}
+
+/* Stage size bytes of the bind's image stream: packed at 8-byte offsets,
+ * which are also the offsets in the device block, so the pinned part is one
+ * contiguous range for one copy. @return the pinned staging, or NULL when
+ * the arena is full (the image then goes to heap memory; the need is still
+ * counted so that the next bind's arena and block fit). */
+static uint8_t *bulk_stage(hbg_bind *b, uint32_t size, uint64_t *off) {
+  hbg__slot *s = b->slot;
+  uint64_t start = HBG__ALIGN_UP(b->bulk_len, (uint64_t)8);
+  uint64_t end = start + size;
+  /* The whole stream is one piece of the arena for the device's rules. */
+  uint64_t piece = hbg__arena_piece(&b->rt->caps, end);
+  uint64_t from = b->bulk_len;
+  b->bulk_len = end;
+  *off = start;
+  if (end > s->bulk_high_water)
+    s->bulk_high_water = end;
+  if (piece > s->arena.high_water)
+    s->arena.high_water = piece;
+  if (!s->arena.base || piece > s->arena.cap)
+    return NULL;
+  memset(s->arena.base + from, 0, (size_t)(start - from));
+  s->arena.used = piece;
+  return s->arena.base + start;
+}
+
 /* ---------------- slot lifecycle ---------------- */
 
 void hbg__bind_reset(hbg_bind *b) {
@@ -225,6 +266,7 @@ void hbg__bind_reset(hbg_bind *b) {
   b->win_flushed = 0;
   b->heap_used = 0;
   b->sub_bytes = 0;
+  b->bulk_len = 0;
   b->fatal = 0;
   b->nested_upload_ns = 0;
   hbg__map_clear(&b->occ);
@@ -269,6 +311,9 @@ int hbg__slot_reclaim(hbg_runtime *rt, hbg__slot *s) {
     hbg_dev_mem_free(rt->dev, s->heap_extra[i]);
   s->n_heap_extra = 0;
   s->heap_high_water = 0;
+  if (s->bulk_high_water > s->bulk_cap)
+    bulk_grow(rt, s, s->bulk_high_water); /* on failure launch grows it */
+  s->bulk_high_water = 0;
   return 0;
 }
 
@@ -489,12 +534,13 @@ static int retained_buf(hbg_bind *b, uint64_t fk, uint32_t occ, uint32_t size,
 
 /* What a graph submission claims from its slot before publication. */
 typedef struct claim_mark {
-  uint64_t heap_used, arena_used;
+  uint64_t heap_used, arena_used, bulk_len;
   uint32_t n_heap_extra;
 } claim_mark;
 
 static claim_mark claim_save(const hbg_bind *b) {
-  claim_mark m = {b->heap_used, b->slot->arena.used, b->slot->n_heap_extra};
+  claim_mark m = {b->heap_used, b->slot->arena.used, b->bulk_len,
+                  b->slot->n_heap_extra};
   return m;
 }
 
@@ -507,6 +553,7 @@ static void claim_undo(hbg_bind *b, const claim_mark *m) {
     hbg_dev_mem_free(b->rt->dev, s->heap_extra[--s->n_heap_extra]);
   b->heap_used = m->heap_used;
   s->arena.used = m->arena_used;
+  b->bulk_len = m->bulk_len;
 }
 
 int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
@@ -566,6 +613,10 @@ int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
     int fallback = 0;
     if (policy == HBG_POLICY_PINNED_EAGER) {
       sub_host = hbg__arena_alloc(&rt->caps, &b->slot->arena, sub_size);
+      fallback = sub_host == NULL;
+    } else if (policy == HBG_POLICY_PINNED_BULK) {
+      /* Its device address is known at launch (the block may grow). */
+      sub_host = bulk_stage(b, sub_size, &pend.blk_off);
       fallback = sub_host == NULL;
     }
     if (!sub_host) {
@@ -646,11 +697,65 @@ int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
 
 /* ---------------- launch / wait / end ---------------- */
 
+/* Pinned-bulk, after orchestration: every image of the bind in one copy
+ * into the slot's block, and the window entries pointed into it. */
+static int upload_bulk(hbg_bind *b) {
+  hbg_runtime *rt = b->rt;
+  hbg__slot *s = b->slot;
+  if (!b->n_pend)
+    return 0;
+  if (b->bulk_len > s->bulk_cap) {
+    /* More than the last bind's high-water mark (or the slot's first
+     * bind). The slot's last bind has completed and nothing of this one was
+     * copied yet, so the block is replaced here, counted as an allocation. */
+    uint64_t t0 = hbg__now_ns();
+    HBG__TRY(bulk_grow(rt, s, b->bulk_len));
+    b->st.dev_allocs++;
+    hbg__trace(rt, HBG_TRACK_UPLOAD, "bulk_grow", t0, hbg__now_ns(), 0,
+               b->seq);
+  }
+  /* Images that overflowed the arena are gathered with the pinned ones into
+   * one heap buffer: still one copy, from pageable memory (the fallback
+   * count says so), and the next bind's arena fits them all. */
+  const uint8_t *src = s->arena.base;
+  uint8_t *gather = NULL;
+  int overflow = 0;
+  for (uint32_t i = 0; i < b->n_pend; i++)
+    overflow |= (int)b->pend[i].heap_owned;
+  if (overflow) {
+    gather = aligned_alloc(64, (size_t)HBG__ALIGN_UP(b->bulk_len, 64));
+    HBG__RETURN_IF(!gather, HBG_E_NOMEM);
+    memset(gather, 0, (size_t)b->bulk_len);
+    for (uint32_t i = 0; i < b->n_pend; i++)
+      memcpy(gather + b->pend[i].blk_off, b->pend[i].host, b->pend[i].size);
+    src = gather;
+  }
+  for (uint32_t i = 0; i < b->n_pend; i++) {
+    const hbg__pending *p = &b->pend[i];
+    hbg_win_task *e = (hbg_win_task *)(b->win.p + p->entry_off);
+    e->sub_addr = s->bulk_dev + p->blk_off;
+    e->def_addr = e->sub_addr + p->def_off;
+  }
+  int rc = upload(b, &b->st.graph, s->bulk_dev, src, b->bulk_len, "bulk");
+  free(gather);
+  if (rc < 0)
+    return rc;
+  for (uint32_t i = 0; i < b->n_pend; i++) {
+    hbg__pending *p = &b->pend[i];
+    b->st.def_bytes += p->def_size;
+    p->uploaded = 1;
+    poison(b, p->host, p->size);
+  }
+  return 0;
+}
+
 /* After orchestration: the images not uploaded yet. */
 static int upload_pending(hbg_bind *b) {
   hbg_runtime *rt = b->rt;
   const int policy = (int)rt->cfg.policy;
   hbg__slot *s = b->slot;
+  if (policy == HBG_POLICY_PINNED_BULK)
+    return upload_bulk(b);
   for (uint32_t i = 0; i < b->n_pend; i++) {
     hbg__pending *p = &b->pend[i];
     if (p->uploaded)

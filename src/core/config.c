@@ -12,6 +12,7 @@ static const char *const policy_names[HBG_POLICY__COUNT] = {
     [HBG_POLICY_DEFERRED] = "deferred",
     [HBG_POLICY_PINNED_EAGER] = "pinned-eager",
     [HBG_POLICY_COALESCED] = "coalesced",
+    [HBG_POLICY_PINNED_BULK] = "pinned-bulk",
 };
 
 const char *hbg_policy_name(int policy) {

@@ -1,12 +1,13 @@
 /*
  * Core layer (internal): runtime, pipeline slots, binds, staging arena,
- * retained device state and the three upload policies.
+ * retained device state and the four upload policies.
  *
  * Ownership: the runtime owns the device (unless the caller passed one), the
  * graph cache (host Definitions), the retained Definition buffers
  * (coalesced) and the slots. Each slot owns its queue, completion event,
- * pinned arena, retained per-{key, occurrence} buffers (pinned-eager),
- * window/heap/status device buffers and the embedded bind. Everything is
+ * pinned arena, retained per-{key, occurrence} buffers (pinned-eager), the
+ * retained bulk block (pinned-bulk), window/heap/status device buffers and
+ * the embedded bind. Everything is
  * released at teardown in reverse order of creation, before the device is
  * closed.
  */
@@ -74,6 +75,7 @@ typedef struct hbg__pending {
   uint64_t full_key;
   uint32_t occurrence;
   uint32_t uploaded;
+  uint64_t blk_off;    /* pinned-bulk: offset in the slot's bulk block */
 } hbg__pending;
 
 /* A growable host byte buffer. */
@@ -110,6 +112,7 @@ struct hbg_bind {
   hbg__map occ;      /* full key -> occurrences in this bind */
   uint64_t heap_used; /* bytes of the slot heap claimed */
   uint64_t sub_bytes; /* coalesced: Submission bytes inside the window */
+  uint64_t bulk_len;  /* pinned-bulk: bytes of the bind's packed images */
 
   /* timing and counters */
   uint64_t t_begin, t_launch_start, nested_upload_ns;
@@ -127,6 +130,9 @@ struct hbg__slot {
   uint32_t n_deferred, deferred_cap;
   hbg_devptr win_dev;  uint64_t win_cap;
   hbg_devptr heap_dev; uint64_t heap_cap;
+  /* pinned-bulk: one block per slot holding a bind's images, sized at a
+   * bind's start from the last bind's high-water mark */
+  hbg_devptr bulk_dev; uint64_t bulk_cap, bulk_high_water;
   hbg_devptr *heap_extra; uint32_t n_heap_extra, heap_extra_cap;
   uint64_t heap_high_water;
   hbg_devptr status_dev;

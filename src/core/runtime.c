@@ -58,6 +58,7 @@ void hbg__slot_fini(hbg_runtime *rt, hbg__slot *s) {
   hbg__bind_reset(b);
   s->arena.high_water = 0; /* no growth at teardown */
   s->heap_high_water = 0;
+  s->bulk_high_water = 0;
   hbg__slot_reclaim(rt, s);
   free(b->win.p && !b->win.pinned ? b->win.p : NULL);
   free(b->index);
@@ -74,6 +75,8 @@ void hbg__slot_fini(hbg_runtime *rt, hbg__slot *s) {
   free(s->heap_extra);
   if (s->heap_dev)
     hbg_dev_mem_free(rt->dev, s->heap_dev);
+  if (s->bulk_dev)
+    hbg_dev_mem_free(rt->dev, s->bulk_dev);
   if (s->win_dev)
     hbg_dev_mem_free(rt->dev, s->win_dev);
   if (s->status_dev)
