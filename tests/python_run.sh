@@ -27,19 +27,22 @@ export HBG_CLI=$cli HBG_CORPUS_GEN=$gen
 # (the README's recipe), then import it from there without HBG_LIBRARY.
 if "$py" -m pip --version >/dev/null 2>&1; then
   cp -r "$src/python" "$tmp/pkg"
-  rm -rf "$tmp/pkg/build" "$tmp/pkg/src/hbg/"libhbg.so* "$tmp/pkg/src/"*.egg-info
+  rm -rf "$tmp/pkg/build" "$tmp/pkg/src/hbg/"libhbg.so* "$tmp/pkg/src/hbg/hbg" \
+    "$tmp/pkg/src/"*.egg-info
   cp "$(readlink -f "$lib")" "$tmp/pkg/src/hbg/libhbg.so.0"
+  cp "$cli" "$tmp/pkg/src/hbg/hbg"
   if ! "$py" -m pip install -q --no-deps --no-build-isolation --no-index \
        --target "$tmp/site" "$tmp/pkg" >"$tmp/pip.log" 2>&1; then
     cat "$tmp/pip.log" >&2
     echo "python test: pip install of ./python failed" >&2
     exit 1
   fi
-  (cd "$tmp" && env -u HBG_LIBRARY PYTHONPATH="$tmp/site" "$py" -c '
+  (cd "$tmp" && env -u HBG_LIBRARY -u HBG_CLI PYTHONPATH="$tmp/site" "$py" -c '
 import os, sys, hbg
 want = os.path.join(sys.argv[1], "hbg", "libhbg.so.0")
 assert hbg.library_path == want, (hbg.library_path, want)
 assert hbg.__version__ and "coalesced" in hbg.policies()
+assert hbg.find_cli() == os.path.join(sys.argv[1], "hbg", "hbg")
 print("python test: pip-installed package loads", hbg.library_path)
 ' "$tmp/site") || exit 1
 else

@@ -171,3 +171,19 @@ def test_tasks_and_graphs_mixed_with_deps(rt):
     np.testing.assert_array_equal(
         m.act[1].numpy(), (m.h0 * m.w[0] + m.h0) * np.float32(2.0))
     assert np.all(m.act[2].numpy() == 3.0)
+
+
+def test_packed_boundaries(rt1):
+    m = Model(rt1)
+    s = scale_of(2)
+    rows = hbg.pack([m.boundary(l) for l in range(LAYERS)])
+    assert len(rows) == LAYERS and rows.width == 3
+    with rt1.bind() as b:
+        t = b.graph(0x54, hbg.pack(m.boundary(0)), [hbg.f32(s)], m.body)
+        b.graphs(0x54, hbg.pack([m.boundary(l) for l in range(1, LAYERS)]),
+                 [[hbg.f32(s)]] * (LAYERS - 1), m.body, deps=[t], chain=True)
+        with pytest.raises(hbg.ArgumentError):
+            b.graph(0x54, rows, [hbg.f32(s)], m.body)
+    np.testing.assert_array_equal(m.act[LAYERS].numpy(), m.reference(s))
+    with pytest.raises(hbg.ArgumentError):
+        hbg.pack([m.boundary(0), m.boundary(1)[:2]])

@@ -113,3 +113,19 @@ def test_plot(tmp_path):
     r = hbg.bench(workload="qwen3-14b", layers=2, rounds=2, warmup=0)
     r.plot(path=str(tmp_path / "p.png"))
     assert (tmp_path / "p.png").stat().st_size > 0
+
+
+EXAMPLES = os.path.join(os.path.dirname(__file__), os.pardir, "examples")
+
+
+@pytest.mark.parametrize("script,args", [
+    ("decode_loop.py", []),
+    ("control_plane_cost.py", ["--rounds", "2", "--warmup", "0"]),
+])
+def test_examples_run(script, args):
+    r = subprocess.run([sys.executable, os.path.join(EXAMPLES, script)] +
+                       args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+    assert "MISMATCH" not in r.stdout
+    assert "match" in r.stdout

@@ -23,9 +23,10 @@ from . import _lib as _L
 from ._errors import (ArgumentError, DeviceError, HbgError, ImageError,
                       StateError, err_name, error_class, strerror)
 from ._core import (Access, Bind, BindStats, Buffer, DeviceStats, DType,
-                    Kernel, Recorder, Runtime, Scalar, Tensor, TraceEvent,
+                    Kernel, Recorder, Runtime, Scalar, Tensor, TensorArray,
+                    TraceEvent,
                     Workload, WorkloadInfo, devices, dtype_size, f32,
-                    image_dump, policies, version, workloads)
+                    image_dump, pack, policies, version, workloads)
 from ._bench import BenchResult, CliNotFoundError, bench, find_cli
 
 __version__ = version()
@@ -36,7 +37,7 @@ __all__ = [
     "Access", "ArgumentError", "BenchResult", "Bind", "BindStats", "Buffer",
     "CliNotFoundError", "DType", "DeviceError", "DeviceStats", "HAVE_BATCH",
     "HbgError", "ImageError", "Kernel", "LibraryNotFoundError", "Recorder",
-    "Runtime", "Scalar", "StateError", "Tensor", "TraceEvent", "Workload",
+    "Runtime", "Scalar", "StateError", "Tensor", "TensorArray", "pack", "TraceEvent", "Workload",
     "WorkloadInfo", "bench", "devices", "dtype_size", "err_name",
     "error_class", "f32", "find_cli", "image_dump", "library_path",
     "policies", "strerror", "version", "workloads", "__version__",

@@ -19,7 +19,7 @@ except ImportError:  # pragma: no cover - exercised only without numpy
 
 __all__ = [
     "DType", "Access", "Kernel", "Scalar", "Tensor", "Runtime", "Buffer",
-    "Bind", "Recorder", "BindStats", "DeviceStats", "TraceEvent",
+    "Bind", "Recorder", "TensorArray", "pack", "BindStats", "DeviceStats", "TraceEvent",
     "Workload", "WorkloadInfo", "policies", "workloads", "devices",
     "dtype_size", "f32", "image_dump", "version",
 ]
@@ -294,19 +294,50 @@ class Tensor:
 
 
 def _tensor_array(tensors):
-    arr = (L.Tensor_c * max(1, len(tensors)))()
-    for i, t in enumerate(tensors):
-        arr[i] = t._c
-    return arr
+    return (L.Tensor_c * max(1, len(tensors)))(*[t._c for t in tensors])
+
+
+class TensorArray:
+    """Boundary tensors packed once into a C array, for graph submissions
+    that reuse them every step (a decode loop's buffers do not move):
+    ``pack([t0, t1, ...])`` for one replay, ``pack([[...], [...]])`` for
+    the rows of ``Bind.graphs``. Saves rebuilding the array per call."""
+    __slots__ = ("_arr", "n", "rows", "width")
+
+    def __init__(self, tensors):
+        tensors = list(tensors)
+        if tensors and not isinstance(tensors[0], Tensor):
+            width = len(tensors[0])
+            if any(len(r) != width for r in tensors):
+                raise ArgumentError(-1, message="every replay needs the "
+                                    "same number of boundary tensors")
+            self.rows, self.width = len(tensors), width
+            tensors = [t for r in tensors for t in r]
+        else:
+            self.rows, self.width = 1, len(tensors)
+        self.n = len(tensors)
+        self._arr = _tensor_array(tensors)
+
+    def __len__(self):
+        return self.rows
+
+
+def pack(tensors):
+    """A TensorArray of tensors (a list, or a list of equal-length rows)."""
+    return TensorArray(tensors)
 
 
 def _task_struct(kernel, args, scalars, deps):
     targs = _tensor_array(args)
-    sc = [_scalar(s) for s in scalars]
-    carr = (L.Scalar_c * max(1, len(sc)))(
-        *[L.Scalar_c(s.value, s.kind, s.index) for s in sc])
-    darr = (c_uint32 * max(1, len(deps)))(*deps)
-    t = L.Task_c(int(kernel), len(args), targs, len(sc), len(deps), carr, darr)
+    carr = darr = None
+    if scalars:
+        sc = [_scalar(s) for s in scalars]
+        carr = (L.Scalar_c * len(sc))(
+            *[L.Scalar_c(s.value, s.kind, s.index) for s in sc])
+    if deps:
+        darr = (c_uint32 * len(deps))(*deps)
+    t = L.Task_c(int(kernel), len(args), targs, len(scalars or ()),
+                 len(deps or ()), carr, darr)
     return t, targs, (carr, darr)
 
 
@@ -412,7 +443,8 @@ class _Handle:
 def _destroy_runtime(h):
     if h.ptr is None:
         return
-    for c in list(h.children):
+    # binds end first (they may use the others' memory), then workloads
+    for c in sorted(h.children, key=lambda c: c._order):
         c._release()
     ptr, h.ptr = h.ptr, None
     lib.hbg_runtime_destroy(ptr)
@@ -596,6 +628,7 @@ def _policy_index(policy):
 class Buffer:
     """Device memory from ``hbg_buffer_alloc``; freed by ``free()`` or
     when collected. Keeps its runtime alive."""
+    _order = 2
 
     def __init__(self, rt, nbytes):
         nbytes = int(nbytes)
@@ -611,8 +644,7 @@ class Buffer:
         rt._h.children.add(self)
 
     def _release(self):
-        self._fin.detach()
-        self.addr_valid = False
+        self._fin()
 
     def _live(self):
         p = self.runtime._ptr()
@@ -768,6 +800,7 @@ class Bind:
     ended, the slot's next begin waits for it). ``stats`` holds the
     BindStats once waited. A bind dropped unended is ended when collected.
     """
+    _order = 0
 
     def __init__(self, rt):
         p = c_void_p()
@@ -812,9 +845,11 @@ class Bind:
         p = self._ptr(_OPEN)
         if not callable(record):
             raise ArgumentError(-1, message="record must be callable")
-        nt = len(tensors) // n
+        if isinstance(tensors, TensorArray):
+            nt, tarr = tensors.width, tensors._arr
+        else:
+            nt, tarr = len(tensors) // n, _tensor_array(tensors)
         ns = len(scalars) // n
-        tarr = _tensor_array(tensors)
         sarr = (c_uint64 * max(1, len(scalars)))(*scalars)
         varr = (c_uint64 * max(1, len(variant)))(*variant)
         darr = (c_uint32 * max(1, len(deps)))(*deps)
@@ -843,19 +878,26 @@ class Bind:
               deps=()):
         """Submit one replay of graph `key` (``hbg_submit_graph``).
 
-        tensors: the boundary Tensors; scalars: boundary scalar values
+        tensors: the boundary Tensors (or a TensorArray from pack());
+        scalars: boundary scalar values
         (ints); record: ``fn(Recorder)`` run only when the key is first
         recorded in this runtime (an exception it raises propagates from
         here); variant: config values selecting a variant; deps: earlier
         task ids. Returns the task id."""
-        return self._submit(key, list(tensors), [int(s) for s in scalars],
+        if not isinstance(tensors, TensorArray):
+            tensors = list(tensors)
+        elif tensors.rows != 1:
+            raise ArgumentError(-1, message="graph() takes one row; use "
+                                "graphs() for several")
+        return self._submit(key, tensors, [int(s) for s in scalars],
                             record, list(variant), list(deps), 1)[0]
 
     def graphs(self, key, tensors, scalars=None, record=None, variant=(),
                deps=(), chain=False):
         """Submit len(tensors) replays of one key in one C call
         (``hbg_submit_graph_n``): tensors[i] and scalars[i] are replay i's
-        boundary. Every replay waits for deps; with chain=True replay i > 0
+        boundary (tensors may be a TensorArray of rows from pack()).
+        Every replay waits for deps; with chain=True replay i > 0
         waits for replay i - 1 instead (a decode step's layer chain). Same
         as calling graph() per replay, at a fraction of the Python call
         cost. Returns the task ids."""
@@ -867,14 +909,23 @@ class Bind:
         if len(scalars) != n:
             raise ArgumentError(-1, message="tensors and scalars differ in "
                                 "length")
-        nt, ns = len(tensors[0]), len(scalars[0])
-        if any(len(t) != nt for t in tensors) or \
-                any(len(s) != ns for s in scalars):
+        ns = len(scalars[0])
+        if any(len(s) != ns for s in scalars):
             raise ArgumentError(-1, message="every replay needs the same "
-                                "number of boundary tensors and scalars")
-        flat_t = [t for row in tensors for t in row]
+                                "number of boundary scalars")
+        if isinstance(tensors, TensorArray):
+            flat_t = tensors
+        else:
+            nt = len(tensors[0])
+            if any(len(t) != nt for t in tensors):
+                raise ArgumentError(-1, message="every replay needs the "
+                                    "same number of boundary tensors")
+            flat_t = [t for row in tensors for t in row]
         flat_s = [int(s) for row in scalars for s in row]
         if not L.HAVE_BATCH:
+            if isinstance(tensors, TensorArray):
+                raise ArgumentError(-5, message="this libhbg has no "
+                                    "hbg_submit_graph_n")
             ids = []
             for i in range(n):
                 d = [ids[-1]] if chain and ids else deps
@@ -950,6 +1001,7 @@ class Workload:
     """A built-in reference workload's buffers on a runtime
     (``hbg_workload_*``): ``submit(bind, step)`` orchestrates one decode
     step from C, ``verify(step)`` checks it against the host reference."""
+    _order = 1
 
     def __init__(self, rt, name="qwen3-14b", layers=0, seed=0):
         cfg = L.out_struct(L.WorkloadConfig_c)
