@@ -49,6 +49,8 @@ def test_bad_device_options_carry_message():
     with pytest.raises(hbg.HbgError) as ei:
         hbg.Runtime(device="sim", device_options="mem=banana")
     assert ei.value.code < 0
+    assert ei.value.native[0] is None and "mem=banana" in ei.value.native[1]
+    assert "mem=banana" in str(ei.value)
 
 
 def test_buffers_roundtrip(rt1):
@@ -88,6 +90,9 @@ def test_device_memory_error_is_device_error():
         with pytest.raises(hbg.DeviceError) as ei:
             rt.alloc(64 << 20)
         assert ei.value.name == "HBG_E_DEVMEM"
+        code, msg = ei.value.native
+        assert "mem=" in msg and msg in str(ei.value)
+        assert rt.native_error == (code, msg)
 
 
 def test_buffers_freed_when_collected(rt1):

@@ -493,7 +493,7 @@ class Runtime:
         rc = lib.hbg_runtime_create(ctypes.addressof(cfg), byref(ptr))
         if rc < 0:
             msg = lib.hbg_device_open_error()
-            native = (0, msg.decode()) if msg else None
+            native = (None, msg.decode()) if msg else None
             raise make_error(rc, where="hbg_runtime_create", native=native)
         self._h.ptr = ptr.value
         self._trace_fn = None

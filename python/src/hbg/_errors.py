@@ -8,7 +8,8 @@ class HbgError(Exception):
     Attributes: ``code`` (the negative HBG_E_* value), ``name``
     (``"HBG_E_INVAL"``), ``message`` (the library's text, plus the
     backend-native error when the runtime recorded one), ``native``
-    (``(code, message)`` of that native error, or None).
+    (``(code, message)`` of that native error, code None when the backend
+    gave only a message, or None).
     """
 
     def __init__(self, code, name=None, message=None, native=None,
@@ -21,7 +22,9 @@ class HbgError(Exception):
         text = "%s: %s" % (self.name, self.message)
         if where:
             text = "%s: %s" % (where, text)
-        if native:
+        if native and native[0] is None:
+            text += " (%s)" % native[1]
+        elif native:
             text += " (native error %d: %s)" % native
         super().__init__(text)
 
