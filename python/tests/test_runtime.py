@@ -64,6 +64,9 @@ def test_buffers_roundtrip(rt1):
     out = bytearray(12)
     b.read_into(out, offset=8)
     assert bytes(out) == a.tobytes()[8:20]
+    assert b.numpy(np.float64, shape=(2,)).tobytes() == a.tobytes()[:16]
+    with pytest.raises(hbg.ArgumentError):
+        b.numpy("bf16")
     m = rt1.buffer(memoryview(bytearray(b"abc")))
     assert m.read() == b"abc"
     with pytest.raises(hbg.ArgumentError):

@@ -703,11 +703,18 @@ class Buffer:
         return bytes(out)
 
     def numpy(self, dtype="float32", shape=None, offset=0):
-        """A new numpy array read from the buffer (needs numpy)."""
+        """A new numpy array read from the buffer (needs numpy). dtype is
+        an hbg dtype name / DType, or any numpy dtype."""
         if _np is None:
             raise ImportError("hbg.Buffer.numpy needs numpy")
-        dt = _np.dtype(_NP_OF.get(_dtype(dtype), "float32")
-                       if not isinstance(dtype, _np.dtype) else dtype)
+        if isinstance(dtype, (str, int, DType)):
+            d = _dtype(dtype)
+            if d not in _NP_OF:
+                raise ArgumentError(-1, message="numpy has no %s; read it "
+                                    "as np.uint16" % d.name)
+            dt = _np.dtype(_NP_OF[d])
+        else:
+            dt = _np.dtype(dtype)  # any numpy dtype: a raw view of bytes
         if shape is None:
             shape = ((self.nbytes - offset) // dt.itemsize,)
         arr = _np.empty(shape, dtype=dt)
