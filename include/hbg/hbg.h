@@ -427,6 +427,24 @@ typedef struct hbg_graph_submit {
 HBG_API int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
                              hbg_task_id *out);
 
+enum {
+  HBG_GRAPH_N_CHAIN = 1u << 0 /* replay i > 0 depends on replay i - 1 */
+};
+
+/* Submit n replays of one graph in one call (batched hbg_submit_graph):
+ * replay i takes the boundary tensors g->tensors[i * g->n_tensors ...] and
+ * scalars g->scalars[i * g->n_scalars ...]; key, variant, record and user
+ * are shared. Replay 0 waits for g->deps; later replays wait for g->deps
+ * too, or with HBG_GRAPH_N_CHAIN only for the replay before them (the
+ * layer chain of a decode step). Replays run in order, as n calls of
+ * hbg_submit_graph would; on an error the earlier replays stay submitted.
+ * out (optional) receives the n task ids.
+ * @return 0, HBG_E_INVAL (NULL b or g, n == 0, NULL arrays, unknown
+ * flags), HBG_E_NOMEM, or the first failing replay's error (as
+ * hbg_submit_graph). */
+HBG_API int hbg_submit_graph_n(hbg_bind *b, const hbg_graph_submit *g,
+                               uint32_t n, uint32_t flags, hbg_task_id *out);
+
 /* Inside a record callback: append an inner task. Outputs with addr == 0 are
  * placed in the graph's heap block and t->args[i].addr is updated. Every
  * other argument must be the output of an earlier inner task (or part of

@@ -1,0 +1,44 @@
+"""hbg -- host-built graphs, from Python.
+
+A ctypes front over the hbg C library (no compiled extension). The library
+is found through HBG_LIBRARY, then a copy next to this package, then the
+system's search path.
+
+    import hbg, numpy as np
+    with hbg.Runtime(policy="coalesced") as rt:
+        x = rt.buffer(np.ones(256, np.float32))
+        y = rt.alloc(x.nbytes)
+        with rt.bind() as b:
+            b.task(hbg.Kernel.SCALE, [x.tensor(256), y.tensor(256, mode="out")],
+                   scalars=[hbg.Scalar.static(2.0)])
+        print(y.numpy()[:4], b.stats.control_plane_ns)
+
+Main objects: Runtime, Buffer, Tensor, Bind (task / graph / graphs),
+Recorder (inside record callbacks), Workload, bench() and BenchResult.
+Errors: HbgError and its families ArgumentError, StateError, DeviceError,
+ImageError.
+"""
+from ._lib import HAVE_BATCH, LibraryNotFoundError
+from . import _lib as _L
+from ._errors import (ArgumentError, DeviceError, HbgError, ImageError,
+                      StateError, err_name, error_class, strerror)
+from ._core import (Access, Bind, BindStats, Buffer, DeviceStats, DType,
+                    Kernel, Recorder, Runtime, Scalar, Tensor, TensorArray,
+                    TraceEvent,
+                    Workload, WorkloadInfo, devices, dtype_size, f32,
+                    image_dump, pack, policies, version, workloads)
+from ._bench import BenchResult, CliNotFoundError, bench, find_cli
+
+__version__ = version()
+library_path = _L.lib._hbg_path
+"""The path libhbg was loaded from."""
+
+__all__ = [
+    "Access", "ArgumentError", "BenchResult", "Bind", "BindStats", "Buffer",
+    "CliNotFoundError", "DType", "DeviceError", "DeviceStats", "HAVE_BATCH",
+    "HbgError", "ImageError", "Kernel", "LibraryNotFoundError", "Recorder",
+    "Runtime", "Scalar", "StateError", "Tensor", "TensorArray", "pack", "TraceEvent", "Workload",
+    "WorkloadInfo", "bench", "devices", "dtype_size", "err_name",
+    "error_class", "f32", "find_cli", "image_dump", "library_path",
+    "policies", "strerror", "version", "workloads", "__version__",
+]

@@ -1,0 +1,1072 @@
+"""Runtimes, device buffers, tensors, binds, graphs and workloads."""
+import ctypes
+import dataclasses
+import enum
+import struct
+import threading
+import weakref
+from ctypes import POINTER, byref, c_char_p, c_double, c_int, c_int64, \
+    c_uint32, c_uint64, c_void_p
+
+from . import _lib as L
+from ._errors import ArgumentError, HbgError, StateError, make_error
+from ._lib import lib
+
+try:  # numpy is optional: buffers and tensors work without it
+    import numpy as _np
+except ImportError:  # pragma: no cover - exercised only without numpy
+    _np = None
+
+__all__ = [
+    "DType", "Access", "Kernel", "Scalar", "Tensor", "Runtime", "Buffer",
+    "Bind", "Recorder", "TensorArray", "pack", "BindStats", "DeviceStats", "TraceEvent",
+    "Workload", "WorkloadInfo", "policies", "workloads", "devices",
+    "dtype_size", "f32", "image_dump", "version",
+]
+
+
+def version():
+    """The linked library's version string (``hbg_version_string``)."""
+    return lib.hbg_version_string().decode()
+
+
+# ---------------------------------------------------------------- enums
+
+class DType(enum.IntEnum):
+    """Element types (``hbg_dtype``)."""
+    F32 = 1
+    F16 = 2
+    BF16 = 3
+    I32 = 4
+    I64 = 5
+    U8 = 6
+
+
+class Access(enum.IntEnum):
+    """Tensor access modes (``HBG_ACCESS_*``)."""
+    IN = 1
+    OUT = 2
+    INOUT = 3
+
+
+class Kernel(enum.IntEnum):
+    """Built-in kernels the sim device runs (``hbg_kernel_id``)."""
+    NOP = 0
+    COPY = 1
+    ADD = 2
+    MUL = 3
+    SCALE = 4
+    RMSNORM = 5
+    GEMV = 6
+    ROPE = 7
+    SILU_MUL = 8
+    SOFTMAX = 9
+    ATTN = 10
+    FILL = 11
+
+
+_DTYPE_NAMES = {
+    "f32": DType.F32, "float32": DType.F32, "f16": DType.F16,
+    "float16": DType.F16, "half": DType.F16, "bf16": DType.BF16,
+    "bfloat16": DType.BF16, "i32": DType.I32, "int32": DType.I32,
+    "i64": DType.I64, "int64": DType.I64, "u8": DType.U8, "uint8": DType.U8,
+}
+_NP_OF = {DType.F32: "float32", DType.F16: "float16", DType.I32: "int32",
+          DType.I64: "int64", DType.U8: "uint8"}
+
+
+def _dtype(d):
+    """hbg DType from a DType, an int, a name, or a numpy dtype/type."""
+    if isinstance(d, DType):
+        return d
+    if isinstance(d, int) and not isinstance(d, bool):
+        try:
+            return DType(d)
+        except ValueError:
+            pass
+    else:
+        name = d if isinstance(d, str) else None
+        if name is None and _np is not None:
+            try:
+                name = _np.dtype(d).name
+            except TypeError:
+                name = None
+        if name is None:
+            name = getattr(d, "__name__", None)
+        if name is not None and name.lower() in _DTYPE_NAMES:
+            return _DTYPE_NAMES[name.lower()]
+    raise ArgumentError(-1, message="unsupported dtype %r (want one of "
+                        "f32, f16, bf16, i32, i64, u8)" % (d,))
+
+
+def _mode(m):
+    if isinstance(m, str):
+        try:
+            return Access[m.upper()]
+        except KeyError:
+            raise ArgumentError(-1, message="bad access mode %r" % m) from None
+    try:
+        return Access(m)
+    except ValueError:
+        raise ArgumentError(-1, message="bad access mode %r" % (m,)) from None
+
+
+def dtype_size(d):
+    """Bytes per element of a dtype (``hbg_dtype_size``)."""
+    return lib.hbg_dtype_size(int(_dtype(d)))
+
+
+def f32(x):
+    """The bits of float x as an f32, for scalar arguments of kernels."""
+    return struct.unpack("<I", struct.pack("<f", float(x)))[0]
+
+
+def _check(rc, where, rt=None):
+    if rc < 0:
+        native = None
+        if rt is not None:
+            native = rt._native_error()
+        raise make_error(rc, where=where, native=native)
+    return rc
+
+
+def _names(fn):
+    out = []
+    i = 0
+    while True:
+        s = fn(i)
+        if not s:
+            return out
+        out.append(s.decode())
+        i += 1
+
+
+def policies():
+    """Names of the upload policies this library has, in index order
+    (``hbg_policy_name(i)`` for i = 0 until it returns NULL)."""
+    return _names(lib.hbg_policy_name)
+
+
+def workloads():
+    """Names of the built-in workloads (``hbg_workload_name``)."""
+    return [lib.hbg_workload_name(i).decode()
+            for i in range(lib.hbg_workload_count())]
+
+
+def devices():
+    """``[(name, summary)]`` of the built-in device backends."""
+    out = []
+    for i in range(lib.hbg_device_count()):
+        ops = lib.hbg_device_backend(i)
+        if ops:
+            out.append((ops.contents.name.decode(),
+                        (ops.contents.summary or b"").decode()))
+    return out
+
+
+def image_dump(image, json=False):
+    """Validate a Definition / Submission / window image (bytes-like) and
+    return its readable form (``hbg_image_dump``). Raises ImageError, with
+    the text printed so far as ``.text``, when validation fails."""
+    data = bytes(image)
+    libc = L.libc()
+    libc.open_memstream.restype = c_void_p
+    libc.open_memstream.argtypes = [POINTER(c_void_p), POINTER(ctypes.c_size_t)]
+    libc.fclose.argtypes = [c_void_p]
+    libc.free.argtypes = [c_void_p]
+    ptr, size = c_void_p(), ctypes.c_size_t()
+    f = libc.open_memstream(byref(ptr), byref(size))
+    if not f:
+        raise make_error(-2, where="open_memstream")
+    rc = lib.hbg_image_dump(data, len(data), 1 if json else 0, f)
+    libc.fclose(f)
+    text = ctypes.string_at(ptr, size.value).decode(errors="replace")
+    libc.free(ptr)
+    if rc < 0:
+        e = make_error(rc, where="hbg_image_dump")
+        e.text = text
+        raise e
+    return text
+
+
+# ---------------------------------------------------------------- tensors
+
+class Scalar:
+    """A scalar argument of a task: ``Scalar.static(v)`` is baked into the
+    Definition, ``Scalar.boundary(i)`` names boundary scalar i of the graph.
+    Plain ints passed as scalars are static; floats are static f32 bits."""
+    __slots__ = ("value", "kind", "index")
+
+    def __init__(self, value=0, kind=0, index=0):
+        self.value, self.kind, self.index = int(value), int(kind), int(index)
+
+    @classmethod
+    def static(cls, value):
+        return cls(f32(value) if isinstance(value, float) else value, 0, 0)
+
+    @classmethod
+    def boundary(cls, index):
+        return cls(0, 1, index)
+
+    def __repr__(self):
+        if self.kind:
+            return "Scalar.boundary(%d)" % self.index
+        return "Scalar.static(%d)" % self.value
+
+
+def _scalar(s):
+    if isinstance(s, Scalar):
+        return s
+    return Scalar.static(s)
+
+
+class Tensor:
+    """A tensor argument: a view into a device buffer (``hbg_tensor``).
+
+    Make one with ``Buffer.tensor(shape, dtype)``, ``Tensor(addr, shape,
+    dtype)``, or ``Tensor.internal(shape, dtype)`` for a graph-internal
+    output (placed in the graph's heap by ``Recorder.task``, which then
+    fills in ``addr``). ``shape`` is outermost first; strides (elements)
+    default to contiguous row-major."""
+    __slots__ = ("_c",)
+
+    def __init__(self, addr, shape, dtype=DType.F32, mode=Access.IN,
+                 offset=0, strides=None):
+        shape = tuple(int(d) for d in (shape if hasattr(shape, "__len__")
+                                       else (shape,)))
+        c = L.Tensor_c()
+        if strides is None:
+            dims = (c_uint32 * max(1, len(shape)))(*shape)
+            if len(shape) > L.MAX_DIMS or any(d <= 0 for d in shape):
+                rc = -1
+            else:
+                rc = lib.hbg_tensor_contig(byref(c), int(addr), int(offset),
+                                           int(_dtype(dtype)), len(shape),
+                                           dims, int(_mode(mode)))
+            if rc < 0:
+                raise ArgumentError(rc, message="bad tensor shape %r "
+                                    "(1..%d positive dims)" %
+                                    (shape, L.MAX_DIMS))
+        else:
+            if len(strides) != len(shape) or not 0 < len(shape) <= L.MAX_DIMS:
+                raise ArgumentError(-1, message="shape and strides differ")
+            c.addr, c.offset = int(addr), int(offset)
+            for i, (d, s) in enumerate(zip(shape, strides)):
+                c.shape[i], c.strides[i] = d, s
+            c.dtype, c.ndim, c.mode = int(_dtype(dtype)), len(shape), \
+                int(_mode(mode))
+        self._c = c
+
+    @classmethod
+    def internal(cls, shape, dtype=DType.F32):
+        """An output placed in the graph's internal heap (addr 0)."""
+        return cls(0, shape, dtype, Access.OUT)
+
+    @classmethod
+    def _from_c(cls, c):
+        t = cls.__new__(cls)
+        t._c = L.Tensor_c()
+        ctypes.pointer(t._c)[0] = c
+        return t
+
+    def with_mode(self, mode):
+        """A copy of this tensor with another access mode."""
+        t = Tensor._from_c(self._c)
+        t._c.mode = int(_mode(mode))
+        return t
+
+    addr = property(lambda self: self._c.addr)
+    offset = property(lambda self: self._c.offset)
+    dtype = property(lambda self: DType(self._c.dtype))
+    mode = property(lambda self: Access(self._c.mode))
+    shape = property(lambda self: tuple(self._c.shape[:self._c.ndim]))
+    strides = property(lambda self: tuple(self._c.strides[:self._c.ndim]))
+
+    @property
+    def extent(self):
+        """Bytes from element 0 to one past the last (``hbg_tensor_extent``)."""
+        return lib.hbg_tensor_extent(byref(self._c))
+
+    def __repr__(self):
+        return "Tensor(addr=%#x, shape=%r, dtype=%s, mode=%s, offset=%d)" % (
+            self.addr, self.shape, self.dtype.name, self.mode.name,
+            self.offset)
+
+
+def _tensor_array(tensors):
+    return (L.Tensor_c * max(1, len(tensors)))(*[t._c for t in tensors])
+
+
+class TensorArray:
+    """Boundary tensors packed once into a C array, for graph submissions
+    that reuse them every step (a decode loop's buffers do not move):
+    ``pack([t0, t1, ...])`` for one replay, ``pack([[...], [...]])`` for
+    the rows of ``Bind.graphs``. Saves rebuilding the array per call."""
+    __slots__ = ("_arr", "n", "rows", "width")
+
+    def __init__(self, tensors):
+        tensors = list(tensors)
+        if tensors and not isinstance(tensors[0], Tensor):
+            width = len(tensors[0])
+            if any(len(r) != width for r in tensors):
+                raise ArgumentError(-1, message="every replay needs the "
+                                    "same number of boundary tensors")
+            self.rows, self.width = len(tensors), width
+            tensors = [t for r in tensors for t in r]
+        else:
+            self.rows, self.width = 1, len(tensors)
+        self.n = len(tensors)
+        self._arr = _tensor_array(tensors)
+
+    def __len__(self):
+        return self.rows
+
+
+def pack(tensors):
+    """A TensorArray of tensors (a list, or a list of equal-length rows)."""
+    return TensorArray(tensors)
+
+
+def _task_struct(kernel, args, scalars, deps):
+    targs = _tensor_array(args)
+    carr = darr = None
+    if scalars:
+        sc = [_scalar(s) for s in scalars]
+        carr = (L.Scalar_c * len(sc))(
+            *[L.Scalar_c(s.value, s.kind, s.index) for s in sc])
+    if deps:
+        darr = (c_uint32 * len(deps))(*deps)
+    t = L.Task_c(int(kernel), len(args), targs, len(scalars or ()),
+                 len(deps or ()), carr, darr)
+    return t, targs, (carr, darr)
+
+
+# ---------------------------------------------------------------- stats
+
+@dataclasses.dataclass(frozen=True)
+class BindStats:
+    """Per-bind records (``hbg_bind_stats``); times in nanoseconds."""
+    policy: str
+    host_orch_ns: int
+    graph_upload_ns: int
+    window_upload_ns: int
+    control_plane_ns: int
+    exec_ns: int
+    graph_bytes: int
+    graph_copies: int
+    window_bytes: int
+    window_copies: int
+    def_bytes: int
+    h2d_bytes: int
+    h2d_copies: int
+    n_tasks: int
+    n_graphs: int
+    n_recorded: int
+    leftover: int
+    fallback: int
+    dev_allocs: int
+    arena_high_water: int
+    fatal: int
+    device_status: int
+
+    @classmethod
+    def _from_c(cls, s):
+        return cls(
+            lib.hbg_policy_name(s.policy).decode(), s.host_orch_ns,
+            s.graph_upload_ns, s.window_upload_ns, s.control_plane_ns,
+            s.exec_ns, s.graph.bytes, s.graph.copies, s.window.bytes,
+            s.window.copies, s.def_bytes, s.h2d_bytes, s.h2d_copies,
+            s.n_tasks, s.n_graphs, s.n_recorded, s.leftover, s.fallback,
+            s.dev_allocs, s.arena_high_water, s.fatal, s.device_status)
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceStats:
+    """Counters of the runtime's device since it was opened
+    (``hbg_dev_stats``); ``mem_in_use`` is device bytes allocated now."""
+    h2d_copies: int
+    h2d_bytes: int
+    d2h_copies: int
+    d2h_bytes: int
+    async_copies: int
+    async_degraded: int
+    pinned_direct: int
+    bounce_chunks: int
+    handshakes: int
+    mem_allocs: int
+    mem_frees: int
+    mem_in_use: int
+    host_allocs: int
+    host_frees: int
+    host_in_use: int
+    launches: int
+
+
+@dataclasses.dataclass(frozen=True)
+class TraceEvent:
+    """One trace event (``hbg_trace_event``); track is HBG_TRACK_*:
+    0 orchestration, 1 host uploads, 2 copy engine, 3 device execution."""
+    track: int
+    name: str
+    start_ns: int
+    dur_ns: int
+    bytes: int
+    bind_seq: int
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkloadInfo:
+    """Shape of a built-in workload (``hbg_workload_info``)."""
+    layers: int
+    n_defs: int
+    min_nodes: int
+    max_nodes: int
+    max_btensors: int
+    max_bscalars: int
+    tasks_before: int
+    tasks_after: int
+    device_bytes: int
+
+
+# ---------------------------------------------------------------- runtime
+
+class _Handle:
+    """The C runtime pointer, shared by a Runtime and its children, so a
+    finalizer can tell whether the runtime is still open."""
+    __slots__ = ("ptr", "children", "__weakref__")
+
+    def __init__(self):
+        self.ptr = None
+        self.children = weakref.WeakSet()
+
+
+def _destroy_runtime(h):
+    if h.ptr is None:
+        return
+    # binds end first (they may use the others' memory), then workloads
+    for c in sorted(h.children, key=lambda c: c._order):
+        c._release()
+    ptr, h.ptr = h.ptr, None
+    lib.hbg_runtime_destroy(ptr)
+
+
+def _free_buffer(h, addr):
+    if h.ptr is not None:
+        lib.hbg_buffer_free(h.ptr, addr)
+
+
+class Runtime:
+    """An hbg runtime: one device, a policy, pipeline slots.
+
+    ``Runtime(policy="coalesced", device="sim", device_options="workers=2",
+    arena_bytes=0, pipeline_depth=0, coalesce_chunk_bytes=0, orch_id=0,
+    poison_staging=False, no_launch=False)``. None or 0 keeps the library's
+    default (and its ``HBG_*`` environment overrides). Use it as a context
+    manager, or call ``close()``; a runtime dropped without either is closed
+    when collected. Buffers, binds and workloads keep their runtime alive.
+    Like the C runtime it is used from one thread at a time.
+    """
+
+    def __init__(self, policy=None, device=None, device_options=None,
+                 arena_bytes=0, pipeline_depth=0, coalesce_chunk_bytes=0,
+                 orch_id=0, poison_staging=False, no_launch=False):
+        cfg = L.out_struct(L.Config_c)
+        lib.hbg_config_init(ctypes.addressof(cfg))
+        if policy is not None:
+            cfg.policy = _policy_index(policy)
+        self._strs = []
+        if device is not None:
+            cfg.device = self._keep(device)
+        if device_options is not None:
+            cfg.device_options = self._keep(device_options)
+        if arena_bytes:
+            cfg.arena_bytes = int(arena_bytes)
+        if pipeline_depth:
+            cfg.pipeline_depth = int(pipeline_depth)
+        if coalesce_chunk_bytes:
+            cfg.coalesce_chunk_bytes = int(coalesce_chunk_bytes)
+        if orch_id:
+            cfg.orch_id = int(orch_id)
+        cfg.flags |= (1 if poison_staging else 0) | (2 if no_launch else 0)
+        self._h = _Handle()
+        ptr = c_void_p()
+        rc = lib.hbg_runtime_create(ctypes.addressof(cfg), byref(ptr))
+        if rc < 0:
+            msg = lib.hbg_device_open_error()
+            native = (None, msg.decode()) if msg else None
+            raise make_error(rc, where="hbg_runtime_create", native=native)
+        self._h.ptr = ptr.value
+        self._trace_fn = None
+        self._finalizer = weakref.finalize(self, _destroy_runtime, self._h)
+
+    def _keep(self, s):
+        b = s.encode() if isinstance(s, str) else bytes(s)
+        self._strs.append(b)
+        return b
+
+    def _ptr(self):
+        p = self._h.ptr
+        if p is None:
+            raise StateError(-7, message="runtime is closed")
+        return p
+
+    def _native_error(self):
+        if self._h.ptr is None:
+            return None
+        code, msg = c_int64(), c_char_p()
+        if lib.hbg_runtime_last_native_error(self._h.ptr, byref(code),
+                                             byref(msg)) == 0:
+            return (code.value, (msg.value or b"").decode(errors="replace"))
+        return None
+
+    # -- lifetime
+    def close(self):
+        """End open binds, destroy workloads, free buffers, then destroy
+        the runtime (waits for binds in flight). Idempotent."""
+        self._finalizer()
+
+    @property
+    def closed(self):
+        return self._h.ptr is None
+
+    def __enter__(self):
+        self._ptr()
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __repr__(self):
+        if self.closed:
+            return "<hbg.Runtime closed>"
+        return "<hbg.Runtime policy=%s>" % self.policy
+
+    # -- properties
+    @property
+    def policy(self):
+        """The runtime's policy name."""
+        return lib.hbg_policy_name(lib.hbg_runtime_policy(self._ptr())).decode()
+
+    @property
+    def native_error(self):
+        """``(code, message)`` of the device's last native error, or None."""
+        self._ptr()
+        return self._native_error()
+
+    def device_stats(self):
+        """DeviceStats of the runtime's device (``hbg_dev_stats_get``)."""
+        dev = lib.hbg_runtime_device(self._ptr())
+        st = L.out_struct(L.DevStats_c)
+        st.struct_size = ctypes.sizeof(L.DevStats_c)
+        _check(lib.hbg_dev_stats_get(dev, ctypes.addressof(st)),
+               "hbg_dev_stats_get", self)
+        return DeviceStats(*[getattr(st, f.name)
+                             for f in dataclasses.fields(DeviceStats)])
+
+    # -- buffers
+    def alloc(self, nbytes):
+        """A new device Buffer of nbytes (contents undefined)."""
+        return Buffer(self, nbytes)
+
+    def buffer(self, data):
+        """A new device Buffer holding a copy of data (numpy array, bytes,
+        or any object with the buffer protocol)."""
+        mv = memoryview(data).cast("B")
+        b = Buffer(self, max(1, mv.nbytes))
+        if mv.nbytes:
+            b.write(mv)
+        return b
+
+    # -- binds
+    def bind(self):
+        """Begin a bind (``hbg_bind_begin``) and return it. As a context
+        manager it launches, waits and ends on a normal exit, and ends
+        (rolling back or abandoning) on an exception."""
+        return Bind(self)
+
+    # -- workloads
+    def workload(self, name="qwen3-14b", layers=0, seed=0):
+        """Create a built-in workload (its buffers) on this runtime."""
+        return Workload(self, name, layers, seed)
+
+    # -- tracing
+    def set_trace(self, fn):
+        """Install fn(TraceEvent) as trace callback, or remove with None.
+        It runs on the library's threads (device copy/execution too), so
+        keep it quick; exceptions in it are printed, not raised."""
+        p = self._ptr()
+        if fn is None:
+            _check(lib.hbg_runtime_set_trace(p, L.TRACE_FN(), None),
+                   "hbg_runtime_set_trace", self)
+            self._trace_fn = None
+            return
+
+        def cb(_user, ev):
+            e = ev.contents
+            fn(TraceEvent(e.track, (e.name or b"").decode(), e.start_ns,
+                          e.dur_ns, e.bytes, e.bind_seq))
+        cfn = L.TRACE_FN(cb)
+        _check(lib.hbg_runtime_set_trace(p, cfn, None),
+               "hbg_runtime_set_trace", self)
+        self._trace_fn = cfn
+
+
+def _policy_index(policy):
+    if isinstance(policy, int) and not isinstance(policy, bool):
+        if lib.hbg_policy_name(policy):
+            return policy
+        raise ArgumentError(-1, message="unknown policy %d" % policy)
+    out = c_int()
+    rc = lib.hbg_policy_parse(str(policy).encode(), byref(out))
+    if rc < 0:
+        raise ArgumentError(rc, message="unknown policy %r (have: %s)" % (
+            policy, ", ".join(policies())))
+    return out.value
+
+
+class Buffer:
+    """Device memory from ``hbg_buffer_alloc``; freed by ``free()`` or
+    when collected. Keeps its runtime alive."""
+    _order = 2
+
+    def __init__(self, rt, nbytes):
+        nbytes = int(nbytes)
+        if nbytes <= 0:
+            raise ArgumentError(-1, message="buffer size must be positive")
+        addr = c_uint64()
+        _check(lib.hbg_buffer_alloc(rt._ptr(), nbytes, byref(addr)),
+               "hbg_buffer_alloc", rt)
+        self.runtime = rt
+        self.addr = addr.value
+        self.nbytes = nbytes
+        self._fin = weakref.finalize(self, _free_buffer, rt._h, self.addr)
+        rt._h.children.add(self)
+
+    def _release(self):
+        self._fin()
+
+    def _live(self):
+        p = self.runtime._ptr()
+        if not self._fin.alive:
+            raise StateError(-7, message="buffer is freed")
+        return p
+
+    def free(self):
+        """Free the device memory now (``hbg_buffer_free``)."""
+        p = self._live()
+        self._fin.detach()
+        _check(lib.hbg_buffer_free(p, self.addr), "hbg_buffer_free",
+               self.runtime)
+
+    def write(self, data, offset=0):
+        """Copy data (buffer protocol) into the buffer at byte offset."""
+        p = self._live()
+        mv = memoryview(data)
+        if not mv.c_contiguous:
+            raise ArgumentError(-1, message="data must be C-contiguous")
+        mv = mv.cast("B")
+        if offset < 0 or offset + mv.nbytes > self.nbytes:
+            raise ArgumentError(-8, message="write of %d bytes at %d "
+                                "outside a %d-byte buffer" %
+                                (mv.nbytes, offset, self.nbytes))
+        if mv.readonly:
+            src = ctypes.c_char_p(mv.tobytes())
+        else:
+            src = (ctypes.c_char * mv.nbytes).from_buffer(mv)
+        _check(lib.hbg_buffer_write(p, self.addr + offset, src, mv.nbytes),
+               "hbg_buffer_write", self.runtime)
+
+    def read_into(self, out, offset=0):
+        """Copy from the buffer at byte offset into out (a writable,
+        C-contiguous buffer-protocol object); returns out."""
+        p = self._live()
+        mv = memoryview(out)
+        if mv.readonly or not mv.c_contiguous:
+            raise ArgumentError(-1, message="out must be writable and "
+                                "C-contiguous")
+        mv = mv.cast("B")
+        if offset < 0 or offset + mv.nbytes > self.nbytes:
+            raise ArgumentError(-8, message="read of %d bytes at %d outside "
+                                "a %d-byte buffer" %
+                                (mv.nbytes, offset, self.nbytes))
+        dst = (ctypes.c_char * mv.nbytes).from_buffer(mv)
+        _check(lib.hbg_buffer_read(p, dst, self.addr + offset, mv.nbytes),
+               "hbg_buffer_read", self.runtime)
+        return out
+
+    def read(self, nbytes=None, offset=0):
+        """Bytes read from the buffer (all of it by default)."""
+        n = self.nbytes - offset if nbytes is None else int(nbytes)
+        out = bytearray(n)
+        self.read_into(out, offset)
+        return bytes(out)
+
+    def numpy(self, dtype="float32", shape=None, offset=0):
+        """A new numpy array read from the buffer (needs numpy). dtype is
+        an hbg dtype name / DType, or any numpy dtype."""
+        if _np is None:
+            raise ImportError("hbg.Buffer.numpy needs numpy")
+        if isinstance(dtype, (str, int, DType)):
+            d = _dtype(dtype)
+            if d not in _NP_OF:
+                raise ArgumentError(-1, message="numpy has no %s; read it "
+                                    "as np.uint16" % d.name)
+            dt = _np.dtype(_NP_OF[d])
+        else:
+            dt = _np.dtype(dtype)  # any numpy dtype: a raw view of bytes
+        if shape is None:
+            shape = ((self.nbytes - offset) // dt.itemsize,)
+        arr = _np.empty(shape, dtype=dt)
+        return self.read_into(arr, offset)
+
+    def tensor(self, shape, dtype=DType.F32, mode=Access.IN, offset=0,
+               strides=None):
+        """A Tensor viewing this buffer."""
+        self._live()
+        t = Tensor(self.addr, shape, dtype, mode, offset, strides)
+        if offset + t.extent > self.nbytes:
+            raise ArgumentError(-8, message="tensor of %d bytes at %d outside "
+                                "a %d-byte buffer" % (t.extent, offset,
+                                                      self.nbytes))
+        return t
+
+    def __repr__(self):
+        return "<hbg.Buffer addr=%#x nbytes=%d>" % (self.addr, self.nbytes)
+
+
+# ---------------------------------------------------------------- record
+
+_rec_lock = threading.Lock()
+_rec_ctx = {}
+_rec_next = [1]
+
+
+class Recorder:
+    """Passed to a graph's record callback: the boundary being recorded,
+    and ``task()`` to append inner tasks. Valid only during the call."""
+
+    def __init__(self, ptr):
+        self._p = ptr
+        n = c_uint32()
+        arr = lib.hbg_record_tensors(ptr, byref(n))
+        self.tensors = [Tensor._from_c(arr[i]) for i in range(n.value)]
+        arr = lib.hbg_record_scalars(ptr, byref(n))
+        self.scalars = [arr[i] for i in range(n.value)]
+
+    def task(self, kernel, args, scalars=(), deps=()):
+        """Append an inner task (``hbg_record_task``); internal outputs
+        (``Tensor.internal``) get their heap address filled in. deps are
+        earlier inner node ids. Returns the inner node id."""
+        if self._p is None:
+            raise StateError(-13, message="recorder used outside its "
+                             "record callback")
+        t, targs, keep = _task_struct(kernel, args, scalars, deps)
+        out = c_uint32()
+        _check(lib.hbg_record_task(self._p, byref(t), byref(out)),
+               "hbg_record_task")
+        for i, a in enumerate(args):
+            a._c.addr = targs[i].addr
+        return out.value
+
+
+@L.RECORD_FN
+def _record_trampoline(rec, user):
+    ctx = _rec_ctx.get(user)
+    if ctx is None:
+        return -11
+    r = Recorder(rec)
+    try:
+        ctx["fn"](r)
+        return 0
+    except BaseException as e:  # surfaced by Bind.graph after the C call
+        ctx["exc"] = e
+        return -11
+    finally:
+        r._p = None
+
+
+# ---------------------------------------------------------------- binds
+
+_OPEN, _LAUNCHED, _WAITED, _ENDED = range(4)
+
+
+def _end_bind(h, cell):
+    if cell[0] is not None and h.ptr is not None:
+        lib.hbg_bind_end(cell[0])
+    cell[0] = None
+
+
+class Bind:
+    """One bind (orchestration round) on a pipeline slot.
+
+    ``task()`` and ``graph()`` / ``graphs()`` add work; ``launch()``,
+    ``wait()``, ``end()`` finish it. As a context manager: on a normal
+    exit it launches (if not yet), waits (if not yet) and ends; after an
+    exception it ends the bind without launching it (a launched one is
+    ended, the slot's next begin waits for it). ``stats`` holds the
+    BindStats once waited. A bind dropped unended is ended when collected.
+    """
+    _order = 0
+
+    def __init__(self, rt):
+        p = c_void_p()
+        _check(lib.hbg_bind_begin(rt._ptr(), byref(p)), "hbg_bind_begin", rt)
+        self.runtime = rt
+        self._cell = [p.value]
+        self._state = _OPEN
+        self.stats = None
+        self._fin = weakref.finalize(self, _end_bind, rt._h, self._cell)
+        rt._h.children.add(self)
+
+    def _release(self):
+        self._fin()
+        self._state = _ENDED
+
+    def _ptr(self, *ok):
+        self.runtime._ptr()
+        if self._state == _ENDED or self._cell[0] is None:
+            raise StateError(-7, message="bind has ended")
+        if ok and self._state not in ok:
+            raise StateError(-7, message="bind is %s" % (
+                "open (not launched)", "launched", "waited")[self._state])
+        return self._cell[0]
+
+    @property
+    def ended(self):
+        return self._state == _ENDED
+
+    def task(self, kernel, args, scalars=(), deps=()):
+        """Append an ordinary task (``hbg_submit_task``): kernel (Kernel),
+        args (Tensors), scalars (Scalar or static ints), deps (task ids).
+        Returns its task id."""
+        p = self._ptr(_OPEN)
+        t, _targs, _keep = _task_struct(kernel, args, scalars, deps)
+        out = c_uint32()
+        _check(lib.hbg_submit_task(p, byref(t), byref(out)),
+               "hbg_submit_task", self.runtime)
+        return out.value
+
+    def _submit(self, key, tensors, scalars, record, variant, deps, n,
+                flags=0):
+        p = self._ptr(_OPEN)
+        if not callable(record):
+            raise ArgumentError(-1, message="record must be callable")
+        if isinstance(tensors, TensorArray):
+            nt, tarr = tensors.width, tensors._arr
+        else:
+            nt, tarr = len(tensors) // n, _tensor_array(tensors)
+        ns = len(scalars) // n
+        sarr = (c_uint64 * max(1, len(scalars)))(*scalars)
+        varr = (c_uint64 * max(1, len(variant)))(*variant)
+        darr = (c_uint32 * max(1, len(deps)))(*deps)
+        with _rec_lock:
+            tok = _rec_next[0]
+            _rec_next[0] += 1
+        ctx = {"fn": record, "exc": None}
+        _rec_ctx[tok] = ctx
+        g = L.GraphSubmit_c(int(key), varr, len(variant), nt, tarr, sarr, ns,
+                            len(deps), darr, _record_trampoline, tok)
+        out = (c_uint32 * n)()
+        try:
+            if n == 1:
+                rc = lib.hbg_submit_graph(p, byref(g), out)
+            else:
+                rc = lib.hbg_submit_graph_n(p, byref(g), n, flags, out)
+        finally:
+            del _rec_ctx[tok]
+        if ctx["exc"] is not None:
+            raise ctx["exc"]
+        _check(rc, "hbg_submit_graph" if n == 1 else "hbg_submit_graph_n",
+               self.runtime)
+        return list(out)
+
+    def graph(self, key, tensors=(), scalars=(), record=None, variant=(),
+              deps=()):
+        """Submit one replay of graph `key` (``hbg_submit_graph``).
+
+        tensors: the boundary Tensors (or a TensorArray from pack());
+        scalars: boundary scalar values
+        (ints); record: ``fn(Recorder)`` run only when the key is first
+        recorded in this runtime (an exception it raises propagates from
+        here); variant: config values selecting a variant; deps: earlier
+        task ids. Returns the task id."""
+        if not isinstance(tensors, TensorArray):
+            tensors = list(tensors)
+        elif tensors.rows != 1:
+            raise ArgumentError(-1, message="graph() takes one row; use "
+                                "graphs() for several")
+        return self._submit(key, tensors, [int(s) for s in scalars],
+                            record, list(variant), list(deps), 1)[0]
+
+    def graphs(self, key, tensors, scalars=None, record=None, variant=(),
+               deps=(), chain=False):
+        """Submit len(tensors) replays of one key in one C call
+        (``hbg_submit_graph_n``): tensors[i] and scalars[i] are replay i's
+        boundary (tensors may be a TensorArray of rows from pack()).
+        Every replay waits for deps; with chain=True replay i > 0
+        waits for replay i - 1 instead (a decode step's layer chain). Same
+        as calling graph() per replay, at a fraction of the Python call
+        cost. Returns the task ids."""
+        n = len(tensors)
+        if n == 0:
+            return []
+        if scalars is None:
+            scalars = [()] * n
+        if len(scalars) != n:
+            raise ArgumentError(-1, message="tensors and scalars differ in "
+                                "length")
+        ns = len(scalars[0])
+        if any(len(s) != ns for s in scalars):
+            raise ArgumentError(-1, message="every replay needs the same "
+                                "number of boundary scalars")
+        if isinstance(tensors, TensorArray):
+            flat_t = tensors
+        else:
+            nt = len(tensors[0])
+            if any(len(t) != nt for t in tensors):
+                raise ArgumentError(-1, message="every replay needs the "
+                                    "same number of boundary tensors")
+            flat_t = [t for row in tensors for t in row]
+        flat_s = [int(s) for row in scalars for s in row]
+        if not L.HAVE_BATCH:
+            if isinstance(tensors, TensorArray):
+                raise ArgumentError(-5, message="this libhbg has no "
+                                    "hbg_submit_graph_n")
+            ids = []
+            for i in range(n):
+                d = [ids[-1]] if chain and ids else deps
+                ids.append(self.graph(key, tensors[i], scalars[i], record,
+                                      variant, d))
+            return ids
+        return self._submit(key, flat_t, flat_s, record, list(variant),
+                            list(deps), n, 1 if chain else 0)
+
+    def launch(self):
+        """Upload what is left and launch the bind (``hbg_bind_launch``).
+        A second launch raises StateError."""
+        p = self._ptr(_OPEN)
+        _check(lib.hbg_bind_launch(p), "hbg_bind_launch", self.runtime)
+        self._state = _LAUNCHED
+
+    def wait(self):
+        """Wait for the launched bind (``hbg_bind_wait``); returns and
+        keeps its BindStats."""
+        p = self._ptr(_LAUNCHED, _WAITED)
+        if self._state == _LAUNCHED:
+            rc = lib.hbg_bind_wait(p)
+            self._state = _WAITED
+            self.stats = self._get_stats(p)
+            _check(rc, "hbg_bind_wait", self.runtime)
+        return self.stats
+
+    def _get_stats(self, p):
+        st = L.out_struct(L.BindStats_c)
+        _check(lib.hbg_bind_stats_get(p, ctypes.addressof(st)),
+               "hbg_bind_stats_get", self.runtime)
+        return BindStats._from_c(st)
+
+    def get_stats(self):
+        """BindStats now (``hbg_bind_stats_get``), any state but ended."""
+        return self._get_stats(self._ptr())
+
+    @property
+    def fatal(self):
+        """The latched fatal error code, 0 if none (``hbg_bind_fatal``)."""
+        return lib.hbg_bind_fatal(self._ptr())
+
+    def end(self):
+        """Release the slot (``hbg_bind_end``). Idempotent."""
+        self._release()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, et, ev, tb):
+        if et is not None:
+            self.end()
+            return False
+        try:
+            if self._state == _OPEN:
+                self.launch()
+            if self._state == _LAUNCHED:
+                self.wait()
+        finally:
+            self.end()
+        return False
+
+
+# ---------------------------------------------------------------- workloads
+
+def _destroy_workload(h, cell):
+    if cell[0] is not None and h.ptr is not None:
+        lib.hbg_workload_destroy(cell[0])
+    cell[0] = None
+
+
+class Workload:
+    """A built-in reference workload's buffers on a runtime
+    (``hbg_workload_*``): ``submit(bind, step)`` orchestrates one decode
+    step from C, ``verify(step)`` checks it against the host reference."""
+    _order = 1
+
+    def __init__(self, rt, name="qwen3-14b", layers=0, seed=0):
+        cfg = L.out_struct(L.WorkloadConfig_c)
+        lib.hbg_workload_config_init(ctypes.addressof(cfg))
+        self._name = name.encode()
+        cfg.name = self._name
+        cfg.layers = int(layers)
+        cfg.seed = int(seed)
+        p = c_void_p()
+        _check(lib.hbg_workload_create(rt._ptr(), ctypes.addressof(cfg),
+                                       byref(p)), "hbg_workload_create", rt)
+        self.runtime = rt
+        self.name = name
+        self._cell = [p.value]
+        self._fin = weakref.finalize(self, _destroy_workload, rt._h,
+                                     self._cell)
+        rt._h.children.add(self)
+
+    def _release(self):
+        self._fin()
+
+    def _ptr(self):
+        self.runtime._ptr()
+        if self._cell[0] is None:
+            raise StateError(-7, message="workload is closed")
+        return self._cell[0]
+
+    def close(self):
+        """Free the workload's device buffers. Idempotent."""
+        self._release()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    @property
+    def info(self):
+        """WorkloadInfo (``hbg_workload_get_info``)."""
+        st = L.out_struct(L.WorkloadInfo_c)
+        _check(lib.hbg_workload_get_info(self._ptr(), ctypes.addressof(st)),
+               "hbg_workload_get_info", self.runtime)
+        return WorkloadInfo(*[getattr(st, f.name)
+                              for f in dataclasses.fields(WorkloadInfo)])
+
+    def submit(self, bind, step):
+        """Orchestrate decode step `step` into bind (all tasks, graphs)."""
+        p = self._ptr()
+        _check(lib.hbg_workload_submit(p, bind._ptr(_OPEN), int(step)),
+               "hbg_workload_submit", self.runtime)
+
+    def verify(self, step):
+        """Compare step's outputs with the host reference, bit for bit.
+        Returns the max abs error (0.0); raises DeviceError (HBG_E_VERIFY)
+        on a mismatch."""
+        err = c_double()
+        _check(lib.hbg_workload_verify(self._ptr(), int(step), byref(err)),
+               "hbg_workload_verify", self.runtime)
+        return err.value

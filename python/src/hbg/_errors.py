@@ -1,0 +1,81 @@
+"""hbg error codes as Python exceptions."""
+from ._lib import lib
+
+
+class HbgError(Exception):
+    """An hbg call failed.
+
+    Attributes: ``code`` (the negative HBG_E_* value), ``name``
+    (``"HBG_E_INVAL"``), ``message`` (the library's text, plus the
+    backend-native error when the runtime recorded one), ``native``
+    (``(code, message)`` of that native error, code None when the backend
+    gave only a message, or None).
+    """
+
+    def __init__(self, code, name=None, message=None, native=None,
+                 where=None):
+        self.code = int(code)
+        self.name = name or err_name(self.code)
+        self.message = message or strerror(self.code)
+        self.native = native
+        self.where = where
+        text = "%s: %s" % (self.name, self.message)
+        if where:
+            text = "%s: %s" % (where, text)
+        if native and native[0] is None:
+            text += " (%s)" % native[1]
+        elif native:
+            text += " (native error %d: %s)" % native
+        super().__init__(text)
+
+
+class ArgumentError(HbgError, ValueError):
+    """Bad argument: invalid value, unknown name, shape, kernel, limit."""
+
+
+class StateError(HbgError):
+    """Call not valid now: closed runtime, ended bind, double launch,
+    nesting, a latched fatal bind, a failed record callback."""
+
+
+class DeviceError(HbgError):
+    """Device or host resources: memory, backend errors, I/O, loading,
+    injected faults, verification against the host reference."""
+
+
+class ImageError(HbgError):
+    """A Definition / Submission / window image failed validation."""
+
+
+_ARGUMENT = {"INVAL", "NOTFOUND", "RANGE", "SIGNATURE", "LIMIT", "KERNEL",
+             "EMPTY"}
+_STATE = {"STATE", "AGAIN", "FATAL", "NESTED", "BUSY", "RECORD"}
+
+
+def err_name(code):
+    """``hbg_err_name``: "HBG_E_INVAL" style name of an error code."""
+    return lib.hbg_err_name(int(code)).decode()
+
+
+def strerror(code):
+    """``hbg_strerror``: the library's message for an error code."""
+    return lib.hbg_strerror(int(code)).decode()
+
+
+def error_class(code):
+    """The HbgError subclass for an error code's family."""
+    short = err_name(code)[len("HBG_E_"):]
+    if short.startswith("IMG_"):
+        return ImageError
+    if short in _ARGUMENT:
+        return ArgumentError
+    if short in _STATE:
+        return StateError
+    if short == "UNKNOWN":
+        return HbgError
+    return DeviceError
+
+
+def make_error(code, where=None, native=None, message=None):
+    return error_class(code)(code, message=message, native=native,
+                             where=where)
