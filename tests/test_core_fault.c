@@ -77,6 +77,42 @@ static void test_latch(void) {
   hbg_device_close(dev);
 }
 
+/* Recording the completion event fails after the launch: the bind has
+ * reached the device, so it is not reported as failed (a caller retrying
+ * it would run it twice). Launch drains the queue and collects the bind;
+ * the wait gives the device's status without waiting again. */
+static void test_untracked_launch(void) {
+  hbg_device *dev = NULL;
+  ASSERT_OK(hbg_device_open("fault", "inner=sim", &dev));
+  for (int p = 0; p < HBG_POLICY__COUNT; p++) {
+    hbg_runtime *rt = mk(dev, p);
+    ASSERT(rt);
+    chain c;
+    ASSERT_OK(chain_create(&c, rt, L, N));
+    hbg_bind *b = NULL;
+    ASSERT_OK(hbg_bind_begin(rt, &b));
+    ASSERT_OK(chain_submit(&c, b, 0));
+    uint64_t l0 = launches(dev);
+    hbg_fault_reset(dev);
+    ASSERT_OK(hbg_fault_arm(dev, HBG_DEV_OP_EVENT_RECORD, 1, 0));
+    ASSERT_OK(hbg_bind_launch(b));
+    ASSERT_UEQ(hbg_fault_fired(dev), 1);
+    ASSERT_UEQ(launches(dev), l0 + 1);
+    ASSERT_EQ(hbg_bind_fatal(b), 0);
+    ASSERT_OK(hbg_bind_wait(b));
+    ASSERT_UEQ(hbg_fault_calls(dev, HBG_DEV_OP_EVENT_WAIT), 0);
+    hbg_bind_end(b);
+    ASSERT_OK(chain_verify(&c, 0));
+    /* both slots work afterwards */
+    ASSERT_OK(chain_bind(&c, 1, NULL));
+    ASSERT_OK(chain_bind(&c, 2, NULL));
+    chain_destroy(&c);
+    hbg_runtime_destroy(rt);
+  }
+  expect_nothing_held(hbg_fault_inner(dev));
+  hbg_device_close(dev);
+}
+
 /* A graph submission that fails before it is published gives its heap and
  * arena claims back (an extra heap block allocated for it is freed), leaves
  * the bind usable, and the same layer submitted again runs correctly. In a
@@ -219,6 +255,7 @@ static void sweep_create(void) {
 
 int main(void) {
   test_latch();
+  test_untracked_launch();
   test_unpublished_claims(HBG_POLICY_PINNED_EAGER, HBG_DEV_OP_MEM_ALLOC, 2);
   test_unpublished_claims(HBG_POLICY_COALESCED, HBG_DEV_OP_MEM_ALLOC, 2);
   test_unpublished_claims(HBG_POLICY_COALESCED, HBG_DEV_OP_COPY_H2D, 1);
