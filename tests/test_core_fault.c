@@ -113,6 +113,41 @@ static void test_untracked_launch(void) {
   hbg_device_close(dev);
 }
 
+/* Teardown waits for a bind still running on the device even when the
+ * queue cannot be synchronised: the runtime's buffers it reads are not
+ * freed under it, so it writes its right output. The bind is long (16
+ * layers of 64K floats) so that it is likely still running when teardown
+ * starts; three rounds per policy. */
+static void test_teardown_sync_fails(void) {
+  hbg_device *dev = NULL;
+  ASSERT_OK(hbg_device_open("fault", "inner=sim;mem=256M", &dev));
+  for (int i = 0; i < 3 * HBG_POLICY__COUNT; i++) {
+    const int p = i % HBG_POLICY__COUNT;
+    hbg_runtime *rt = mk(dev, p);
+    ASSERT(rt);
+    chain c;
+    ASSERT_OK(chain_create(&c, rt, 16, 1u << 16));
+    hbg_bind *b = NULL;
+    ASSERT_OK(hbg_bind_begin(rt, &b));
+    ASSERT_OK(chain_submit(&c, b, 0));
+    ASSERT_OK(hbg_bind_launch(b));
+    hbg_bind_end(b);
+    hbg_fault_reset(dev);
+    ASSERT_OK(hbg_fault_arm(dev, HBG_DEV_OP_QUEUE_SYNC, 1, 0));
+    hbg_runtime_destroy(rt);
+    ASSERT_UEQ(hbg_fault_fired(dev), 1);
+    /* the chain's buffers belong to the device: read them on a new runtime */
+    rt = mk(dev, p);
+    ASSERT(rt);
+    c.rt = rt;
+    ASSERT_OK(chain_verify(&c, 0));
+    chain_destroy(&c);
+    hbg_runtime_destroy(rt);
+  }
+  expect_nothing_held(hbg_fault_inner(dev));
+  hbg_device_close(dev);
+}
+
 /* A graph submission that fails before it is published gives its heap and
  * arena claims back (an extra heap block allocated for it is freed), leaves
  * the bind usable, and the same layer submitted again runs correctly. In a
@@ -256,6 +291,7 @@ static void sweep_create(void) {
 int main(void) {
   test_latch();
   test_untracked_launch();
+  test_teardown_sync_fails();
   test_unpublished_claims(HBG_POLICY_PINNED_EAGER, HBG_DEV_OP_MEM_ALLOC, 2);
   test_unpublished_claims(HBG_POLICY_COALESCED, HBG_DEV_OP_MEM_ALLOC, 2);
   test_unpublished_claims(HBG_POLICY_COALESCED, HBG_DEV_OP_COPY_H2D, 1);

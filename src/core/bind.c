@@ -830,7 +830,7 @@ void hbg_bind_end(hbg_bind *b) {
   if (b->state == HBG__BIND_OPEN) {
     /* Never launched: roll back. Async chunks may still read the arena. */
     if (b->win_flushed)
-      hbg_dev_queue_sync(rt->dev, s->q);
+      hbg__slot_drain(rt, s);
     hbg__slot_reclaim(rt, s);
   }
   /* Host staging of a launched bind was fully copied before launch (sync
