@@ -460,9 +460,13 @@ HBG_API const hbg_tensor *hbg_record_tensors(hbg_recorder *rec, uint32_t *n);
 HBG_API const uint64_t *hbg_record_scalars(hbg_recorder *rec, uint32_t *n);
 
 /* Finish orchestration: upload what is left and launch the bind on the
- * device (asynchronously).
+ * device (asynchronously). When the completion event cannot be recorded
+ * after the launch, the bind is drained and collected here instead (it
+ * ran, so it is not reported as failed).
  * @return 0, HBG_E_FATAL (latched earlier: nothing is launched), HBG_E_STATE,
- * or a device error (the bind is not launched). */
+ * or a device error (the bind is not launched; except when both recording
+ * the completion event and draining fail: then it ran with an unknown
+ * outcome and the error is latched). */
 HBG_API int hbg_bind_launch(hbg_bind *b);
 
 /* Wait for a launched bind to complete and collect the device status.

@@ -822,6 +822,18 @@ static int upload_window(hbg_bind *b) {
   return 0;
 }
 
+/* The device has finished the launched bind: read its status. An
+ * unreadable status is the bind's outcome, for later calls too. */
+static void collect(hbg_bind *b) {
+  hbg__slot *s = b->slot;
+  s->in_flight = 0;
+  b->st.exec_ns = hbg__now_ns() - b->t_launch_start;
+  hbg_dev_status st;
+  memset(&st, 0, sizeof st);
+  int rc = hbg_dev_copy_d2h(b->rt->dev, &st, s->status_dev, sizeof st);
+  b->st.device_status = rc < 0 ? rc : st.error;
+}
+
 int hbg_bind_launch(hbg_bind *b) {
   HBG__RETURN_IF(!b, HBG_E_INVAL);
   HBG__RETURN_IF(b->rt->recording, HBG_E_NESTED);
@@ -873,11 +885,16 @@ int hbg_bind_launch(hbg_bind *b) {
   s->in_flight = 1;
   rc = hbg_dev_event_record(rt->dev, s->done, s->q);
   if (rc < 0) {
-    /* Launched but untracked: drain so the slot can never be reused while
-     * the device still reads it. */
-    hbg_dev_queue_sync(rt->dev, s->q);
-    s->in_flight = 0;
-    return latch(b, rc);
+    /* Launched but untracked. The bind runs whatever we return, so it is
+     * not reported as failed (a caller retrying it would run it twice):
+     * drain the queue instead and collect it now. Only when the drain
+     * fails too is its outcome unknown, and latched. */
+    rc = hbg_dev_queue_sync(rt->dev, s->q);
+    if (rc < 0) {
+      s->in_flight = 0;
+      return latch(b, rc);
+    }
+    collect(b);
   }
   return 0;
 }
@@ -895,13 +912,7 @@ int hbg_bind_wait(hbg_bind *b) {
     int rc = hbg_dev_event_wait(rt->dev, s->done);
     if (rc < 0)
       return rc;
-    s->in_flight = 0;
-    b->st.exec_ns = hbg__now_ns() - b->t_launch_start;
-    hbg_dev_status st;
-    memset(&st, 0, sizeof st);
-    rc = hbg_dev_copy_d2h(rt->dev, &st, s->status_dev, sizeof st);
-    /* An unreadable status is the bind's outcome, for later calls too. */
-    b->st.device_status = rc < 0 ? rc : st.error;
+    collect(b);
   }
   return b->st.device_status;
 }
@@ -924,7 +935,7 @@ void hbg_bind_end(hbg_bind *b) {
   if (b->state == HBG__BIND_OPEN) {
     /* Never launched: roll back. Async chunks may still read the arena. */
     if (b->win_flushed)
-      hbg_dev_queue_sync(rt->dev, s->q);
+      hbg__slot_drain(rt, s);
     hbg__slot_reclaim(rt, s);
   }
   /* Host staging of a launched bind was fully copied before launch (sync

@@ -183,6 +183,9 @@ int hbg__config_check(const hbg_config *cfg);
 int hbg__slot_init(hbg_runtime *rt, hbg__slot *s, uint32_t index);
 void hbg__slot_fini(hbg_runtime *rt, hbg__slot *s);
 int hbg__slot_reclaim(hbg_runtime *rt, hbg__slot *s);
+/* Wait until the device is done with everything queued on the slot; when
+ * the queue cannot be synchronised, wait on a completion event instead. */
+void hbg__slot_drain(hbg_runtime *rt, hbg__slot *s);
 void hbg__bind_reset(hbg_bind *b);
 
 /* tracing */

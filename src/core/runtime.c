@@ -47,13 +47,22 @@ err:
   return rc;
 }
 
+void hbg__slot_drain(hbg_runtime *rt, hbg__slot *s) {
+  if (hbg_dev_queue_sync(rt->dev, s->q) == 0)
+    return;
+  /* An event recorded behind the queued work completes after it; failing
+   * that, a launched bind's own completion event. */
+  if (hbg_dev_event_record(rt->dev, s->done, s->q) == 0 || s->in_flight)
+    hbg_dev_event_wait(rt->dev, s->done);
+}
+
 /* Reverse order of creation. */
 void hbg__slot_fini(hbg_runtime *rt, hbg__slot *s) {
   hbg_bind *b = &s->bind;
   /* A launched bind, or async chunks of an open one, may still read the
    * arena and the window buffer. */
   if (s->q && (s->in_flight || b->win_flushed))
-    hbg_dev_queue_sync(rt->dev, s->q);
+    hbg__slot_drain(rt, s);
   s->in_flight = 0;
   hbg__bind_reset(b);
   s->arena.high_water = 0; /* no growth at teardown */
