@@ -82,6 +82,12 @@ grep -q '^  host allocator trim (glibc defaults.*device profile none, sim copy p
 json_has "$tmp/t.json" host_alloc '"trim"'
 json_has "$tmp/t.json" sim_spin_us 0
 json_has "$tmp/t.json" device_options '"spin=0"'
+expect_rc 0 "$hbg" bench --layers 2 --rounds 2 --warmup 0 --policy deferred \
+  --device-options profile=ascend-a2 --json "$tmp/p.json" --csv "$tmp/p.csv" --svg "$tmp/p.svg"
+grep -q 'device profile ascend-a2, sim copy polling spin=200' "$tmp/out" || fail "bench: table header lacks the profile"
+json_has "$tmp/p.json" device_profile '"ascend-a2"'
+tail -1 "$tmp/p.csv" | grep -Eq ',ascend-a2,200$' || fail "bench: csv profile"
+grep -q 'device profile ascend-a2' "$tmp/p.svg" || fail "bench: svg profile"
 expect_rc 2 "$hbg" bench --host-alloc keep
 grep -q "bad --host-alloc 'keep': want retain or trim" "$tmp/err" || fail "bench: bad --host-alloc message"
 expect_rc 2 "$hbg" bench --host-alloc
