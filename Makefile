@@ -2,7 +2,7 @@
 BUILD ?= build
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
-RUN_ARGS ?= --workload qwen3-14b --json $(BUILD)/bench.json --svg $(BUILD)/bench.svg
+RUN_ARGS ?= --workload qwen3-14b --host-alloc retain --json $(BUILD)/bench.json --svg $(BUILD)/bench.svg
 
 .PHONY: all deps configure run test asan tsan fuzz clean
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The hbg command-line tool end to end. Usage: cli.sh HBG IMAGE_GEN
+# The hbg command-line tool end to end.
+# Usage: cli.sh HBG IMAGE_GEN [plain|sanitized]
 set -eu
-hbg=$1; gen=$2
+hbg=$1; gen=$2; build=${3:-plain}
+src=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail() { echo "cli: $*" >&2; exit 1; }
 expect_rc() { # expect_rc CODE cmd...
@@ -62,6 +64,56 @@ grep -q 'pinned-bulk' "$tmp/out" || fail "bench --help: pinned-bulk not listed"
 grep -q '<svg' "$tmp/b.svg" || fail "bench: no svg"
 grep -q 'traceEvents' "$tmp/b.trace" || fail "bench: no trace"
 [ "$(wc -l < "$tmp/b.csv")" -ge 10 ] || fail "bench: csv too short"
+# the run's settings are recorded: host allocator arm (default retain), device
+# options, profile (none without profile=) and the sim's copy polling
+json_has() { # FILE KEY VALUE-REGEX
+  grep -Eq "\"$2\":[[:space:]]*$3,?\$" "$1" || fail "$1: want \"$2\": $3"
+}
+# a sanitizer's allocator refuses mallopt: the run says "system" instead
+if [ "$build" = plain ]; then arm_re='"retain"'; else arm_re='"(retain|system)"'; fi
+json_has "$tmp/b.json" host_alloc "$arm_re"
+json_has "$tmp/b.json" device_profile '"none"'
+json_has "$tmp/b.json" sim_spin_us 200
+head -1 "$tmp/b.csv" | grep -q ',host_alloc,device_profile,sim_spin_us$' || fail "bench: csv header"
+tail -1 "$tmp/b.csv" | grep -Eq ",${arm_re//\"/},none,200\$" || fail "bench: csv settings"
+grep -Eq "host allocator ${arm_re//\"/}" "$tmp/b.svg" || fail "bench: svg arm"
+if command -v xmllint >/dev/null; then
+  "$src/svg_check.sh" "$tmp/b.svg" >/dev/null || fail "bench: svg segments/labels"
+fi
+expect_rc 0 "$hbg" bench --layers 2 --rounds 2 --warmup 0 --policy deferred \
+  --host-alloc trim --device-options spin=0 --json "$tmp/t.json"
+grep -q '^  host allocator trim (glibc defaults.*device profile none, sim copy polling spin=0' \
+  "$tmp/out" || fail "bench: table header lacks the arm"
+json_has "$tmp/t.json" host_alloc '"trim"'
+json_has "$tmp/t.json" sim_spin_us 0
+json_has "$tmp/t.json" device_options '"spin=0"'
+expect_rc 0 "$hbg" bench --layers 2 --rounds 2 --warmup 0 --policy deferred \
+  --device-options profile=ascend-a2 --json "$tmp/p.json" --csv "$tmp/p.csv" --svg "$tmp/p.svg"
+grep -q 'device profile ascend-a2, sim copy polling spin=200' "$tmp/out" || fail "bench: table header lacks the profile"
+json_has "$tmp/p.json" device_profile '"ascend-a2"'
+tail -1 "$tmp/p.csv" | grep -Eq ',ascend-a2,200$' || fail "bench: csv profile"
+grep -q 'device profile ascend-a2' "$tmp/p.svg" || fail "bench: svg profile"
+expect_rc 2 "$hbg" bench --host-alloc keep
+grep -q "bad --host-alloc 'keep': want retain or trim" "$tmp/err" || fail "bench: bad --host-alloc message"
+expect_rc 2 "$hbg" bench --host-alloc
+"$hbg" bench --help | grep -q -- '--host-alloc ARM' || fail "bench --help: no --host-alloc"
+# --host-alloc reaches the allocator: deferred mallocs ~2.5 MB of images per
+# bind and frees them at completion; under trim glibc returns them to the
+# kernel and every bind faults them in again, under retain it does not.
+# (Sanitizer allocators ignore mallopt; GLIBC_TUNABLES would override.)
+faults() { # ARM -> integer minor faults per bind of deferred, 40 layers
+  expect_rc 0 "$hbg" bench --policy deferred --rounds 4 --warmup 5 --quiet \
+    --host-alloc "$1" --json "$tmp/f.json"
+  sed -n 's/.*"minor_faults_per_bind":[[:space:]]*\([0-9]*\).*/\1/p' "$tmp/f.json"
+}
+case "$(uname -s)/$build/${GLIBC_TUNABLES:-}" in
+Linux/plain/)
+  fr=$(faults retain); ft=$(faults trim)
+  [ -n "$fr" ] && [ -n "$ft" ] || fail "bench: no minor_faults_per_bind"
+  [ "$fr" -lt 20 ] && [ "$ft" -gt 100 ] ||
+    fail "bench: --host-alloc has no effect (faults per bind: retain $fr, trim $ft)" ;;
+*) echo "cli: --host-alloc fault check skipped ($build build)" ;;
+esac
 expect_rc 0 "$hbg" bench --workload dsv4 --layers 2 --rounds 2 --warmup 1 --policy coalesced
 # which binds are verified: block ends by default, every N-th, or the last
 verified_binds() { # expected count, bench options...

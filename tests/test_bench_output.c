@@ -2,6 +2,7 @@
  * the SVG is well-formed XML, the trace is Chrome trace-event JSON. */
 #include <ctype.h>
 #include <math.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -48,10 +49,15 @@ static void make_result(bench_result *r) {
       x->arena_high_water = 1000 + i;
       x->verified = a == 2 && i == 6 ? 0 : i % 2 ? -1 : 1;
       x->max_abs_err = x->verified == 0 ? 0.5 : 0.0;
+      /* policy 2 has a bind without a fault count */
+      x->minflt = a == 2 && i == 4 ? UINT64_MAX : (uint64_t)a * 100 + i;
     }
   r->workload = "qwen3-14b";
   r->device = "sim";
-  r->device_options = "workers=2";
+  r->device_options = "workers=2,profile=ascend-a2";
+  r->device_profile = "ascend-a2";
+  r->host_alloc = "retain";
+  r->sim_spin_us = 0;
   r->version = "0.1.0";
   r->layers = 40;
   r->rounds = ROUNDS;
@@ -91,6 +97,8 @@ static void t_compute(void) {
   ASSERT(fabs(pol[2].ratio[BENCH_PH_CONTROL] - 3.0) < 1e-9);
   ASSERT(isnan(pol[1].ratio[BENCH_PH_GRAPH_UP])); /* baseline median 0 */
   ASSERT(fabs(pol[1].leftover - 1.0) < 1e-9);     /* 7 over 7 binds */
+  ASSERT(fabs(pol[1].minflt - 103.0) < 1e-9);     /* mean of 100..106 */
+  ASSERT(isnan(pol[2].minflt));                   /* one bind without */
   ASSERT(fabs(pol[0].h2d_bytes - (5310080.0 + 4096.0)) < 1e-9);
   ASSERT_UEQ(pol[0].arena_high_water, 1006);
   ASSERT_UEQ(pol[0].binds, ROUNDS);
@@ -131,6 +139,13 @@ static void t_json(void) {
   ASSERT_EQ(num(root, "warmup"), 5);
   ASSERT_EQ(num(root, "interleave"), 5);
   ASSERT(fabs(num(root, "trim") - 0.2) < 1e-12);
+  /* every setting that moves a ratio */
+  ASSERT_STREQ(cJSON_GetStringValue(get(root, "host_alloc")), "retain");
+  ASSERT_STREQ(cJSON_GetStringValue(get(root, "device_profile")), "ascend-a2");
+  ASSERT_STREQ(cJSON_GetStringValue(get(root, "device_options")),
+               "workers=2,profile=ascend-a2");
+  ASSERT_EQ(num(root, "sim_spin_us"), 0);
+  ASSERT(cJSON_IsNull(get(root, "glibc_tunables")));
   const cJSON *m = get(root, "machine");
   ASSERT(cJSON_IsObject(m));
   ASSERT(cJSON_IsString(get(m, "hostname")));
@@ -157,6 +172,10 @@ static void t_json(void) {
     }
     for (size_t i = 0; i < sizeof per_bind / sizeof per_bind[0]; i++)
       num(p, per_bind[i]);
+    if (a == 2)
+      ASSERT(cJSON_IsNull(get(p, "minor_faults_per_bind")));
+    else
+      ASSERT(fabs(num(p, "minor_faults_per_bind") - (a * 100.0 + 3)) < 1e-9);
     ASSERT(cJSON_IsBool(get(p, "verified")));
     ASSERT_EQ(cJSON_IsTrue(get(p, "verified")), a != 2);
     const cJSON *ra = get(p, "ratio_vs_first");
@@ -169,6 +188,24 @@ static void t_json(void) {
   const cJSON *p1 = cJSON_GetArrayItem(ps, 1);
   ASSERT(fabs(num(get(p1, "control_plane_us"), "median") - 8.0) < 1e-9);
   ASSERT(fabs(num(p1, "h2d_bytes_per_bind") - (5310080.0 / 2 + 4096)) < 1e-6);
+  cJSON_Delete(root);
+  free(s);
+
+  /* not the sim, no profile, tunables set */
+  r.device = "cuda";
+  r.device_options = NULL;
+  r.device_profile = "none";
+  r.sim_spin_us = -1;
+  r.host_alloc = "trim";
+  r.glibc_tunables = "glibc.malloc.trim_threshold=1";
+  s = render(bench_write_json, &r);
+  root = cJSON_Parse(s);
+  ASSERT(root);
+  ASSERT_STREQ(cJSON_GetStringValue(get(root, "host_alloc")), "trim");
+  ASSERT_STREQ(cJSON_GetStringValue(get(root, "device_profile")), "none");
+  ASSERT(cJSON_IsNull(get(root, "sim_spin_us")));
+  ASSERT_STREQ(cJSON_GetStringValue(get(root, "glibc_tunables")),
+               "glibc.malloc.trim_threshold=1");
   cJSON_Delete(root);
   free(s);
 }
@@ -188,6 +225,10 @@ static void t_csv(void) {
   ASSERT(strstr(s, "control_plane_ns"));
   ASSERT(strstr(s, "h2d_copies"));
   ASSERT(strstr(s, "\npinned-eager,3,8,"));
+  ASSERT(strstr(s, ",minor_faults,host_alloc,device_profile,sim_spin_us\n"));
+  /* every row ends with the bind's faults and the run's settings */
+  ASSERT(strstr(s, ",103,retain,ascend-a2,0\n"));
+  ASSERT(strstr(s, ",,retain,ascend-a2,0\n")); /* no count: empty */
   for (const char *p = strchr(s, '\n') + 1; *p; p = strchr(p, '\n') + 1) {
     size_t commas = 0;
     for (const char *q = p; *q != '\n'; q++)
@@ -207,6 +248,17 @@ static void t_table(void) {
   ASSERT(strstr(s, "ratio of medians vs deferred"));
   ASSERT(strstr(s, "graph_upload n/a"));
   ASSERT(strstr(s, "control_plane 3.000x"));
+  ASSERT(strstr(s, "host allocator retain (freed heap pages kept"));
+  ASSERT(strstr(s, "device profile ascend-a2"));
+  ASSERT(strstr(s, "sim copy polling spin=0"));
+  ASSERT(strstr(s, "faults"));
+  ASSERT(strstr(s, "  103.0  yes")); /* pinned-eager's mean faults */
+  free(s);
+  r.host_alloc = "trim";
+  r.sim_spin_us = -1;
+  s = render(bench_print_table, &r);
+  ASSERT(strstr(s, "host allocator trim (glibc defaults"));
+  ASSERT(!strstr(s, "spin="));
   free(s);
 }
 
@@ -350,6 +402,39 @@ static void t_xml_checker(void) {
   ASSERT(xml_check("<a x=\"<\"></a>") != NULL);
 }
 
+static size_t count(const char *s, const char *what) {
+  size_t n = 0;
+  for (const char *p = s; (p = strstr(p, what)); p += strlen(what))
+    n++;
+  return n;
+}
+
+/* xmllint --noout, then tests/svg_check.sh with min_share (the stacked
+ * segments add up to each labelled total; every bar is at least that share
+ * of the plot wide in some panel). @return 0 ok, 77 no xmllint, else the
+ * failing exit status. */
+static int svg_external(const char *svg, const char *min_share) {
+  const char *src = getenv("HBG_TEST_SRC");
+  if (access("/usr/bin/xmllint", X_OK) != 0 || !src)
+    return 77;
+  char path[] = "/tmp/hbg_bench_svg_XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT(fd >= 0);
+  FILE *f = fdopen(fd, "w");
+  ASSERT(f);
+  ASSERT(fputs(svg, f) >= 0);
+  ASSERT_EQ(fclose(f), 0);
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "/usr/bin/xmllint --noout %s", path);
+  int rc = system(cmd);
+  if (rc == 0) {
+    snprintf(cmd, sizeof cmd, "%s/svg_check.sh %s %s", src, path, min_share);
+    rc = system(cmd);
+  }
+  unlink(path);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
 static void t_svg(void) {
   bench_result r;
   make_result(&r);
@@ -366,23 +451,37 @@ static void t_svg(void) {
   ASSERT(strstr(s, "\xC2\xB5s")); /* units */
   ASSERT(strstr(s, "<rect"));
   ASSERT(strstr(s, "</svg>"));
-
-  if (access("/usr/bin/xmllint", X_OK) == 0) {
-    char path[] = "/tmp/hbg_bench_svg_XXXXXX";
-    int fd = mkstemp(path);
-    ASSERT(fd >= 0);
-    FILE *f = fdopen(fd, "w");
-    ASSERT(f);
-    ASSERT(fputs(s, f) >= 0);
-    ASSERT_EQ(fclose(f), 0);
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "/usr/bin/xmllint --noout %s", path);
-    int rc = system(cmd);
-    unlink(path);
+  ASSERT(strstr(s, "host allocator retain (freed heap pages kept"));
+  ASSERT(strstr(s, "device profile ascend-a2"));
+  ASSERT(strstr(s, "sim copy polling spin=0 (us)"));
+  ASSERT(strstr(s, "device options: workers=2,profile=ascend-a2"));
+  ASSERT(strstr(s, "need not equal the sum of the medians")); /* why not */
+  /* bars 1 : 2 : 3, all on one scale: no zoomed panel */
+  ASSERT_UEQ(count(s, "<g class=\"panel\">"), 1);
+  ASSERT_UEQ(count(s, "<g class=\"bar\">"), NPOL);
+  /* the stacked medians of policy 1: 0.8 + 5.6 + 1.6 us */
+  ASSERT(strstr(s, "<tspan class=\"total\">8.00</tspan>"));
+  int rc = svg_external(s, "0.2");
+  if (rc == 77)
+    printf("test_bench_output: no xmllint or HBG_TEST_SRC, built-in checks "
+           "only\n");
+  else
     ASSERT_EQ(rc, 0);
-  } else {
-    printf("test_bench_output: no /usr/bin/xmllint, built-in checker only\n");
-  }
+  free(s);
+
+  /* the first policy 50 times slower: the others get a second panel on
+   * their own scale, where they are wide enough to read */
+  for (uint32_t i = 0; i < ROUNDS; i++)
+    for (int ph = 0; ph < BENCH_PH__COUNT; ph++)
+      recs[i].ns[ph] *= 50;
+  ASSERT_EQ(bench_result_compute(&r), 0);
+  s = render(bench_write_svg, &r);
+  ASSERT(xml_check(s) == NULL);
+  ASSERT_UEQ(count(s, "<g class=\"panel\">"), 2);
+  ASSERT_UEQ(count(s, "<g class=\"bar\">"), NPOL + NPOL - 1);
+  ASSERT(strstr(s, "zoomed"));
+  rc = svg_external(s, "0.2");
+  ASSERT(rc == 0 || rc == 77);
   free(s);
 
   /* a degenerate result (all zero) still renders */
@@ -392,6 +491,7 @@ static void t_svg(void) {
   s = render(bench_write_svg, &r);
   ASSERT(xml_check(s) == NULL);
   ASSERT(!strstr(s, "nan") && !strstr(s, "inf"));
+  ASSERT_UEQ(count(s, "<g class=\"panel\">"), 1);
   free(s);
 }
 

@@ -37,6 +37,7 @@ static int compute_policy(bench_result *r, uint32_t arm, uint64_t *scratch) {
     p->leftover += x->leftover;
     p->fallback += x->fallback;
     p->dev_allocs += x->dev_allocs;
+    p->minflt += x->minflt == UINT64_MAX ? NAN : (double)x->minflt;
     if (x->arena_high_water > p->arena_high_water)
       p->arena_high_water = x->arena_high_water;
     if (x->verified >= 0) {
@@ -51,7 +52,7 @@ static int compute_policy(bench_result *r, uint32_t arm, uint64_t *scratch) {
   double *means[] = {&p->graph_bytes, &p->graph_copies, &p->window_bytes,
                      &p->window_copies, &p->def_bytes, &p->h2d_bytes,
                      &p->h2d_copies, &p->leftover, &p->fallback,
-                     &p->dev_allocs};
+                     &p->dev_allocs, &p->minflt};
   for (size_t i = 0; i < sizeof means / sizeof means[0]; i++)
     *means[i] /= (double)n;
   p->binds = (uint32_t)n;
@@ -105,11 +106,39 @@ static const char *verify_text(const bench_result *r) {
   return "every n-th measured bind and the last";
 }
 
+static const char *alloc_text(const char *arm) {
+  if (!arm)
+    return "not recorded";
+  if (!strcmp(arm, "retain"))
+    return "retain (freed heap pages kept in the process)";
+  if (!strcmp(arm, "trim"))
+    return "trim (glibc defaults: freed heap pages returned to the kernel)";
+  if (!strcmp(arm, "system"))
+    return "system (the allocator's defaults; retain unavailable)";
+  return arm;
+}
+
+/* ", sim copy polling spin=200 (us)" into buf, or "" when the device is not the sim. */
+static void spin_text(char *buf, size_t n, const bench_result *r) {
+  if (r->sim_spin_us < 0)
+    buf[0] = '\0';
+  else
+    snprintf(buf, n, ", sim copy polling spin=%lld (us)",
+             (long long)r->sim_spin_us);
+}
+
 int bench_print_table(const bench_result *r, FILE *f) {
+  char spin[64];
+  spin_text(spin, sizeof spin, r);
   fprintf(f, "hbg bench: workload %s, %u layers, device %s%s%s\n",
           r->workload, r->layers, r->device,
           r->device_options && *r->device_options ? " " : "",
           r->device_options ? r->device_options : "");
+  fprintf(f, "  host allocator %s, device profile %s%s\n",
+          alloc_text(r->host_alloc),
+          r->device_profile ? r->device_profile : "none", spin);
+  if (r->glibc_tunables)
+    fprintf(f, "  GLIBC_TUNABLES=%s\n", r->glibc_tunables);
   fprintf(f,
           "  %u measured + %u warm-up binds per policy, interleaved in blocks "
           "of %u, trimmed mean drops %.0f%% at each end\n",
@@ -131,18 +160,20 @@ int bench_print_table(const bench_result *r, FILE *f) {
               phase_names[ph], p->ph[ph].median / 1e3, p->ph[ph].min / 1e3,
               p->ph[ph].tmean / 1e3);
   }
-  fprintf(f, "\n%-14s %12s %12s %10s %12s %9s %9s %10s  %s\n", "per bind",
-          "graph B", "H2D B", "H2D cps", "def B", "leftover", "fallback",
-          "arena hw", "verified");
+  fprintf(f, "\n%-14s %12s %12s %10s %12s %9s %9s %10s %9s  %s\n",
+          "per bind", "graph B", "H2D B", "H2D cps", "def B", "leftover",
+          "fallback", "arena hw", "faults", "verified");
   for (uint32_t a = 0; a < r->n_policies; a++) {
     const bench_policy_res *p = &r->pol[a];
-    fprintf(f, "%-14s %12.0f %12.0f %10.1f %12.0f %9.1f %9.1f %10llu  %s (%u/%u)\n",
+    fprintf(f, "%-14s %12.0f %12.0f %10.1f %12.0f %9.1f %9.1f %10llu %9.1f  %s (%u/%u)\n",
             p->name, p->graph_bytes, p->h2d_bytes, p->h2d_copies,
             p->def_bytes, p->leftover, p->fallback,
-            (unsigned long long)p->arena_high_water,
+            (unsigned long long)p->arena_high_water, p->minflt,
             p->verified ? "yes" : "NO", p->checked - p->mismatched,
             p->checked);
   }
+  fprintf(f, "(faults: minor page faults of the orchestrating thread per "
+             "bind, host-reference checks excluded)\n");
   if (r->n_policies > 1) {
     fprintf(f, "\nratio of medians vs %s:\n", r->pol[0].name);
     for (uint32_t a = 1; a < r->n_policies; a++) {
@@ -211,6 +242,7 @@ static int json_policy(cJSON *arr, const bench_policy_res *p) {
   bad |= jnum(o, "leftover_per_bind", p->leftover);
   bad |= jnum(o, "fallback_per_bind", p->fallback);
   bad |= jnum(o, "dev_allocs_per_bind", p->dev_allocs);
+  bad |= jnum(o, "minor_faults_per_bind", p->minflt);
   bad |= jnum(o, "arena_high_water_bytes", (double)p->arena_high_water);
   bad |= jnum(o, "binds", p->binds);
   bad |= jnum(o, "verified_binds", p->checked);
@@ -241,6 +273,17 @@ int bench_write_json(const bench_result *r, FILE *f) {
   int bad = jstr(root, "workload", r->workload);
   bad |= jstr(root, "device", r->device);
   bad |= jstr(root, "device_options", r->device_options);
+  bad |= jstr(root, "device_profile", r->device_profile ? r->device_profile
+                                                        : "none");
+  if (r->sim_spin_us >= 0)
+    bad |= jnum(root, "sim_spin_us", (double)r->sim_spin_us);
+  else
+    bad |= cJSON_AddNullToObject(root, "sim_spin_us") ? 0 : -1;
+  bad |= jstr(root, "host_alloc", r->host_alloc);
+  if (r->glibc_tunables)
+    bad |= jstr(root, "glibc_tunables", r->glibc_tunables);
+  else
+    bad |= cJSON_AddNullToObject(root, "glibc_tunables") ? 0 : -1;
   bad |= jstr(root, "version", r->version);
   bad |= jnum(root, "layers", r->layers);
   bad |= jnum(root, "rounds", r->rounds);
@@ -277,14 +320,15 @@ int bench_write_csv(const bench_result *r, FILE *f) {
     fprintf(f, ",%s_ns", phase_names[ph]);
   fprintf(f, ",graph_bytes,graph_copies,window_bytes,window_copies,def_bytes,"
              "h2d_bytes,h2d_copies,leftover,fallback,dev_allocs,recorded,"
-             "arena_high_water,verified,max_abs_err\n");
+             "arena_high_water,verified,max_abs_err,minor_faults,host_alloc,"
+             "device_profile,sim_spin_us\n");
   for (size_t i = 0; i < r->n_recs; i++) {
     const bench_rec *x = &r->recs[i];
     const char *name = x->arm < r->n_policies ? r->pol[x->arm].name : "?";
     fprintf(f, "%s,%u,%llu", name, x->round, (unsigned long long)x->seq);
     for (int ph = 0; ph < BENCH_PH__COUNT; ph++)
       fprintf(f, ",%llu", (unsigned long long)x->ns[ph]);
-    fprintf(f, ",%llu,%llu,%llu,%llu,%llu,%llu,%llu,%u,%u,%u,%u,%llu,%s,%g\n",
+    fprintf(f, ",%llu,%llu,%llu,%llu,%llu,%llu,%llu,%u,%u,%u,%u,%llu,%s,%g,",
             (unsigned long long)x->graph_bytes,
             (unsigned long long)x->graph_copies,
             (unsigned long long)x->window_bytes,
@@ -296,6 +340,13 @@ int bench_write_csv(const bench_result *r, FILE *f) {
             (unsigned long long)x->arena_high_water,
             x->verified < 0 ? "" : x->verified ? "1" : "0",
             x->verified < 0 ? 0.0 : x->max_abs_err);
+    if (x->minflt != UINT64_MAX)
+      fprintf(f, "%llu", (unsigned long long)x->minflt);
+    fprintf(f, ",%s,%s,", r->host_alloc ? r->host_alloc : "",
+            r->device_profile ? r->device_profile : "none");
+    if (r->sim_spin_us >= 0)
+      fprintf(f, "%lld", (long long)r->sim_spin_us);
+    fputc('\n', f);
   }
   return ferror(f) ? -1 : 0;
 }
@@ -338,31 +389,139 @@ static double nice_step(double range) {
 
 #define SVG_W 960.0
 #define SVG_ML 150.0
-#define SVG_MR 170.0
-#define SVG_MT 78.0
+#define SVG_MR 110.0
+#define SVG_MT 92.0
 #define SVG_BH 34.0
 #define SVG_BG 34.0
+#define SVG_PANEL_GAP 96.0
+/* A policy whose stacked bar is under this share of the first panel's axis
+ * is drawn again in a second panel with its own scale. */
+#define SVG_ZOOM_SHARE 0.2
+
+static const int svg_segs[3] = {BENCH_PH_HOST_ORCH, BENCH_PH_GRAPH_UP,
+                                BENCH_PH_WINDOW_UP};
+static const char *const svg_colors[3] = {"#4e79a7", "#f28e2b", "#59a14f"};
+
+/* The drawn bar: the medians of the three phases, stacked. */
+static double svg_stacked_us(const bench_policy_res *p) {
+  double s = 0.0;
+  for (int i = 0; i < 3; i++)
+    s += p->ph[svg_segs[i]].median / 1e3;
+  return s;
+}
+
+static double svg_axis_max(double vmax, double *step) {
+  *step = nice_step(vmax);
+  double amax = vmax > 0.0 ? ceil(vmax / *step - 1e-9) * *step : *step * 5.0;
+  return amax > 0.0 ? amax : *step;
+}
+
+static double svg_panel_height(uint32_t n) {
+  return n * (SVG_BH + SVG_BG) + SVG_BG;
+}
+
+static void svg_bar(FILE *f, const bench_result *r, uint32_t a, double y,
+                    double amax) {
+  const bench_policy_res *p = &r->pol[a];
+  double pw = SVG_W - SVG_ML - SVG_MR, x = SVG_ML;
+  char b1[32];
+  fprintf(f, "<g class=\"bar\">\n<text x=\"%.1f\" y=\"%.1f\" "
+             "text-anchor=\"end\" font-weight=\"bold\">",
+          SVG_ML - 10.0, y + SVG_BH / 2.0 + 5.0);
+  xml_text(f, p->name);
+  fprintf(f, "</text>\n");
+  for (int i = 0; i < 3; i++) {
+    double us = p->ph[svg_segs[i]].median / 1e3;
+    double w = us / amax * pw;
+    fmt_us(b1, sizeof b1, us);
+    fprintf(f, "<rect class=\"seg\" x=\"%.3f\" y=\"%.1f\" width=\"%.3f\" "
+               "height=\"%.1f\" fill=\"%s\"><title>", x, y, w, SVG_BH,
+            svg_colors[i]);
+    xml_text(f, p->name);
+    fprintf(f, " %s: %s \xC2\xB5s</title></rect>\n", phase_names[svg_segs[i]],
+            b1);
+    if (w >= 44.0)
+      fprintf(f, "<text x=\"%.2f\" y=\"%.1f\" text-anchor=\"middle\" "
+                 "fill=\"#ffffff\" font-size=\"12\">%s</text>\n",
+              x + w / 2.0, y + SVG_BH / 2.0 + 4.0, b1);
+    x += w;
+  }
+  fmt_us(b1, sizeof b1, svg_stacked_us(p));
+  fprintf(f, "<text x=\"%.2f\" y=\"%.1f\"><tspan class=\"total\">%s</tspan>"
+             " \xC2\xB5s</text>\n", x + 6.0, y + SVG_BH / 2.0 + 5.0, b1);
+  fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" "
+             "fill=\"#555555\">", SVG_ML + 2.0, y + SVG_BH + 14.0);
+  for (int i = 0; i < 3; i++) {
+    fmt_us(b1, sizeof b1, p->ph[svg_segs[i]].median / 1e3);
+    fprintf(f, "%s%s %s", i ? " + " : "", phase_names[svg_segs[i]], b1);
+  }
+  fmt_us(b1, sizeof b1, p->ph[BENCH_PH_CONTROL].median / 1e3);
+  fprintf(f, " \xC2\xB5s; control_plane median %s \xC2\xB5s", b1);
+  if (a && isfinite(p->ratio[BENCH_PH_CONTROL]))
+    fprintf(f, " (%.3fx %s)", p->ratio[BENCH_PH_CONTROL], r->pol[0].name);
+  fprintf(f, "</text>\n</g>\n");
+}
+
+/* One panel: grid, axis with ticks, and a bar per listed policy. */
+static void svg_panel(FILE *f, const bench_result *r, const uint32_t *list,
+                      uint32_t n, double top, double vmax, const char *head) {
+  double step, amax = svg_axis_max(vmax, &step);
+  double pw = SVG_W - SVG_ML - SVG_MR;
+  double ax_y = top + svg_panel_height(n);
+  char b1[32];
+  fprintf(f, "<g class=\"panel\">\n");
+  if (head)
+    fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" font-weight=\"bold\" "
+               "fill=\"#333333\">%s</text>\n", SVG_ML, top - 8.0, head);
+  fprintf(f, "<g stroke=\"#dddddd\" stroke-width=\"1\">\n");
+  for (double t = 0.0; t <= amax + step * 1e-6; t += step) {
+    double x = SVG_ML + t / amax * pw;
+    fprintf(f, "<line x1=\"%.3f\" y1=\"%.1f\" x2=\"%.3f\" y2=\"%.1f\"/>\n", x,
+            top, x, ax_y);
+  }
+  fprintf(f, "</g>\n<g text-anchor=\"middle\" fill=\"#333333\">\n");
+  for (double t = 0.0; t <= amax + step * 1e-6; t += step) {
+    double x = SVG_ML + t / amax * pw;
+    fmt_tick(b1, sizeof b1, t, step);
+    fprintf(f, "<line x1=\"%.3f\" y1=\"%.1f\" x2=\"%.3f\" y2=\"%.1f\" "
+               "stroke=\"#333333\"/>\n", x, ax_y, x, ax_y + 5.0);
+    fprintf(f, "<text class=\"tick\" x=\"%.3f\" y=\"%.1f\">%s</text>\n", x,
+            ax_y + 20.0, b1);
+  }
+  fprintf(f, "</g>\n");
+  fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+             "stroke=\"#333333\"/>\n", SVG_ML, top, SVG_ML, ax_y);
+  fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+             "stroke=\"#333333\"/>\n", SVG_ML, ax_y, SVG_ML + pw, ax_y);
+  fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">"
+             "time per bind (\xC2\xB5s)</text>\n", SVG_ML + pw / 2.0,
+          ax_y + 40.0);
+  for (uint32_t i = 0; i < n; i++)
+    svg_bar(f, r, list[i], top + SVG_BG + i * (SVG_BH + SVG_BG), amax);
+  fprintf(f, "</g>\n");
+}
 
 int bench_write_svg(const bench_result *r, FILE *f) {
-  static const int segs[3] = {BENCH_PH_HOST_ORCH, BENCH_PH_GRAPH_UP,
-                              BENCH_PH_WINDOW_UP};
-  static const char *const colors[3] = {"#4e79a7", "#f28e2b", "#59a14f"};
-  double vmax = 0.0;
-  for (uint32_t a = 0; a < r->n_policies; a++) {
-    double s = 0.0;
-    for (int i = 0; i < 3; i++)
-      s += r->pol[a].ph[segs[i]].median / 1e3;
-    vmax = fmax(vmax, fmax(s, r->pol[a].ph[BENCH_PH_CONTROL].median / 1e3));
+  uint32_t all[64], zoom[64], nz = 0;
+  uint32_t n = r->n_policies < 64 ? r->n_policies : 64;
+  double vmax = 0.0, zmax = 0.0;
+  for (uint32_t a = 0; a < n; a++) {
+    all[a] = a;
+    vmax = fmax(vmax, svg_stacked_us(&r->pol[a]));
   }
-  double step = nice_step(vmax);
-  double amax = vmax > 0.0 ? ceil(vmax / step - 1e-9) * step : step * 5.0;
-  if (amax <= 0.0)
-    amax = step;
-  double pw = SVG_W - SVG_ML - SVG_MR;
-  double ph = r->n_policies * (SVG_BH + SVG_BG) + SVG_BG;
-  double ax_y = SVG_MT + ph;
-  double h = ax_y + 104.0;
-  char b1[32];
+  double step, amax = svg_axis_max(vmax, &step);
+  for (uint32_t a = 0; a < n; a++) {
+    double s = svg_stacked_us(&r->pol[a]);
+    if (s > 0.0 && s < amax * SVG_ZOOM_SHARE) {
+      zoom[nz++] = a;
+      zmax = fmax(zmax, s);
+    }
+  }
+  double p1 = svg_panel_height(n) + SVG_PANEL_GAP;
+  double p2 = nz ? svg_panel_height(nz) + SVG_PANEL_GAP : 0.0;
+  double legend_y = SVG_MT + p1 + p2;
+  double h = legend_y + 72.0;
+  char b1[64];
 
   fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n");
   fprintf(f,
@@ -372,6 +531,8 @@ int bench_write_svg(const bench_result *r, FILE *f) {
           SVG_W, h, SVG_W, h);
   fprintf(f, "<title>hbg bench: control-plane phases per bind (");
   xml_text(f, r->workload);
+  fprintf(f, ", host allocator ");
+  xml_text(f, r->host_alloc ? r->host_alloc : "?");
   fprintf(f, ")</title>\n");
   fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" "
              "fill=\"#ffffff\"/>\n", SVG_W, h);
@@ -384,81 +545,49 @@ int bench_write_svg(const bench_result *r, FILE *f) {
   xml_text(f, r->device);
   fprintf(f, ", %u measured binds per policy (%u warm-up dropped), "
              "interleaved x%u</text>\n", r->rounds, r->warmup, r->interleave);
-  fprintf(f, "<text x=\"%.0f\" y=\"68\" fill=\"#444444\" font-size=\"12\">"
-             "label at the right: median control_plane (phases summed within "
-             "each bind) and its ratio to the first policy</text>\n", SVG_ML);
-
-  fprintf(f, "<g stroke=\"#dddddd\" stroke-width=\"1\">\n");
-  for (double t = 0.0; t <= amax + step * 1e-6; t += step) {
-    double x = SVG_ML + t / amax * pw;
-    fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", x,
-            SVG_MT, x, ax_y);
+  fprintf(f, "<text class=\"settings\" x=\"%.0f\" y=\"68\" fill=\"#444444\" "
+             "font-size=\"12\">host allocator ", SVG_ML);
+  xml_text(f, alloc_text(r->host_alloc));
+  fprintf(f, ", device profile ");
+  xml_text(f, r->device_profile ? r->device_profile : "none");
+  spin_text(b1, sizeof b1, r);
+  fputs(b1, f);
+  fprintf(f, "</text>\n<text x=\"%.0f\" y=\"84\" fill=\"#444444\" "
+             "font-size=\"12\">device options: ", SVG_ML);
+  xml_text(f, r->device_options && *r->device_options ? r->device_options
+                                                      : "(none)");
+  if (r->glibc_tunables) {
+    fprintf(f, "; GLIBC_TUNABLES=");
+    xml_text(f, r->glibc_tunables);
   }
-  fprintf(f, "</g>\n<g text-anchor=\"middle\" fill=\"#333333\">\n");
-  for (double t = 0.0; t <= amax + step * 1e-6; t += step) {
-    double x = SVG_ML + t / amax * pw;
-    fmt_tick(b1, sizeof b1, t, step);
-    fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-               "stroke=\"#333333\"/>\n", x, ax_y, x, ax_y + 5.0);
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", x, ax_y + 20.0, b1);
-  }
-  fprintf(f, "</g>\n");
-  fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-             "stroke=\"#333333\"/>\n", SVG_ML, SVG_MT, SVG_ML, ax_y);
-  fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-             "stroke=\"#333333\"/>\n", SVG_ML, ax_y, SVG_ML + pw, ax_y);
-  fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">"
-             "time per bind (\xC2\xB5s)</text>\n", SVG_ML + pw / 2.0,
-          ax_y + 42.0);
-  fprintf(f, "<text transform=\"translate(22 %.1f) rotate(-90)\" "
-             "text-anchor=\"middle\">upload policy</text>\n",
-          SVG_MT + ph / 2.0);
+  fprintf(f, "</text>\n");
 
-  for (uint32_t a = 0; a < r->n_policies; a++) {
-    const bench_policy_res *p = &r->pol[a];
-    double y = SVG_MT + SVG_BG + a * (SVG_BH + SVG_BG);
-    double x = SVG_ML;
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" "
-               "font-weight=\"bold\">", SVG_ML - 10.0, y + SVG_BH / 2.0 + 5.0);
-    xml_text(f, p->name);
-    fprintf(f, "</text>\n<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" "
-               "fill=\"#555555\">", SVG_ML + 2.0, y + SVG_BH + 14.0);
-    for (int i = 0; i < 3; i++) {
-      fmt_us(b1, sizeof b1, p->ph[segs[i]].median / 1e3);
-      fprintf(f, "%s%s %s", i ? ", " : "", phase_names[segs[i]], b1);
-    }
-    fprintf(f, " \xC2\xB5s</text>\n");
-    for (int i = 0; i < 3; i++) {
-      double us = p->ph[segs[i]].median / 1e3;
-      double w = us / amax * pw;
-      fmt_us(b1, sizeof b1, us);
-      fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" "
-                 "fill=\"%s\"><title>", x, y, w, SVG_BH, colors[i]);
-      xml_text(f, p->name);
-      fprintf(f, " %s: %s \xC2\xB5s</title></rect>\n", phase_names[segs[i]],
-              b1);
-      if (w >= 44.0)
-        fprintf(f, "<text x=\"%.2f\" y=\"%.1f\" text-anchor=\"middle\" "
-                   "fill=\"#ffffff\" font-size=\"12\">%s</text>\n",
-                x + w / 2.0, y + SVG_BH / 2.0 + 4.0, b1);
-      x += w;
-    }
-    fmt_us(b1, sizeof b1, p->ph[BENCH_PH_CONTROL].median / 1e3);
-    fprintf(f, "<text x=\"%.2f\" y=\"%.1f\">%s \xC2\xB5s", x + 6.0,
-            y + SVG_BH / 2.0 + 5.0, b1);
-    if (a && isfinite(p->ratio[BENCH_PH_CONTROL]))
-      fprintf(f, " (%.2fx)", p->ratio[BENCH_PH_CONTROL]);
-    fprintf(f, "</text>\n");
+  svg_panel(f, r, all, n, SVG_MT + 18.0, vmax, nz ? "all policies" : NULL);
+  if (nz) {
+    snprintf(b1, sizeof b1,
+             "zoomed: bars under %.0f%% of the axis above, own scale",
+             SVG_ZOOM_SHARE * 100.0);
+    svg_panel(f, r, zoom, nz, SVG_MT + 18.0 + p1, zmax, b1);
   }
 
-  double ly = ax_y + 70.0, lx = SVG_ML;
+  double lx = SVG_ML;
   for (int i = 0; i < 3; i++) {
     fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"14\" "
-               "fill=\"%s\"/>\n", lx, ly - 11.0, colors[i]);
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", lx + 20.0, ly,
-            phase_names[segs[i]]);
+               "fill=\"%s\"/>\n", lx, legend_y - 11.0, svg_colors[i]);
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", lx + 20.0, legend_y,
+            phase_names[svg_segs[i]]);
     lx += 160.0;
   }
+  static const char *const note[] = {
+      "Each bar stacks the medians of its three phases; the number at its "
+      "end is their sum.",
+      "control_plane (under each bar) is the median of the per-bind sums, "
+      "which need not equal the sum of the medians;",
+      "the ratio beside it is of control_plane medians."};
+  for (int i = 0; i < 3; i++)
+    fprintf(f, "<text class=\"note\" x=\"%.0f\" y=\"%.1f\" "
+               "font-size=\"11\" fill=\"#555555\">%s</text>\n",
+            SVG_ML, legend_y + 22.0 + 15.0 * i, note[i]);
   fprintf(f, "</svg>\n");
   return ferror(f) ? -1 : 0;
 }

@@ -33,6 +33,7 @@ typedef struct bench_rec {
   uint64_t h2d_bytes, h2d_copies;
   uint64_t arena_high_water;
   uint32_t leftover, fallback, dev_allocs, n_recorded;
+  uint64_t minflt; /* orchestrating thread's minor faults; UINT64_MAX: n/a */
   int32_t verified; /* -1 not checked, 0 mismatch, 1 matched */
   double max_abs_err;
 } bench_rec;
@@ -44,6 +45,7 @@ typedef struct bench_policy_res {
   /* means per measured bind */
   double graph_bytes, graph_copies, window_bytes, window_copies, def_bytes;
   double h2d_bytes, h2d_copies, leftover, fallback, dev_allocs;
+  double minflt; /* NaN where a bind had no count */
   uint64_t arena_high_water; /* max over the measured binds */
   uint32_t binds, checked, mismatched;
   double max_abs_err;
@@ -53,8 +55,17 @@ typedef struct bench_policy_res {
 /* bench_result.verify_every: verify the last measured bind of each block. */
 #define BENCH_VERIFY_BLOCK UINT32_MAX
 
+/* The sim's copy polling when its options do not set spin= (README). */
+#define BENCH_SIM_SPIN_DEFAULT_US 200
+
 typedef struct bench_result {
   const char *workload, *device, *device_options, *version;
+  /* every setting that moves a ratio: the host allocator arm ("retain",
+   * "trim", or "system" where retain is unavailable), GLIBC_TUNABLES (NULL
+   * when unset), the device profile (profile= of the device options, "none"
+   * without one) and the sim's copy polling in us (-1: not the sim) */
+  const char *host_alloc, *glibc_tunables, *device_profile;
+  int64_t sim_spin_us;
   uint32_t layers, rounds, warmup, interleave, verify_every, pipeline;
   uint64_t chunk;
   double trim;

@@ -9,6 +9,7 @@
 #include <hbg/hbg.h>
 #include <hbg/hbg_workload.h>
 
+#include "bench_host.h"
 #include "bench_out.h"
 #include "bench_stats.h"
 #include "cli.h"
@@ -22,6 +23,7 @@ typedef struct bench_opts {
   uint32_t layers, rounds, warmup, interleave, verify_every, chunk;
   double trim;
   int pipeline, quiet;
+  int host_alloc; /* BENCH_ALLOC_* */
   int policies[HBG_POLICY__COUNT];
   uint32_t n_policies;
 } bench_opts;
@@ -57,6 +59,7 @@ typedef struct bench {
   uint32_t n_arms;
   bench_rec *recs;
   uint32_t mismatches;
+  uint64_t verify_minflt; /* faults taken inside host-reference checks */
   trace_buf tb;
   int progress;
   size_t done, total;
@@ -83,6 +86,13 @@ static void usage(FILE *f) {
 "  --warmup N            warm-up binds per policy, dropped (default 5)\n"
 "  --interleave K        binds per block: A x K, B x K, C x K, A x K ... (default 5)\n"
 "  --trim F              trimmed mean drops floor(n*F) at each end (default 0.2)\n"
+"  --host-alloc ARM      host allocator for the whole run, set once at start\n"
+"                        for every policy: retain (default) keeps freed heap\n"
+"                        pages in the process (glibc mallopt: no trimming of\n"
+"                        the heap top, no mmap for blocks up to 32 MiB); trim\n"
+"                        keeps glibc's defaults, which hand freed pages back\n"
+"                        to the kernel, so a policy that mallocs and frees per\n"
+"                        bind faults its pages in again every bind\n"
 "  --chunk BYTES         coalesced: async chunk size, k/m suffix (default 0: one copy)\n"
 "  --pipeline            keep 2 binds in flight (begin bind N+1 before waiting\n"
 "                        bind N); a bind to verify and the last of a block are\n"
@@ -183,6 +193,7 @@ static int parse_opts(bench_opts *o, int argc, char **argv) {
   o->interleave = 5;
   o->verify_every = BENCH_VERIFY_BLOCK;
   o->trim = 0.2;
+  o->host_alloc = BENCH_ALLOC_RETAIN;
   for (int p = 0; p < HBG_POLICY__COUNT; p++)
     o->policies[o->n_policies++] = p;
   for (int i = 1; i < argc; i++) {
@@ -241,6 +252,12 @@ static int parse_opts(bench_opts *o, int argc, char **argv) {
           fprintf(stderr, "hbg bench: --trim wants 0 <= F < 0.5\n");
           return -1;
         }
+      }
+    } else if (OPT("--host-alloc")) {
+      if (r > 0 && bench_host_alloc_parse(v, &o->host_alloc) < 0) {
+        fprintf(stderr,
+                "hbg bench: bad --host-alloc '%s': want retain or trim\n", v);
+        return -1;
       }
     } else if (OPT("--json"))
       o->json = v;
@@ -355,7 +372,9 @@ static int finish(bench *B, bench_arm *a, hbg_bind *b, const bench_slot *s) {
   double err = 0.0;
   int verified = -1;
   if (wants_verify(B, s)) {
+    uint64_t f0 = bench_thread_minflt();
     rc = hbg_workload_verify(a->w, s->index, &err);
+    B->verify_minflt += bench_thread_minflt() - f0;
     if (rc == HBG_E_VERIFY) {
       if (B->progress)
         fputc('\n', stderr);
@@ -402,7 +421,7 @@ static int finish(bench *B, bench_arm *a, hbg_bind *b, const bench_slot *s) {
 
 /* One bind of step s->index. With --pipeline the bind stays in flight until
  * the next one of the same policy is launched. */
-static int run_bind(bench *B, bench_arm *a, const bench_slot *s) {
+static int run_bind_inner(bench *B, bench_arm *a, const bench_slot *s) {
   hbg_bind *b = NULL;
   int rc = hbg_bind_begin(a->rt, &b);
   if (rc < 0)
@@ -433,6 +452,22 @@ static int run_bind(bench *B, bench_arm *a, const bench_slot *s) {
   a->inflight = b;
   a->inflight_slot = *s;
   return 0;
+}
+
+/* run_bind_inner, counting the orchestrating thread's minor page faults
+ * (host-reference checks excluded) into the measured bind's record. With
+ * --pipeline the count also covers the previous bind's wait. */
+static int run_bind(bench *B, bench_arm *a, const bench_slot *s) {
+  uint64_t f0 = bench_thread_minflt(), v0 = B->verify_minflt;
+  int rc = run_bind_inner(B, a, s);
+  uint64_t f1 = bench_thread_minflt();
+  if (rc == 0 && s->measured && B->recs) {
+    bench_rec *x = &B->recs[(size_t)(a - B->arms) * B->o.rounds + s->round];
+    x->minflt = f0 == UINT64_MAX || f1 == UINT64_MAX
+                    ? UINT64_MAX
+                    : f1 - f0 - (B->verify_minflt - v0);
+  }
+  return rc;
 }
 
 static int run_measured(bench *B) {
@@ -608,6 +643,16 @@ int hbg_cmd_bench(int argc, char **argv) {
   memset(&res, 0, sizeof res);
   memset(pol, 0, sizeof pol);
   int status = 1;
+  char profile[64], spin[32];
+
+  rc = bench_host_alloc_apply(o->host_alloc);
+  res.host_alloc = rc ? "system" : bench_host_alloc_name(o->host_alloc);
+  if (rc)
+    fprintf(stderr, "hbg bench: --host-alloc %s needs glibc's malloc and "
+                    "mallopt; this run keeps the allocator's defaults "
+                    "(recorded as \"system\")\n",
+            bench_host_alloc_name(o->host_alloc));
+  res.glibc_tunables = getenv("GLIBC_TUNABLES");
 
   if (check_outputs(o) < 0)
     return 1;
@@ -631,6 +676,14 @@ int hbg_cmd_bench(int argc, char **argv) {
 
   res.workload = o->workload;
   res.device_options = o->device_options;
+  rc = bench_opt_get(o->device_options, "profile", profile, sizeof profile);
+  res.device_profile = rc > 0 ? profile : rc < 0 ? "?" : "none";
+  res.sim_spin_us = -1;
+  if (!strcmp(res.device, "sim")) {
+    res.sim_spin_us = BENCH_SIM_SPIN_DEFAULT_US;
+    if (bench_opt_get(o->device_options, "spin", spin, sizeof spin) > 0)
+      res.sim_spin_us = strtoll(spin, NULL, 10);
+  }
   res.version = hbg_version_string();
   res.rounds = o->rounds;
   res.warmup = o->warmup;
