@@ -88,7 +88,7 @@ static void expect_good(scene *s, uint64_t W, uint64_t wbytes) {
 }
 
 static int is_img_err(int rc) {
-  return rc <= HBG_E_IMG_TRUNCATED && rc >= HBG_E_IMG_FIELD;
+  return rc <= HBG_E_IMG_TRUNCATED && rc >= HBG_E_IMG_TENSOR_ALIGN;
 }
 
 /* Flip bit `bit` of byte `off` of the image at a (host copy img). */
@@ -391,6 +391,150 @@ static void t_concurrent_invalidate(scene *s) {
   ASSERT_OK(hbg_dev_mem_free(s->f.dev, w.scratch));
 }
 
+/* A Submission of the scene's graph with boundary i at (addr[i], off[i]),
+ * written without the host's checks: what a corrupted or hostile host
+ * could upload. */
+static uint64_t raw_sub(scene *s, const uint64_t *addr, const uint64_t *off,
+                        uint32_t *size) {
+  hbg_tensor bt[3];
+  for (int i = 0; i < 3; i++)
+    bt[i] = xg_vec(addr[i], off[i], N, i == 2 ? HBG_ACCESS_OUT : HBG_ACCESS_IN);
+  uint64_t bs = hbg__kernel_f32(1.0f);
+  uint32_t n = hbg__sub_size(s->d, 0);
+  uint8_t *img = aligned_alloc(8, HBG__ALIGN_UP(n, 8));
+  ASSERT(img);
+  ASSERT_EQ(hbg__sub_write(img, n, s->d, 42, 0, bt, &bs, 0), (int)n);
+  uint64_t a = xf_upload(&s->f, img, n);
+  free(img);
+  *size = n;
+  return a;
+}
+
+/* One graph entry (task 0): its status. */
+static int launch_graph(scene *s, uint64_t sub, uint32_t sub_size,
+                        uint64_t heap, hbg_dev_status *st) {
+  wb w;
+  wb_init(&w);
+  wb_graph(&w, sub, sub_size, s->def, s->d->size, heap, NULL, 0);
+  uint64_t bytes, W = wb_upload(&w, &s->f, &bytes);
+  int rc = xf_launch(&s->f, W, bytes, st);
+  ASSERT_OK(hbg_dev_mem_free(s->f.dev, W));
+  return rc;
+}
+
+/* Tensors placed where they must not be: element 0 misaligned, a boundary
+ * offset that carries it into another allocation, a heap block over a
+ * boundary input, a task writing over the window. Each is refused before
+ * any kernel runs, with the entry named. */
+static void t_placement(scene *s) {
+  hbg_dev_status st;
+  uint32_t n;
+  /* x with room to spare, so that offset 2 stays inside its allocation */
+  uint64_t X = xf_alloc(&s->f, N * 4 + 64);
+  float x[N];
+  xf_read(&s->f, x, s->x, sizeof x);
+  xf_write(&s->f, X, x, sizeof x);
+  uint64_t addr[3] = {X, s->b, s->y}, off[3] = {0, 0, 0};
+  uint64_t sub = raw_sub(s, addr, off, &n);
+  ASSERT_OK(launch_graph(s, sub, n, s->heap, &st));
+  ASSERT_OK(hbg_dev_mem_free(s->f.dev, sub));
+
+  off[0] = 2; /* f32 element 0 at byte offset 2: a mutated Submission */
+  sub = raw_sub(s, addr, off, &n);
+  ASSERT_ERR(launch_graph(s, sub, n, s->heap, &st), HBG_E_IMG_TENSOR_ALIGN);
+  ASSERT_EQ(st.task, 0);
+  ASSERT_UEQ(st.nodes_done, 0);
+  ASSERT_OK(hbg_dev_mem_free(s->f.dev, sub));
+  off[0] = 0;
+
+  /* y's offset lands in z, another live allocation */
+  ASSERT(s->z > s->y);
+  off[2] = s->z - s->y;
+  sub = raw_sub(s, addr, off, &n);
+  ASSERT_ERR(launch_graph(s, sub, n, s->heap, &st), HBG_E_RANGE);
+  ASSERT_EQ(st.task, 0);
+  ASSERT_UEQ(st.nodes_done, 0);
+  ASSERT_OK(hbg_dev_mem_free(s->f.dev, sub));
+  off[2] = 0;
+
+  /* the heap block over the graph's own input x; next to it is fine */
+  uint64_t HX = xf_alloc(&s->f, N * 4 + s->d->heap_size);
+  xf_write(&s->f, HX, x, sizeof x);
+  addr[0] = HX;
+  sub = raw_sub(s, addr, off, &n);
+  ASSERT_ERR(launch_graph(s, sub, n, HX, &st), HBG_E_RANGE);
+  ASSERT_EQ(st.task, 0);
+  ASSERT_UEQ(st.nodes_done, 0);
+  ASSERT_OK(launch_graph(s, sub, n, HX + N * 4, &st));
+  ASSERT_OK(hbg_dev_mem_free(s->f.dev, sub));
+  ASSERT_OK(hbg_dev_mem_free(s->f.dev, HX));
+
+  /* an ordinary task (1) whose output is the window itself */
+  uint64_t W = xf_alloc(&s->f, 4096);
+  wb w;
+  wb_init(&w);
+  hbg_tensor cp[2] = {xg_vec(s->x, 0, N, HBG_ACCESS_IN),
+                      xg_vec(s->z, 0, N, HBG_ACCESS_OUT)};
+  wb_task(&w, HBG_KERNEL_COPY, cp, 2, NULL, 0, NULL, 0);
+  cp[1] = xg_vec(W, 0, N, HBG_ACCESS_OUT);
+  wb_task(&w, HBG_KERNEL_COPY, cp, 2, NULL, 0, NULL, 0);
+  uint64_t bytes, tmp = wb_upload(&w, &s->f, &bytes);
+  uint8_t img[4096];
+  ASSERT(bytes <= sizeof img);
+  xf_read(&s->f, img, tmp, bytes);
+  xf_write(&s->f, W, img, bytes);
+  ASSERT_ERR(xf_launch(&s->f, W, bytes, &st), HBG_E_RANGE);
+  ASSERT_EQ(st.task, 1);
+  ASSERT_UEQ(st.nodes_done, 0);
+  ASSERT_OK(hbg_dev_mem_free(s->f.dev, tmp));
+  ASSERT_OK(hbg_dev_mem_free(s->f.dev, W));
+  ASSERT_OK(hbg_dev_mem_free(s->f.dev, X));
+}
+
+/* A Definition whose node 1 breaks its kernel's signature (scale without
+ * its scalar): the status names the entry and the node. */
+static void t_bad_node_located(scene *s) {
+  hbg_tensor bt[2] = {xg_vec(0x1000, 0, N, HBG_ACCESS_IN),
+                      xg_vec(0x2000, 0, N, HBG_ACCESS_OUT)};
+  hbg_recorder *rec;
+  ASSERT_OK(hbg__rec_begin(bt, 2, NULL, 0, &rec));
+  hbg_tensor a0[2] = {bt[0], xg_vec(0, 0, N, HBG_ACCESS_OUT)};
+  hbg_task k0 = {.kernel = HBG_KERNEL_COPY, .n_args = 2, .args = a0};
+  ASSERT_OK(hbg_record_task(rec, &k0, NULL));
+  hbg_tensor a1[2] = {a0[1], bt[1]};
+  a1[0].mode = HBG_ACCESS_IN;
+  hbg_task k1 = {.kernel = HBG_KERNEL_SCALE, .n_args = 2, .args = a1};
+  ASSERT_OK(hbg_record_task(rec, &k1, NULL));
+  hbg__def *d;
+  ASSERT_OK(hbg__rec_finish(rec, &d));
+  hbg_tensor rb[2] = {xg_vec(s->x, 0, N, HBG_ACCESS_IN),
+                      xg_vec(s->y, 0, N, HBG_ACCESS_OUT)};
+  uint32_t n = hbg__sub_size(d, 1);
+  uint8_t *img = aligned_alloc(8, HBG__ALIGN_UP(n, 8));
+  ASSERT(img);
+  ASSERT_EQ(hbg__sub_write(img, n, d, 43, 0, rb, NULL, 1), (int)n);
+  uint64_t sub = xf_upload(&s->f, img, n);
+  free(img);
+  uint64_t heap = xf_alloc(&s->f, d->heap_size);
+  wb w;
+  wb_init(&w);
+  hbg_tensor cp[2] = {xg_vec(s->x, 0, N, HBG_ACCESS_IN),
+                      xg_vec(s->z, 0, N, HBG_ACCESS_OUT)};
+  wb_task(&w, HBG_KERNEL_COPY, cp, 2, NULL, 0, NULL, 0);
+  wb_graph(&w, sub, n, 0, d->size, heap, NULL, 0);
+  uint64_t bytes, W = wb_upload(&w, &s->f, &bytes);
+  hbg_dev_status st;
+  for (int k = 0; k < 2; k++) { /* the failed verdict is not cached */
+    ASSERT_ERR(xf_launch(&s->f, W, bytes, &st), HBG_E_KERNEL);
+    ASSERT_EQ(st.task, 1);
+    ASSERT_EQ(st.node, 1);
+  }
+  ASSERT_OK(hbg_dev_mem_free(s->f.dev, W));
+  ASSERT_OK(hbg_dev_mem_free(s->f.dev, heap));
+  ASSERT_OK(hbg_dev_mem_free(s->f.dev, sub));
+  hbg__def_free(d);
+}
+
 int main(void) {
   scene s;
   scene_open(&s);
@@ -399,6 +543,8 @@ int main(void) {
   t_window_flips(&s);
   t_self_modify(&s);
   t_concurrent_invalidate(&s);
+  t_placement(&s);
+  t_bad_node_located(&s);
   scene_close(&s);
   printf("exec_corrupt: ok\n");
   return 0;

@@ -305,7 +305,8 @@ static void t_errors(xf *f, const hbg__def *d, uint64_t def) {
     int err;
   } cases[] = {
       {GS, def, H, gs, HBG_E_RANGE},
-      {S, def, H + 8, ss, HBG_E_RANGE},
+      {S, def, H + 64, ss, HBG_E_RANGE},
+      {S, def, H + 8, ss, HBG_E_IMG_TENSOR_ALIGN},
       {S, def, 0, ss, HBG_E_RANGE},
       {1, def, H, ss, HBG_E_RANGE},
       {S, def, H, ss - 8, HBG_E_IMG_TRUNCATED},

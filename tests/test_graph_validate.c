@@ -213,6 +213,9 @@ static void test_def_errors(void) {
   DEF_BAD(HBG_E_IMG_REF, TENS[0].shape[0] = 3);    /* exact != signature */
   DEF_BAD(HBG_E_IMG_REF, TENS[6].offset = 250);    /* view past boundary */
   DEF_BAD(HBG_E_IMG_REF, TENS[6].ref = 9);
+  /* element 0 misaligned for f32: an internal read, a boundary view */
+  DEF_BAD(HBG_E_IMG_TENSOR_ALIGN, TENS[3].offset += 2);
+  DEF_BAD(HBG_E_IMG_TENSOR_ALIGN, TENS[6].offset += 2);
   DEF_BAD(HBG_E_IMG_REF, SCAL[1].index = 2);       /* boundary scalar */
   DEF_BAD(HBG_E_IMG_REF, NODES[1].first_tensor = 3);
   DEF_BAD(HBG_E_IMG_REF, NODES[4].n_tensors = 2);  /* slice past the table */
@@ -416,11 +419,22 @@ static void test_sub(void) {
     ASSERT_ERR(hbg__sub_check_def(&sv2, &dv), HBG_E_IMG_DEF);
     /* where the tensors live is not part of the match */
     memcpy(b2, buf, plain);
-    ((hbg_sub_bind *)(b2 + SH_OF(b2)->off_tensors))[1].addr = 0x123456;
+    ((hbg_sub_bind *)(b2 + SH_OF(b2)->off_tensors))[1].addr = 0x123450;
     ((hbg_sub_bind *)(b2 + SH_OF(b2)->off_tensors))[1].offset = 8;
     rehash_sub(b2);
     ASSERT_OK(hbg__sub_validate(b2, plain, &sv2));
     ASSERT_OK(hbg__sub_check_def(&sv2, &dv));
+    /* but element 0 must stay aligned to its dtype: f32 at byte offset 2
+     * (boundary 1 itself), or a base that misaligns the view of it */
+    ((hbg_sub_bind *)(b2 + SH_OF(b2)->off_tensors))[1].offset = 2;
+    rehash_sub(b2);
+    ASSERT_OK(hbg__sub_validate(b2, plain, &sv2));
+    ASSERT_ERR(hbg__sub_check_def(&sv2, &dv), HBG_E_IMG_TENSOR_ALIGN);
+    ((hbg_sub_bind *)(b2 + SH_OF(b2)->off_tensors))[1].offset = 0;
+    ((hbg_sub_bind *)(b2 + SH_OF(b2)->off_tensors))[3].addr = 0x40001;
+    rehash_sub(b2);
+    ASSERT_OK(hbg__sub_validate(b2, plain, &sv2));
+    ASSERT_ERR(hbg__sub_check_def(&sv2, &dv), HBG_E_IMG_TENSOR_ALIGN);
     free(b2);
   }
 
@@ -586,6 +600,10 @@ static void test_window(void) {
   WIN_BAD(HBG_E_IMG_OFFSET, WT(0)->n_tensors = 3);
   WIN_BAD(HBG_E_IMG_OFFSET, WT(2)->n_deps = 0x40000000u);
   WIN_BAD(HBG_E_IMG_ALIGN, WT(0)->off_tensors += 4);
+  /* an f32 argument whose element 0 sits at byte offset 2 */
+  WIN_BAD(HBG_E_IMG_TENSOR_ALIGN,
+          ((hbg_sub_tensor *)((uint8_t *)WT(0) + WT(0)->off_tensors))->offset =
+              2);
   /* deps */
   WIN_BAD(HBG_E_IMG_CYCLE,
           ((uint32_t *)((uint8_t *)WT(1) + WT(1)->off_deps))[0] = 1);

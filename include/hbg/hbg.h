@@ -91,7 +91,8 @@ HBG_API const char *hbg_version_string(void);
   X(IMG_HASH, -43, "content hash mismatch")                                   \
   X(IMG_KIND, -44, "wrong image kind")                                        \
   X(IMG_DEF, -45, "submission does not match its definition")                 \
-  X(IMG_FIELD, -46, "bad field value in image")
+  X(IMG_FIELD, -46, "bad field value in image")                              \
+  X(IMG_TENSOR_ALIGN, -47, "tensor element 0 misaligned for its dtype")
 
 typedef enum hbg_err {
   HBG_OK = 0,
@@ -140,7 +141,10 @@ enum {
 };
 
 /* A tensor argument: a view into a device buffer.
- * addr is a device address from hbg_buffer_alloc(). Inside a record callback,
+ * addr is a device address from hbg_buffer_alloc(), and [addr + offset,
+ * addr + offset + extent) must lie inside that same live buffer; element 0
+ * (addr + offset) must be aligned to hbg_dtype_size(dtype). Inside a record
+ * callback,
  * an output (mode has HBG_ACCESS_OUT) with addr == 0 is allocated in the
  * graph's internal heap block; hbg_record_task() writes the address it got
  * back into the caller's struct, and later inner tasks pass that tensor to
@@ -397,7 +401,13 @@ HBG_API int hbg_buffer_read(hbg_runtime *rt, void *dst, uint64_t src,
 HBG_API int hbg_bind_begin(hbg_runtime *rt, hbg_bind **out);
 
 /* Append an ordinary task. *out (optional) receives its task id.
- * @return 0, HBG_E_INVAL, HBG_E_KERNEL, HBG_E_STATE, HBG_E_FATAL. */
+ * Checked here, before anything is appended: every tensor (see hbg_tensor:
+ * metadata, element 0 aligned to its dtype, inside one live buffer) and the
+ * kernel's signature (argument count, dtypes, modes, shapes, scalar count).
+ * @return 0, HBG_E_INVAL (bad or misaligned tensor, bad dependency),
+ * HBG_E_RANGE (a tensor outside every live buffer, or leaving the one its
+ * addr is in), HBG_E_KERNEL (unknown kernel or arguments it does not take),
+ * HBG_E_LIMIT, HBG_E_NESTED, HBG_E_STATE, HBG_E_FATAL. */
 HBG_API int hbg_submit_task(hbg_bind *b, const hbg_task *t, hbg_task_id *out);
 
 typedef int (*hbg_record_fn)(hbg_recorder *rec, void *user);
@@ -419,11 +429,18 @@ typedef struct hbg_graph_submit {
 
 /* Submit one replay of a graph. On the key's first submission in this
  * runtime the record callback runs and its inner tasks become the
- * Definition; later submissions only build a Submission.
- * @return 0, HBG_E_INVAL, HBG_E_NESTED, HBG_E_RECORD (callback returned
- * non-zero; its code is not kept), HBG_E_EMPTY, HBG_E_SIGNATURE, HBG_E_LIMIT,
- * HBG_E_FATAL (the bind latched a fatal error), or a device error (which
- * latches HBG_E_FATAL on the bind). */
+ * Definition; later submissions only build a Submission. Boundary tensors
+ * are checked as hbg_submit_task checks its arguments; a replay also needs
+ * element 0 of each boundary tensor aligned to the largest element size of
+ * the views recorded on it. A recording in which any hbg_record_task call
+ * failed is never kept: the next submission of the key records again.
+ * @return 0, HBG_E_INVAL (bad or misaligned boundary tensor), HBG_E_RANGE
+ * (a boundary tensor outside its live buffer), HBG_E_NESTED, HBG_E_RECORD
+ * (callback returned non-zero; its code is not kept), the first error an
+ * hbg_record_task call of the callback returned (when the callback itself
+ * returned 0: HBG_E_KERNEL, HBG_E_INVAL, ...), HBG_E_EMPTY,
+ * HBG_E_SIGNATURE, HBG_E_LIMIT, HBG_E_FATAL (the bind latched a fatal
+ * error), or a device error (which latches HBG_E_FATAL on the bind). */
 HBG_API int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
                              hbg_task_id *out);
 
@@ -451,9 +468,14 @@ HBG_API int hbg_submit_graph_n(hbg_bind *b, const hbg_graph_submit *g,
  * it), a boundary tensor (same buffer, offset and layout), or lie inside
  * one: it is then a view of the smallest boundary tensor that contains it,
  * kept as an offset from that tensor's element 0, so that it moves with
- * the tensor in later replays.
- * @return 0, HBG_E_INVAL, HBG_E_KERNEL, HBG_E_NESTED (used outside a
- * callback), HBG_E_LIMIT. */
+ * the tensor in later replays. Element 0 of every argument must be aligned
+ * to its dtype, and a view's offset from its boundary tensor's element 0 a
+ * multiple of its element size. The kernel's signature is checked as in
+ * hbg_submit_task. Any failure also marks the recording bad: the callback
+ * may go on, but no Definition is built from it.
+ * @return 0, HBG_E_INVAL (bad, misaligned, or unknown tensor: neither an
+ * earlier inner output nor inside a boundary tensor), HBG_E_KERNEL,
+ * HBG_E_NESTED (used outside a callback), HBG_E_LIMIT. */
 HBG_API int hbg_record_task(hbg_recorder *rec, hbg_task *t, hbg_task_id *out);
 /* Inside a record callback: the boundary of the submission being recorded. */
 HBG_API const hbg_tensor *hbg_record_tensors(hbg_recorder *rec, uint32_t *n);
@@ -470,8 +492,21 @@ HBG_API const uint64_t *hbg_record_scalars(hbg_recorder *rec, uint32_t *n);
 HBG_API int hbg_bind_launch(hbg_bind *b);
 
 /* Wait for a launched bind to complete and collect the device status.
- * @return 0, the device-side error (e.g. HBG_E_IMG_HASH) or a device error. */
+ * @return 0, the device-side error (e.g. HBG_E_IMG_HASH, HBG_E_KERNEL,
+ * HBG_E_RANGE, HBG_E_IMG_TENSOR_ALIGN; hbg_bind_error_location says where)
+ * or a device error. */
 HBG_API int hbg_bind_wait(hbg_bind *b);
+
+/* Where the device-side error hbg_bind_wait returned happened.
+ * *entry is the window entry (the task id hbg_submit_task or
+ * hbg_submit_graph gave it); *node the inner node of that graph (in record
+ * order, the id hbg_record_task gave it), or HBG_TASK_NONE for an ordinary
+ * task or an error in the graph's images rather than in one node.
+ * @return 0 and both, HBG_E_NOTFOUND (no device-side error, not waited yet,
+ * or the device could not name an entry: a bad window header), or
+ * HBG_E_INVAL (NULL argument). */
+HBG_API int hbg_bind_error_location(const hbg_bind *b, uint32_t *entry,
+                                    uint32_t *node);
 
 /* Per-bind records. Times in nanoseconds (monotonic clock). */
 typedef struct hbg_phase_bytes {

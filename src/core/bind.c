@@ -7,6 +7,7 @@
 
 #include "common/util.h"
 #include "core/core.h"
+#include "exec/kernels.h"
 
 #define WIN_ALIGN 8u
 #define POISON 0xA5
@@ -50,13 +51,26 @@ static uint64_t full_key_of(const hbg_runtime *rt, const hbg_graph_submit *g) {
   return h;
 }
 
-static int check_tensor(const hbg_tensor *t) {
+/* A tensor argument from the caller: valid metadata, element 0 aligned to
+ * its dtype, and [element 0, extent) inside the one live buffer (from
+ * hbg_buffer_alloc) that holds addr. */
+static int check_tensor(const hbg_runtime *rt, const hbg_tensor *t) {
   HBG__RETURN_IF(t->addr == 0, HBG_E_INVAL);
   HBG__RETURN_IF(t->mode < HBG_ACCESS_IN || t->mode > HBG_ACCESS_INOUT,
                  HBG_E_INVAL);
-  HBG__RETURN_IF(hbg_tensor_extent(t) == 0, HBG_E_INVAL);
+  uint64_t ext = hbg_tensor_extent(t);
+  HBG__RETURN_IF(ext == 0, HBG_E_INVAL);
   for (uint32_t i = t->ndim; i < HBG_MAX_DIMS; i++)
     HBG__RETURN_IF(t->shape[i] || t->strides[i], HBG_E_INVAL);
+  HBG__RETURN_IF((t->addr + t->offset) % hbg_dtype_size(t->dtype),
+                 HBG_E_INVAL);
+  ptrdiff_t i = hbg__rtab_floor(&rt->bufs, t->addr);
+  HBG__RETURN_IF(i < 0, HBG_E_RANGE);
+  const hbg__range *r = &rt->bufs.v[i];
+  uint64_t room = r->start + r->len - t->addr; /* > 0 when addr is inside */
+  HBG__RETURN_IF(t->addr - r->start >= r->len || t->offset > room ||
+                     ext > room - t->offset,
+                 HBG_E_RANGE);
   return 0;
 }
 
@@ -268,6 +282,8 @@ void hbg__bind_reset(hbg_bind *b) {
   b->sub_bytes = 0;
   b->bulk_len = 0;
   b->fatal = 0;
+  b->err_entry = HBG_TASK_NONE;
+  b->err_node = HBG_TASK_NONE;
   b->nested_upload_ns = 0;
   hbg__map_clear(&b->occ);
   memset(&b->st, 0, sizeof b->st);
@@ -373,10 +389,11 @@ int hbg_submit_task(hbg_bind *b, const hbg_task *t, hbg_task_id *out) {
   HBG__RETURN_IF((t->n_args && !t->args) || (t->n_scalars && !t->scalars),
                  HBG_E_INVAL);
   for (uint32_t i = 0; i < t->n_args; i++)
-    HBG__TRY(check_tensor(&t->args[i]));
+    HBG__TRY(check_tensor(b->rt, &t->args[i]));
   for (uint32_t i = 0; i < t->n_scalars; i++)
     HBG__RETURN_IF(t->scalars[i].kind != HBG_SCALAR_STATIC, HBG_E_INVAL);
   HBG__TRY(check_deps(b, t->deps, t->n_deps));
+  HBG__TRY(hbg__task_kernel_check(t));
 
   uint32_t off_t = sizeof(hbg_win_task);
   uint32_t off_s = off_t + t->n_args * (uint32_t)sizeof(hbg_sub_tensor);
@@ -427,6 +444,7 @@ static int graph_lookup(hbg_bind *b, const hbg_graph_submit *g, uint64_t fk,
   hbg_recorder *rec = NULL;
   HBG__TRY(hbg__rec_begin(g->tensors, g->n_tensors, g->scalars, g->n_scalars,
                           &rec));
+  hbg__rec_check_kernels(rec);
   rt->recording = 1;
   int urc = g->record(rec, g->user);
   rt->recording = 0;
@@ -568,7 +586,7 @@ int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
                      g->n_scalars > HBG_IMG_MAX_BOUNDARY,
                  HBG_E_LIMIT);
   for (uint32_t i = 0; i < g->n_tensors; i++)
-    HBG__TRY(check_tensor(&g->tensors[i]));
+    HBG__TRY(check_tensor(b->rt, &g->tensors[i]));
   HBG__TRY(check_deps(b, g->deps, g->n_deps));
 
   hbg_runtime *rt = b->rt;
@@ -832,6 +850,10 @@ static void collect(hbg_bind *b) {
   memset(&st, 0, sizeof st);
   int rc = hbg_dev_copy_d2h(b->rt->dev, &st, s->status_dev, sizeof st);
   b->st.device_status = rc < 0 ? rc : st.error;
+  if (rc == 0 && st.error) {
+    b->err_entry = st.task;
+    b->err_node = st.node;
+  }
 }
 
 int hbg_bind_launch(hbg_bind *b) {
@@ -920,6 +942,15 @@ int hbg_bind_wait(hbg_bind *b) {
 int hbg_bind_stats_get(const hbg_bind *b, hbg_bind_stats *out) {
   HBG__RETURN_IF(!b || !out, HBG_E_INVAL);
   *out = b->st;
+  return 0;
+}
+
+int hbg_bind_error_location(const hbg_bind *b, uint32_t *entry,
+                            uint32_t *node) {
+  HBG__RETURN_IF(!b || !entry || !node, HBG_E_INVAL);
+  HBG__RETURN_IF(b->err_entry == HBG_TASK_NONE, HBG_E_NOTFOUND);
+  *entry = b->err_entry;
+  *node = b->err_node;
   return 0;
 }
 

@@ -17,6 +17,7 @@
 #include <hbg/hbg.h>
 #include <hbg/hbg_device.h>
 
+#include "device/ranges.h"
 #include "graph/graph.h"
 
 /* ---- small maps ---- */
@@ -113,6 +114,7 @@ struct hbg_bind {
   uint64_t heap_used; /* bytes of the slot heap claimed */
   uint64_t sub_bytes; /* coalesced: Submission bytes inside the window */
   uint64_t bulk_len;  /* pinned-bulk: bytes of the bind's packed images */
+  uint32_t err_entry, err_node; /* device status location (HBG_TASK_NONE) */
 
   /* timing and counters */
   uint64_t t_begin, t_launch_start, nested_upload_ns;
@@ -151,6 +153,7 @@ struct hbg_runtime {
   int recording;     /* a record callback is running (any bind) */
   hbg__map graphs;   /* full key -> hbg__graph */
   hbg__map resident; /* hash -> hbg__resident (coalesced) */
+  hbg__rtab bufs;    /* live hbg_buffer_alloc ranges, for the submit checks */
   hbg_trace_fn trace_fn;
   void *trace_user;
 };

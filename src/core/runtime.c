@@ -195,6 +195,7 @@ void hbg_runtime_destroy(hbg_runtime *rt) {
       hbg__def_free(g->def);
   }
   hbg__map_free(&rt->graphs);
+  hbg__rtab_free(&rt->bufs);
   if (rt->trace_fn)
     hbg_device_set_trace(rt->dev, NULL, NULL);
   if (rt->own_dev)
@@ -226,12 +227,22 @@ int hbg_runtime_set_trace(hbg_runtime *rt, hbg_trace_fn fn, void *user) {
 
 int hbg_buffer_alloc(hbg_runtime *rt, uint64_t bytes, uint64_t *out) {
   HBG__RETURN_IF(!rt || !out || bytes == 0, HBG_E_INVAL);
-  return hbg_dev_mem_alloc(rt->dev, (size_t)bytes, out);
+  HBG__TRY(hbg__rtab_reserve(&rt->bufs, rt->bufs.n + 1));
+  hbg_devptr d = 0;
+  HBG__TRY(hbg_dev_mem_alloc(rt->dev, (size_t)bytes, &d));
+  hbg__rtab_insert_at(&rt->bufs, hbg__rtab_upper(&rt->bufs, d),
+                      (hbg__range){.start = d, .len = bytes});
+  *out = d;
+  return 0;
 }
 
 int hbg_buffer_free(hbg_runtime *rt, uint64_t addr) {
   HBG__RETURN_IF(!rt, HBG_E_INVAL);
-  return hbg_dev_mem_free(rt->dev, addr);
+  int rc = hbg_dev_mem_free(rt->dev, addr);
+  ptrdiff_t i = hbg__rtab_floor(&rt->bufs, addr);
+  if (rc == 0 && i >= 0 && rt->bufs.v[i].start == addr)
+    hbg__rtab_remove_at(&rt->bufs, (size_t)i);
+  return rc;
 }
 
 int hbg_buffer_write(hbg_runtime *rt, uint64_t dst, const void *src,

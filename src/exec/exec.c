@@ -273,10 +273,11 @@ static void kt_meta(hbg__ktensor *k, uint32_t dtype, uint32_t ndim,
 #define KT_FROM(k, r)                                                          \
   kt_meta((k), (r)->dtype, (r)->ndim, (r)->mode, (r)->shape, (r)->strides)
 
+/* [a + off, +len) inside the live allocation that holds a. */
 static int resolve(hbg__exec *e, hbg_devptr a, uint64_t off, uint64_t len,
                    void **out) {
   HBG__RETURN_IF(a + off < a, HBG_E_RANGE);
-  return hbg__sim_resolve(e->sim, a + off, len, out);
+  return hbg__sim_resolve_in(e->sim, a, off, len, out);
 }
 
 /* Arguments of node j. With x == NULL (verification) only metadata is
@@ -354,14 +355,20 @@ static int node_args(const xdef *d, const xtask *x, uint32_t j, hbg__ktensor *t,
   return 0;
 }
 
-/* Once per Definition: every node's arguments pass the kernel checks. */
-static int def_kernels_check(const xdef *d) {
+/* Once per Definition: every node's arguments pass the kernel checks.
+ * *bad names the node that does not. */
+static int def_kernels_check(const xdef *d, uint32_t *bad) {
   hbg__ktensor t[HBG_IMG_MAX_ARGS_PER_NODE];
   uint64_t sc[HBG_IMG_MAX_SCALARS_PER_NODE];
   for (uint32_t j = 0; j < d->hdr.n_nodes; j++) {
     uint32_t nt, ns;
-    HBG__TRY(node_args(d, NULL, j, t, sc, &nt, &ns));
-    HBG__TRY(hbg__kernel_check(d->v.nodes[j].kernel, t, nt, ns));
+    int rc = node_args(d, NULL, j, t, sc, &nt, &ns);
+    if (rc == 0)
+      rc = hbg__kernel_check(d->v.nodes[j].kernel, t, nt, ns);
+    if (rc < 0) {
+      *bad = j;
+      return rc;
+    }
   }
   return 0;
 }
@@ -451,7 +458,7 @@ static int get_def(xrun *r, hbg_devptr a, const uint8_t *p, uint64_t size,
     int rc = hbg__def_validate(p, size, &d->v);
     if (rc == 0) {
       d->hdr = cur;
-      rc = def_kernels_check(d);
+      rc = def_kernels_check(d, &r->err_node);
     }
     vc_end(r->e, a, size, cur.hash, rc == 0);
     HBG__TRY(rc);
@@ -500,6 +507,8 @@ static int prep_graph(xrun *r, const hbg_win_task *wt, xtask *x) {
   HBG__TRY(hbg__sub_check_def(&sv, &d->v));
   x->def = d;
   x->heap_size = d->hdr.heap_size;
+  /* Internal tensors are aligned relative to the block (validated). */
+  HBG__RETURN_IF(wt->heap_addr % HBG__HEAP_ALIGN, HBG_E_IMG_TENSOR_ALIGN);
   if (x->heap_size) {
     HBG__TRY(resolve(e, wt->heap_addr, 0, x->heap_size, &p));
     x->heap = p;
@@ -536,6 +545,12 @@ static int prep_graph(xrun *r, const hbg_win_task *wt, xtask *x) {
     HBG__TRY(resolve(e, sb.addr, sb.offset, ext, &p));
     x->t[i].data = p;
     x->bext[i] = ext;
+    /* The heap block is written by the nodes: it may not hold a boundary
+     * tensor they read or write. */
+    HBG__RETURN_IF(x->heap_size && sb.addr + sb.offset < wt->heap_addr +
+                                                            x->heap_size &&
+                       wt->heap_addr < sb.addr + sb.offset + ext,
+                   HBG_E_RANGE);
     if (d->bw[i])
       HBG__TRY(add_range(&r->wr, &r->n_wr, &r->cap_wr, sb.addr + sb.offset,
                          ext, r->err_task));
@@ -592,6 +607,10 @@ static int prepare(xrun *r, const hbg_dev_launch_desc *l) {
   HBG__RETURN_IF(!win, HBG_E_NOMEM);
   memcpy(win, p, l->window_bytes);
   HBG__TRY(hbg__win_validate(win, l->window_bytes, &wv));
+  /* Executed from the private copy, but a kernel writing over the bind's own
+   * window is a task aimed at the wrong memory all the same. */
+  HBG__TRY(add_range(&r->img, &r->n_img, &r->cap_img, l->window,
+                     l->window_bytes, NONE));
   uint32_t n = wv.hdr->n_tasks;
   r->n_tasks = n;
   r->tasks = ar_alloc(r, (size_t)n * sizeof *r->tasks);
@@ -805,7 +824,7 @@ int hbg__exec_run(hbg__exec *e, const hbg_dev_launch_desc *l,
   r.err_node = NONE;
   int rc = prepare(&r, l);
   if (rc < 0) {
-    fail(&r, rc, r.err_task, NONE);
+    fail(&r, rc, r.err_task, r.err_node);
   } else if (r.n_tasks) {
     pthread_mutex_lock(&e->mu);
     for (uint32_t i = 0; i < r.n_tasks; i++)

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "graph/image.h"
 
 typedef struct kit {
   float *base;
@@ -461,6 +462,14 @@ int hbg__kernel_check(uint32_t kernel, const hbg__ktensor *t, uint32_t nt,
     HBG__RETURN_IF(!targ(&t[i], need, kernel != HBG_KERNEL_NOP), HBG_E_KERNEL);
   }
   return shapes_check(kernel, t);
+}
+
+int hbg__task_kernel_check(const hbg_task *t) {
+  hbg__ktensor k[HBG_IMG_MAX_ARGS_PER_NODE];
+  HBG__RETURN_IF(t->n_args > HBG_IMG_MAX_ARGS_PER_NODE, HBG_E_KERNEL);
+  for (uint32_t i = 0; i < t->n_args; i++)
+    hbg__ktensor_from(&k[i], &t->args[i], NULL);
+  return hbg__kernel_check(t->kernel, k, t->n_args, t->n_scalars);
 }
 
 int hbg__kernel_run(uint32_t kernel, const hbg__ktensor *t, uint32_t nt,

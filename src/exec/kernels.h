@@ -73,6 +73,12 @@ const char *hbg__kernel_name(uint32_t kernel);
 int hbg__kernel_check(uint32_t kernel, const hbg__ktensor *t, uint32_t nt,
                       uint32_t ns);
 
+/* hbg__kernel_check on a task's arguments as the host sees them (the
+ * submit and record paths): arity, dtypes, modes and shapes. Scalars count
+ * only (their values may be boundary scalars, known at run).
+ * @return 0 or HBG_E_KERNEL. */
+int hbg__task_kernel_check(const hbg_task *t);
+
 /* Check everything (as check, plus scalar values) and run the kernel.
  * @return 0 or HBG_E_KERNEL (nothing written then). Thread-safe. */
 int hbg__kernel_run(uint32_t kernel, const hbg__ktensor *t, uint32_t nt,

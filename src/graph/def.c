@@ -29,7 +29,27 @@ void hbg__def_free(hbg__def *d) {
   if (!d)
     return;
   free(d->image);
+  free(d->balign);
   free(d);
+}
+
+int hbg__def_init_align(hbg__def *d) {
+  hbg_def_hdr h;
+  memcpy(&h, d->image, sizeof h);
+  d->balign = calloc(h.n_btensors ? h.n_btensors : 1, 1);
+  HBG__RETURN_IF(!d->balign, HBG_E_NOMEM);
+  const hbg_def_bsig *bs = (const hbg_def_bsig *)(d->image + h.off_bsig);
+  const hbg_def_tensor *t = (const hbg_def_tensor *)(d->image + h.off_tensors);
+  for (uint32_t i = 0; i < h.n_btensors; i++)
+    d->balign[i] = (uint8_t)hbg_dtype_size(bs[i].dtype);
+  for (uint32_t i = 0; i < h.n_tensors; i++) {
+    uint8_t es = (uint8_t)hbg_dtype_size(t[i].dtype);
+    if ((t[i].src == HBG_SRC_BOUNDARY_EXACT ||
+         t[i].src == HBG_SRC_BOUNDARY_VIEW) &&
+        t[i].ref < h.n_btensors && es > d->balign[t[i].ref])
+      d->balign[t[i].ref] = es;
+  }
+  return 0;
 }
 
 int hbg__def_from_image(const void *img, uint64_t len, hbg__def **out) {
@@ -55,10 +75,15 @@ int hbg__def_from_image(const void *img, uint64_t len, hbg__def **out) {
   d->n_btensors = v.hdr->n_btensors;
   d->n_bscalars = v.hdr->n_bscalars;
   d->bsig = v.bsig;
+  rc = hbg__def_init_align(d);
+  if (rc)
+    goto err;
   *out = d;
   return 0;
 
 err:
+  if (d)
+    free(d->balign);
   free(d);
   free(copy);
   return rc;
@@ -78,6 +103,9 @@ int hbg__def_check_boundary(const hbg__def *d, const hbg_tensor *bt,
         memcmp(t->strides, s->strides, sizeof s->strides) != 0)
       return HBG_E_SIGNATURE;
   }
+  for (uint32_t i = 0; i < nbt; i++)
+    HBG__RETURN_IF(d->balign && (bt[i].addr + bt[i].offset) % d->balign[i],
+                   HBG_E_INVAL);
   return 0;
 }
 

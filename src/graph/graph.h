@@ -39,9 +39,14 @@ typedef struct hbg__def {
   uint32_t n_btensors;
   uint32_t n_bscalars;
   const hbg_def_bsig *bsig; /* into image */
+  uint8_t *balign; /* per boundary tensor: the alignment of element 0 that
+                      it and its views need (max element size), owned */
 } hbg__def;
 
 void hbg__def_free(hbg__def *d); /* accepts NULL */
+/* Fill d->balign from the image (tensors and bsig tables). @return 0 or
+ * HBG_E_NOMEM. */
+int hbg__def_init_align(hbg__def *d);
 
 /* ---- recording ---- */
 
@@ -49,9 +54,14 @@ void hbg__def_free(hbg__def *d); /* accepts NULL */
  * (bs, nbs) scalars. The arrays are borrowed until finish/abort. */
 int hbg__rec_begin(const hbg_tensor *bt, uint32_t nbt, const uint64_t *bs,
                    uint32_t nbs, hbg_recorder **out);
+/* From now on, hbg_record_task also checks each task's kernel signature
+ * (hbg__task_kernel_check). The runtime always asks for it; the graph
+ * layer's own tests record structures with placeholder kernels. */
+void hbg__rec_check_kernels(hbg_recorder *r);
 /* Build the Definition from the recorded inner tasks.
- * @return 0, HBG_E_EMPTY (no task), HBG_E_NOMEM, HBG_E_LIMIT. The recorder
- * is freed in every case. */
+ * @return 0, the first error an hbg_record_task call returned (the recording
+ * is incomplete), HBG_E_EMPTY (no task), HBG_E_NOMEM, HBG_E_LIMIT. The
+ * recorder is freed in every case. */
 int hbg__rec_finish(hbg_recorder *r, hbg__def **out);
 /* Free a recorder without building (callback failed). Accepts NULL. */
 void hbg__rec_abort(hbg_recorder *r);
@@ -60,8 +70,9 @@ void hbg__rec_abort(hbg_recorder *r);
 int hbg__def_from_image(const void *img, uint64_t len, hbg__def **out);
 
 /* Check a replay's boundary against the recorded signature (dtype, ndim,
- * mode, shape, strides of each tensor; tensor and scalar counts).
- * @return 0 or HBG_E_SIGNATURE. */
+ * mode, shape, strides of each tensor; tensor and scalar counts), then each
+ * tensor's element 0 against d->balign.
+ * @return 0, HBG_E_SIGNATURE, or HBG_E_INVAL (misaligned). */
 int hbg__def_check_boundary(const hbg__def *d, const hbg_tensor *bt,
                             uint32_t nbt, uint32_t nbs);
 
@@ -120,8 +131,9 @@ int hbg__def_validate_nohash(const void *img, uint64_t len,
 int hbg__sub_validate(const void *img, uint64_t len, hbg__sub_view *out);
 /* Submission against its Definition: def_hash, def_size and counts. The
  * boundary signature lives only in the Definition (a Submission cannot
- * express a different one).
- * @return 0 or HBG_E_IMG_DEF. */
+ * express a different one). Then element 0 of each boundary tensor and of
+ * each view of one must be aligned to its dtype's size.
+ * @return 0, HBG_E_IMG_DEF or HBG_E_IMG_TENSOR_ALIGN. */
 int hbg__sub_check_def(const hbg__sub_view *s, const hbg__def_view *d);
 /* Task window structure: header, index, each entry's bounds and counts,
  * deps pointing at earlier tasks. */

@@ -4,6 +4,7 @@
 #include <xxhash.h>
 
 #include "common/util.h"
+#include "exec/kernels.h"
 #include "graph/graph.h"
 
 typedef struct rec_node {
@@ -48,6 +49,8 @@ struct hbg_recorder {
   uint32_t *scratch;
   uint32_t cap_scratch;
   uint64_t heap_top;
+  int err; /* first failed hbg_record_task: the recording is never built */
+  int check_kernels; /* hbg__rec_check_kernels */
 };
 
 typedef struct arg_access {
@@ -122,6 +125,8 @@ int hbg__rec_begin(const hbg_tensor *bt, uint32_t nbt, const uint64_t *bs,
     HBG__RETURN_IF(tensor_extent(&bt[i]) == 0, HBG_E_INVAL);
     HBG__RETURN_IF((bt[i].addr & HBG__HEAP_TAG_MASK) == HBG__HEAP_TAG,
                    HBG_E_INVAL);
+    HBG__RETURN_IF((bt[i].addr + bt[i].offset) % hbg_dtype_size(bt[i].dtype),
+                   HBG_E_INVAL);
   }
 
   hbg_recorder *r = calloc(1, sizeof *r);
@@ -152,6 +157,8 @@ err_nomem:
 }
 
 void hbg__rec_abort(hbg_recorder *r) { rec_free(r); }
+
+void hbg__rec_check_kernels(hbg_recorder *r) { r->check_kernels = 1; }
 
 const hbg_tensor *hbg_record_tensors(hbg_recorder *rec, uint32_t *n) {
   if (n)
@@ -207,6 +214,7 @@ static int classify(const hbg_recorder *r, uint32_t self, const hbg_tensor *a,
                     uint32_t *producer) {
   uint64_t ext = tensor_extent(a);
   HBG__RETURN_IF(ext == 0, HBG_E_INVAL);
+  const uint64_t es = hbg_dtype_size(a->dtype);
   memset(dt, 0, sizeof *dt);
   dt->dtype = a->dtype;
   dt->ndim = a->ndim;
@@ -234,6 +242,7 @@ static int classify(const hbg_recorder *r, uint32_t self, const hbg_tensor *a,
     HBG__RETURN_IF(hbg__add_u64(a->addr & ~HBG__HEAP_TAG_MASK, a->offset, &lo),
                    HBG_E_INVAL);
     HBG__RETURN_IF(lo > UINT64_MAX - ext, HBG_E_INVAL);
+    HBG__RETURN_IF(lo % es, HBG_E_INVAL); /* the heap block is 64-aligned */
     uint32_t p = find_producer(r, lo, lo + ext);
     HBG__RETURN_IF(p == UINT32_MAX, HBG_E_INVAL);
     dt->src = HBG_SRC_INTERNAL;
@@ -245,6 +254,7 @@ static int classify(const hbg_recorder *r, uint32_t self, const hbg_tensor *a,
     *producer = p;
     return 0;
   }
+  HBG__RETURN_IF((a->addr + a->offset) % es, HBG_E_INVAL);
   for (uint32_t i = 0; i < r->nbt; i++) {
     if (!same_layout(a, &r->bt[i]))
       continue;
@@ -273,6 +283,10 @@ static int classify(const hbg_recorder *r, uint32_t self, const hbg_tensor *a,
     }
   }
   HBG__RETURN_IF(best == UINT32_MAX, HBG_E_INVAL);
+  /* Relative to element 0 of its tensor, so that it stays aligned in every
+   * replay whose tensor is (the Definition asks for the largest element
+   * size of its views there). */
+  HBG__RETURN_IF((a->offset - r->bt[best].offset) % es, HBG_E_INVAL);
   dt->src = HBG_SRC_BOUNDARY_VIEW;
   dt->ref = best;
   dt->offset = a->offset - r->bt[best].offset;
@@ -299,8 +313,8 @@ static void add_access(rec_buf *b, const arg_access *a, uint32_t node) {
   e->write = a->write;
 }
 
-int hbg_record_task(hbg_recorder *rec, hbg_task *t, hbg_task_id *out) {
-  HBG__RETURN_IF(!rec || !t, HBG_E_INVAL);
+static int record_task(hbg_recorder *rec, hbg_task *t, hbg_task_id *out) {
+  HBG__RETURN_IF(!t, HBG_E_INVAL);
   HBG__RETURN_IF(t->kernel >= HBG_KERNEL__COUNT, HBG_E_KERNEL);
   HBG__RETURN_IF(t->n_args > HBG_IMG_MAX_ARGS_PER_NODE ||
                      t->n_scalars > HBG_IMG_MAX_SCALARS_PER_NODE,
@@ -309,6 +323,8 @@ int hbg_record_task(hbg_recorder *rec, hbg_task *t, hbg_task_id *out) {
                      (t->n_deps && !t->deps),
                  HBG_E_INVAL);
   HBG__RETURN_IF(rec->n_nodes >= HBG_IMG_MAX_NODES, HBG_E_LIMIT);
+  if (rec->check_kernels)
+    HBG__TRY(hbg__task_kernel_check(t));
 
   hbg_recorder *r = rec;
   const uint32_t self = r->n_nodes;
@@ -412,6 +428,14 @@ int hbg_record_task(hbg_recorder *rec, hbg_task *t, hbg_task_id *out) {
   return 0;
 }
 
+int hbg_record_task(hbg_recorder *rec, hbg_task *t, hbg_task_id *out) {
+  HBG__RETURN_IF(!rec, HBG_E_INVAL);
+  int rc = record_task(rec, t, out);
+  if (rc < 0 && !rec->err)
+    rec->err = rc;
+  return rc;
+}
+
 static uint64_t pad8(uint64_t x) { return HBG__ALIGN_UP(x, (uint64_t)8); }
 
 int hbg__rec_finish(hbg_recorder *r, hbg__def **out) {
@@ -422,6 +446,10 @@ int hbg__rec_finish(hbg_recorder *r, hbg__def **out) {
   hbg__def *d = NULL;
   if (!out) {
     rc = HBG_E_INVAL;
+    goto err_rec;
+  }
+  if (r->err) {
+    rc = r->err;
     goto err_rec;
   }
   if (r->n_nodes == 0) {
@@ -548,6 +576,10 @@ int hbg__rec_finish(hbg_recorder *r, hbg__def **out) {
   d->n_btensors = r->nbt;
   d->n_bscalars = r->nbs;
   d->bsig = (const hbg_def_bsig *)(img + h.off_bsig);
+  if (hbg__def_init_align(d)) {
+    rc = HBG_E_NOMEM;
+    goto err_alloc;
+  }
   free(cursor);
   rec_free(r);
   *out = d;

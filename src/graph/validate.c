@@ -81,12 +81,24 @@ static int check_range(uint64_t off, uint64_t ext, const hbg_def_node *n) {
          ext <= n->heap_size - (off - n->heap_off);
 }
 
+static int check_tensor_ref(const hbg__def_view *v, uint32_t node,
+                            const hbg_def_tensor *t, uint64_t ext);
+
 static int check_tensor(const hbg__def_view *v, uint32_t node,
                         const hbg_def_tensor *t) {
-  const hbg_def_hdr *h = v->hdr;
   uint64_t ext = hbg__shape_extent(t->dtype, t->ndim, t->mode, t->shape,
                                    t->strides);
   HBG__RETURN_IF(ext == 0, HBG_E_IMG_FIELD);
+  HBG__TRY(check_tensor_ref(v, node, t, ext));
+  /* Heap blocks and boundary element 0s are aligned to at least the
+   * element size, so an offset that is not breaks element 0's alignment. */
+  HBG__RETURN_IF(t->offset % hbg_dtype_size(t->dtype), HBG_E_IMG_TENSOR_ALIGN);
+  return 0;
+}
+
+static int check_tensor_ref(const hbg__def_view *v, uint32_t node,
+                            const hbg_def_tensor *t, uint64_t ext) {
+  const hbg_def_hdr *h = v->hdr;
   switch (t->src) {
   case HBG_SRC_BOUNDARY_EXACT: {
     HBG__RETURN_IF(t->ref >= h->n_btensors, HBG_E_IMG_REF);
@@ -252,6 +264,8 @@ static int check_sub_tensor(const hbg_sub_tensor *t) {
                      !hbg__shape_extent(t->dtype, t->ndim, t->mode, t->shape,
                                         t->strides),
                  HBG_E_IMG_FIELD);
+  HBG__RETURN_IF((t->addr + t->offset) % hbg_dtype_size(t->dtype),
+                 HBG_E_IMG_TENSOR_ALIGN);
   return 0;
 }
 
@@ -318,6 +332,24 @@ int hbg__sub_check_def(const hbg__sub_view *s, const hbg__def_view *d) {
                      sh->n_tensors != dh->n_btensors ||
                      sh->n_scalars != dh->n_bscalars,
                  HBG_E_IMG_DEF);
+  /* Element 0 of every boundary tensor, and of every view of one, aligned
+   * to its dtype (a view's offset is relative to its tensor's element 0). */
+  const hbg_sub_bind *sb = s->tensors;
+  for (uint32_t i = 0; i < dh->n_tensors; i++) {
+    const hbg_def_tensor *t = &d->tensors[i];
+    if ((t->src != HBG_SRC_BOUNDARY_EXACT &&
+         t->src != HBG_SRC_BOUNDARY_VIEW) ||
+        t->ref >= sh->n_tensors)
+      continue;
+    uint64_t es = hbg_dtype_size(t->dtype);
+    HBG__RETURN_IF(es && (sb[t->ref].addr + sb[t->ref].offset + t->offset) % es,
+                   HBG_E_IMG_TENSOR_ALIGN);
+  }
+  for (uint32_t i = 0; i < dh->n_btensors; i++) {
+    uint64_t es = hbg_dtype_size(d->bsig[i].dtype);
+    HBG__RETURN_IF(es && (sb[i].addr + sb[i].offset) % es,
+                   HBG_E_IMG_TENSOR_ALIGN);
+  }
   return 0;
 }
 

@@ -24,6 +24,13 @@ hbg__sim *hbg__sim_from(hbg_device *dev);
  * @return 0 and *out, or HBG_E_RANGE. */
 int hbg__sim_resolve(hbg__sim *s, hbg_devptr addr, uint64_t len, void **out);
 
+/* Map [base + off, base + off + len) to host memory, where the range must
+ * lie inside the live allocation that holds base (an offset may not carry
+ * an address into a neighbouring allocation).
+ * @return 0 and *out, or HBG_E_RANGE. */
+int hbg__sim_resolve_in(hbg__sim *s, hbg_devptr base, uint64_t off,
+                        uint64_t len, void **out);
+
 /* The opt-in cost model (option profile= and one key per parameter, see
  * docs/DEVICE_PROFILES.md). All zero (profile "none", the default) models
  * nothing: copies complete as soon as the engine has performed them. The

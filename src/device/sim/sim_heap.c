@@ -54,23 +54,28 @@ static int sim_off(const hbg__sim *s, hbg_devptr addr, uint64_t *off) {
   return *off < s->heap_bytes ? 0 : HBG_E_RANGE;
 }
 
-int hbg__sim_resolve(hbg__sim *s, hbg_devptr addr, uint64_t len, void **out) {
+int hbg__sim_resolve_in(hbg__sim *s, hbg_devptr base, uint64_t rel,
+                        uint64_t len, void **out) {
   HBG__RETURN_IF(!s || !out, HBG_E_INVAL);
   uint64_t off;
-  HBG__TRY(sim_off(s, addr, &off));
+  HBG__TRY(sim_off(s, base, &off));
   int rc = HBG_E_RANGE;
   pthread_rwlock_rdlock(&s->heap_lock);
   ptrdiff_t i = hbg__rtab_floor(&s->live, off);
   if (i >= 0) {
     const hbg__range *r = &s->live.v[i];
     uint64_t end = r->start + r->len;
-    if (off <= end && len <= end - off) {
-      *out = s->heap + off;
+    if (off <= end && rel <= end - off && len <= end - off - rel) {
+      *out = s->heap + off + rel;
       rc = 0;
     }
   }
   pthread_rwlock_unlock(&s->heap_lock);
   return rc;
+}
+
+int hbg__sim_resolve(hbg__sim *s, hbg_devptr addr, uint64_t len, void **out) {
+  return hbg__sim_resolve_in(s, addr, 0, len, out);
 }
 
 int hbg__sim_mem_alloc(hbg_device *dev, size_t bytes, hbg_devptr *out) {
