@@ -362,8 +362,16 @@ static int finish(bench *B, bench_arm *a, hbg_bind *b, const bench_slot *s) {
   hbg_bind_stats st;
   int rc = hbg_bind_wait(b);
   if (rc < 0) {
+    uint32_t entry, node;
+    int located = hbg_bind_error_location(b, &entry, &node) == 0;
     hbg_bind_end(b);
-    return report(a, "hbg_bind_wait", rc);
+    report(a, "hbg_bind_wait", rc);
+    if (located && node != HBG_TASK_NONE)
+      fprintf(stderr, "hbg bench:   at window entry %u, graph node %u\n",
+              entry, node);
+    else if (located)
+      fprintf(stderr, "hbg bench:   at window entry %u\n", entry);
+    return rc;
   }
   rc = hbg_bind_stats_get(b, &st);
   hbg_bind_end(b);

@@ -26,9 +26,11 @@ void hbg__exec_destroy(hbg__exec *e); /* accepts NULL */
 /* Run one launch to completion on the calling thread (plus workers) and
  * fill *st. Everything is validated before the first kernel runs: the
  * window (copied first), each Submission, each Definition (or its cached
- * verdict), kernel arguments, device ranges; a launch whose kernels or
- * status would write over one of its own images is refused (HBG_E_RANGE),
- * and whatever its kernels write loses its cached verdict. A kernel error
+ * verdict), kernel arguments, device ranges (each inside the allocation
+ * that holds its base address; a graph's heap block clear of its boundary
+ * tensors); a launch whose kernels or status would write over its window or
+ * one of its own images is refused (HBG_E_RANGE), and whatever its kernels
+ * write loses its cached verdict. A kernel error
  * stops dispatching; running kernels drain.
  * @return st->error (0 or a negative code; st->task / st->node say where).
  * Never crashes or hangs on bad device data. */

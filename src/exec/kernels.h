@@ -1,6 +1,9 @@
 /*
  * Built-in CPU kernels (internal): the sim device's workers and the
- * workloads' host reference call the very same functions.
+ * workloads' host reference call the very same functions. The signature
+ * table and hbg__kernel_check are also the host's submit- and record-time
+ * checks (hbg__task_kernel_check), so both sides agree on what a kernel
+ * takes.
  *
  * Every tensor is float32 (HBG_DTYPE_F32), 1..HBG_MAX_DIMS dims, no zero
  * dim, strides in elements, at most HBG__KERNEL_MAX_NUMEL elements. Inputs

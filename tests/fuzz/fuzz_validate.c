@@ -83,6 +83,21 @@ static void replay(const uint8_t *img, uint64_t len) {
     if (inl)
       CHECK(hbg__def_validate(sv.inline_def, sv.hdr->def_size, NULL) == 0);
   }
+  /* One boundary moved off its alignment: the host refuses the replay and
+   * the device refuses the Submission, whatever the Definition holds. */
+  for (uint32_t i = 0; i < n; i++) {
+    if (d->balign[i] < 2)
+      continue;
+    bt[i].offset += 1;
+    CHECK(hbg__def_check_boundary(d, bt, n, d->n_bscalars) == HBG_E_INVAL);
+    uint32_t sz = hbg__sub_size(d, 0);
+    CHECK(hbg__sub_write(buf, cap, d, 7, 3, bt, bs, 0) == (int)sz);
+    hbg__sub_view sv;
+    CHECK(hbg__sub_validate(buf, sz, &sv) == 0);
+    CHECK(hbg__sub_check_def(&sv, &dv) == HBG_E_IMG_TENSOR_ALIGN);
+    bt[i].offset -= 1;
+    break;
+  }
   free(buf);
   free(bs);
   free(bt);
