@@ -443,6 +443,7 @@ static void t_placement(scene *s) {
   sub = raw_sub(s, addr, off, &n);
   ASSERT_ERR(launch_graph(s, sub, n, s->heap, &st), HBG_E_IMG_TENSOR_ALIGN);
   ASSERT_EQ(st.task, 0);
+  ASSERT_EQ(st.node, 0); /* x's first reader */
   ASSERT_UEQ(st.nodes_done, 0);
   ASSERT_OK(hbg_dev_mem_free(s->f.dev, sub));
   off[0] = 0;

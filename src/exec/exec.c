@@ -477,6 +477,22 @@ static int get_def(xrun *r, hbg_devptr a, const uint8_t *p, uint64_t size,
   return 0;
 }
 
+/* The node whose arguments include tensor record i, NONE if none. */
+static uint32_t node_of_tensor(const xdef *d, uint32_t i) {
+  uint32_t lo = 0, hi = d->hdr.n_nodes;
+  while (lo < hi) { /* first_tensor ascends (validated) */
+    uint32_t m = lo + (hi - lo) / 2;
+    if (d->v.nodes[m].first_tensor <= i)
+      lo = m + 1;
+    else
+      hi = m;
+  }
+  if (lo == 0)
+    return NONE;
+  const hbg_def_node *n = &d->v.nodes[lo - 1];
+  return i - n->first_tensor < n->n_tensors ? lo - 1 : NONE;
+}
+
 static int prep_graph(xrun *r, const hbg_win_task *wt, xtask *x) {
   hbg__exec *e = r->e;
   void *p;
@@ -504,7 +520,13 @@ static int prep_graph(xrun *r, const hbg_win_task *wt, xtask *x) {
   }
   const xdef *d;
   HBG__TRY(get_def(r, da, dp, dsize, &d));
-  HBG__TRY(hbg__sub_check_def(&sv, &d->v));
+  int rc = hbg__sub_check_def(&sv, &d->v);
+  if (rc == HBG_E_IMG_TENSOR_ALIGN) {
+    uint32_t bad = NONE;
+    hbg__sub_check_align(&sv, &d->v, &bad);
+    r->err_node = node_of_tensor(d, bad);
+  }
+  HBG__TRY(rc);
   x->def = d;
   x->heap_size = d->hdr.heap_size;
   /* Internal tensors are aligned relative to the block (validated). */

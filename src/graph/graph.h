@@ -135,6 +135,12 @@ int hbg__sub_validate(const void *img, uint64_t len, hbg__sub_view *out);
  * each view of one must be aligned to its dtype's size.
  * @return 0, HBG_E_IMG_DEF or HBG_E_IMG_TENSOR_ALIGN. */
 int hbg__sub_check_def(const hbg__sub_view *s, const hbg__def_view *d);
+/* The alignment part of hbg__sub_check_def (counts already matched); on
+ * failure *bad (optional) is the Definition tensor record whose element 0
+ * is misaligned, UINT32_MAX for a boundary tensor no node uses.
+ * @return 0 or HBG_E_IMG_TENSOR_ALIGN. */
+int hbg__sub_check_align(const hbg__sub_view *s, const hbg__def_view *d,
+                         uint32_t *bad);
 /* Task window structure: header, index, each entry's bounds and counts,
  * deps pointing at earlier tasks. */
 int hbg__win_validate(const void *img, uint64_t len, hbg__win_view *out);

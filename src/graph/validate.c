@@ -332,6 +332,13 @@ int hbg__sub_check_def(const hbg__sub_view *s, const hbg__def_view *d) {
                      sh->n_tensors != dh->n_btensors ||
                      sh->n_scalars != dh->n_bscalars,
                  HBG_E_IMG_DEF);
+  return hbg__sub_check_align(s, d, NULL);
+}
+
+int hbg__sub_check_align(const hbg__sub_view *s, const hbg__def_view *d,
+                         uint32_t *bad) {
+  const hbg_sub_hdr *sh = s->hdr;
+  const hbg_def_hdr *dh = d->hdr;
   /* Element 0 of every boundary tensor, and of every view of one, aligned
    * to its dtype (a view's offset is relative to its tensor's element 0). */
   const hbg_sub_bind *sb = s->tensors;
@@ -342,13 +349,19 @@ int hbg__sub_check_def(const hbg__sub_view *s, const hbg__def_view *d) {
         t->ref >= sh->n_tensors)
       continue;
     uint64_t es = hbg_dtype_size(t->dtype);
-    HBG__RETURN_IF(es && (sb[t->ref].addr + sb[t->ref].offset + t->offset) % es,
-                   HBG_E_IMG_TENSOR_ALIGN);
+    if (es && (sb[t->ref].addr + sb[t->ref].offset + t->offset) % es) {
+      if (bad)
+        *bad = i;
+      return HBG_E_IMG_TENSOR_ALIGN;
+    }
   }
-  for (uint32_t i = 0; i < dh->n_btensors; i++) {
+  for (uint32_t i = 0; i < dh->n_btensors && i < sh->n_tensors; i++) {
     uint64_t es = hbg_dtype_size(d->bsig[i].dtype);
-    HBG__RETURN_IF(es && (sb[i].addr + sb[i].offset) % es,
-                   HBG_E_IMG_TENSOR_ALIGN);
+    if (es && (sb[i].addr + sb[i].offset) % es) {
+      if (bad)
+        *bad = UINT32_MAX;
+      return HBG_E_IMG_TENSOR_ALIGN;
+    }
   }
   return 0;
 }
