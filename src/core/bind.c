@@ -54,7 +54,7 @@ static uint64_t full_key_of(const hbg_runtime *rt, const hbg_graph_submit *g) {
 /* A tensor argument from the caller: valid metadata, element 0 aligned to
  * its dtype, and [element 0, extent) inside the one live buffer (from
  * hbg_buffer_alloc) that holds addr. */
-static int check_tensor(const hbg_runtime *rt, const hbg_tensor *t) {
+static int check_tensor(hbg_runtime *rt, const hbg_tensor *t, uint32_t pos) {
   HBG__RETURN_IF(t->addr == 0, HBG_E_INVAL);
   HBG__RETURN_IF(t->mode < HBG_ACCESS_IN || t->mode > HBG_ACCESS_INOUT,
                  HBG_E_INVAL);
@@ -62,11 +62,25 @@ static int check_tensor(const hbg_runtime *rt, const hbg_tensor *t) {
   HBG__RETURN_IF(ext == 0, HBG_E_INVAL);
   for (uint32_t i = t->ndim; i < HBG_MAX_DIMS; i++)
     HBG__RETURN_IF(t->shape[i] || t->strides[i], HBG_E_INVAL);
-  HBG__RETURN_IF((t->addr + t->offset) % hbg_dtype_size(t->dtype),
+  /* element sizes are powers of two; ext != 0 means the dtype is known */
+  HBG__RETURN_IF((t->addr + t->offset) & (hbg_dtype_size(t->dtype) - 1u),
                  HBG_E_INVAL);
-  ptrdiff_t i = hbg__rtab_floor(&rt->bufs, t->addr);
-  HBG__RETURN_IF(i < 0, HBG_E_RANGE);
-  const hbg__range *r = &rt->bufs.v[i];
+  /* Argument i of one layer's graph lives in the same buffer as argument i
+   * of the layer before (its weights, its activations): try the buffer
+   * found last for this position before searching. */
+  uint32_t *hint = &rt->buf_hint[pos % HBG__ARRAY_LEN(rt->buf_hint)];
+  const hbg__range *r = NULL;
+  if (*hint < rt->bufs.n) {
+    r = &rt->bufs.v[*hint];
+    if (t->addr - r->start >= r->len)
+      r = NULL;
+  }
+  if (!r) {
+    ptrdiff_t i = hbg__rtab_floor(&rt->bufs, t->addr);
+    HBG__RETURN_IF(i < 0, HBG_E_RANGE);
+    *hint = (uint32_t)i;
+    r = &rt->bufs.v[i];
+  }
   uint64_t room = r->start + r->len - t->addr; /* > 0 when addr is inside */
   HBG__RETURN_IF(t->addr - r->start >= r->len || t->offset > room ||
                      ext > room - t->offset,
@@ -389,7 +403,7 @@ int hbg_submit_task(hbg_bind *b, const hbg_task *t, hbg_task_id *out) {
   HBG__RETURN_IF((t->n_args && !t->args) || (t->n_scalars && !t->scalars),
                  HBG_E_INVAL);
   for (uint32_t i = 0; i < t->n_args; i++)
-    HBG__TRY(check_tensor(b->rt, &t->args[i]));
+    HBG__TRY(check_tensor(b->rt, &t->args[i], i));
   for (uint32_t i = 0; i < t->n_scalars; i++)
     HBG__RETURN_IF(t->scalars[i].kind != HBG_SCALAR_STATIC, HBG_E_INVAL);
   HBG__TRY(check_deps(b, t->deps, t->n_deps));
@@ -586,7 +600,7 @@ int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
                      g->n_scalars > HBG_IMG_MAX_BOUNDARY,
                  HBG_E_LIMIT);
   for (uint32_t i = 0; i < g->n_tensors; i++)
-    HBG__TRY(check_tensor(b->rt, &g->tensors[i]));
+    HBG__TRY(check_tensor(b->rt, &g->tensors[i], i));
   HBG__TRY(check_deps(b, g->deps, g->n_deps));
 
   hbg_runtime *rt = b->rt;

@@ -154,6 +154,8 @@ struct hbg_runtime {
   hbg__map graphs;   /* full key -> hbg__graph */
   hbg__map resident; /* hash -> hbg__resident (coalesced) */
   hbg__rtab bufs;    /* live hbg_buffer_alloc ranges, for the submit checks */
+  uint32_t buf_hint[32]; /* per argument position: index in bufs of the
+                            range the last tensor there was in */
   hbg_trace_fn trace_fn;
   void *trace_user;
 };

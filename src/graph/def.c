@@ -103,8 +103,9 @@ int hbg__def_check_boundary(const hbg__def *d, const hbg_tensor *bt,
         memcmp(t->strides, s->strides, sizeof s->strides) != 0)
       return HBG_E_SIGNATURE;
   }
-  for (uint32_t i = 0; i < nbt; i++)
-    HBG__RETURN_IF(d->balign && (bt[i].addr + bt[i].offset) % d->balign[i],
+  /* balign is a power of two (an element size) */
+  for (uint32_t i = 0; i < nbt && d->balign; i++)
+    HBG__RETURN_IF((bt[i].addr + bt[i].offset) & (d->balign[i] - 1u),
                    HBG_E_INVAL);
   return 0;
 }
