@@ -35,6 +35,13 @@ static uint64_t f32bits(float f) {
   return u;
 }
 
+/* hbg_last_error() names the culprit. */
+#define ASSERT_MSG(part)                                                       \
+  do {                                                                         \
+    if (!strstr(hbg_last_error(), (part)))                                     \
+      T_FAIL("message '%s' lacks '%s'", hbg_last_error(), (part));             \
+  } while (0)
+
 static void run_ok(hbg_bind *b) {
   ASSERT_OK(hbg_bind_launch(b));
   ASSERT_OK(hbg_bind_wait(b));
@@ -52,15 +59,19 @@ static void t_task_checks(void) {
   /* f32 element 0 at byte offset 2 */
   a[0].offset = 2;
   ASSERT_ERR(hbg_submit_task(b, &t, NULL), HBG_E_INVAL);
+  ASSERT_MSG("argument 0: element 0 (offset 2) is not aligned");
   a[0].offset = 4;
   ASSERT_OK(hbg_submit_task(b, &t, NULL));
   /* addresses: a freed buffer, past the end, an offset into the next one */
   a[0].offset = 0;
   a[2].addr = D; /* freed in main */
   ASSERT_ERR(hbg_submit_task(b, &t, NULL), HBG_E_RANGE);
+  ASSERT_MSG("argument 2: addr");
+  ASSERT_MSG("no live hbg_buffer_alloc buffer");
   a[2].addr = C;
   a[2].offset = NF * 4 - 8;
   ASSERT_ERR(hbg_submit_task(b, &t, NULL), HBG_E_RANGE);
+  ASSERT_MSG("argument 2: offset 1016 + 16 bytes leave");
   a[2].offset = 0;
   a[1].addr = A;
   a[1].offset = B - A; /* B's bytes, reached from A */
@@ -68,20 +79,25 @@ static void t_task_checks(void) {
   ASSERT_ERR(hbg_submit_task(b, &t, NULL), HBG_E_RANGE);
   a[1] = vec(B, 0, 4, HBG_ACCESS_IN);
   ASSERT_OK(hbg_submit_task(b, &t, NULL)); /* good again */
+  ASSERT_EQ(hbg_last_error()[0], 0); /* the message is gone */
   /* kernel signatures: f16 into an f32 add, shape mismatch, two args,
    * an output whose mode is IN */
   hbg_tensor h = vec2(B, 0, HBG_DTYPE_F16, HBG_ACCESS_IN, 4, 0);
   hbg_tensor bad[3] = {a[0], h, a[2]};
   t = mk(HBG_KERNEL_ADD, bad, 3);
   ASSERT_ERR(hbg_submit_task(b, &t, NULL), HBG_E_KERNEL);
+  ASSERT_MSG("add argument 1 (input) must be f32");
   bad[1] = vec(B, 0, 8, HBG_ACCESS_IN);
   ASSERT_ERR(hbg_submit_task(b, &t, NULL), HBG_E_KERNEL);
+  ASSERT_MSG("add: argument shapes do not fit");
   t = mk(HBG_KERNEL_ADD, a, 2);
   ASSERT_ERR(hbg_submit_task(b, &t, NULL), HBG_E_KERNEL);
+  ASSERT_MSG("add takes 3 tensors, got 2");
   bad[1] = a[1];
   bad[2].mode = HBG_ACCESS_IN;
   t = mk(HBG_KERNEL_ADD, bad, 3);
   ASSERT_ERR(hbg_submit_task(b, &t, NULL), HBG_E_KERNEL);
+  ASSERT_MSG("add argument 2 (output) needs mode OUT");
   /* none of it latched the bind; the two good tasks run */
   ASSERT_EQ(hbg_bind_fatal(b), 0);
   run_ok(b);
@@ -173,6 +189,7 @@ static void t_graph_checks(void) {
   rec_ctx good = {0};
   /* a boundary tensor at byte offset 2: refused before recording */
   ASSERT_ERR(submit(b, 1, &good, 2, HBG_DTYPE_F32), HBG_E_INVAL);
+  ASSERT_MSG("boundary tensor 0: element 0 (offset 2) is not aligned");
   ASSERT_EQ(good.calls, 0);
   /* a boundary tensor in a freed buffer */
   {
@@ -192,6 +209,8 @@ static void t_graph_checks(void) {
   for (int k = BAD_VIEW_ALIGN; k < BAD__COUNT; k++) {
     rec_ctx c = {.bad = k};
     ASSERT_ERR(submit(b, 100 + (uint64_t)k, &c, 0, HBG_DTYPE_F32), want[k]);
+    ASSERT_MSG("the recording is not kept: hbg_record_task");
+    ASSERT_MSG("inner task 0");
     ASSERT_ERR(submit(b, 100 + (uint64_t)k, &c, 0, HBG_DTYPE_F32), want[k]);
     ASSERT_EQ(c.calls, 2);
     ASSERT_EQ(hbg_bind_fatal(b), 0);
@@ -290,6 +309,7 @@ static void t_location(void) {
   ASSERT_EQ(e, 77); /* no error: nothing to locate */
   /* position 5 of a 2-row table: only the device sees the scalar's value */
   ASSERT_ERR(rope_bind(5, &e, &n), HBG_E_KERNEL);
+  ASSERT_MSG("device: HBG_E_KERNEL at window entry 1, graph node 1");
   ASSERT_EQ(e, 1);
   ASSERT_EQ(n, 1);
   /* the bind after it is clean */

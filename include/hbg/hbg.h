@@ -407,7 +407,10 @@ HBG_API int hbg_bind_begin(hbg_runtime *rt, hbg_bind **out);
  * @return 0, HBG_E_INVAL (bad or misaligned tensor, bad dependency),
  * HBG_E_RANGE (a tensor outside every live buffer, or leaving the one its
  * addr is in), HBG_E_KERNEL (unknown kernel or arguments it does not take),
- * HBG_E_LIMIT, HBG_E_NESTED, HBG_E_STATE, HBG_E_FATAL. */
+ * HBG_E_LIMIT, HBG_E_NESTED, HBG_E_STATE, HBG_E_FATAL. After a refused
+ * tensor or signature, hbg_last_error() names the argument and the rule
+ * ("hbg_submit_task: argument 0: element 0 (offset 2) is not aligned ...",
+ * "hbg_submit_task: add takes 3 tensors, got 2"). */
 HBG_API int hbg_submit_task(hbg_bind *b, const hbg_task *t, hbg_task_id *out);
 
 typedef int (*hbg_record_fn)(hbg_recorder *rec, void *user);
@@ -440,7 +443,9 @@ typedef struct hbg_graph_submit {
  * hbg_record_task call of the callback returned (when the callback itself
  * returned 0: HBG_E_KERNEL, HBG_E_INVAL, ...), HBG_E_EMPTY,
  * HBG_E_SIGNATURE, HBG_E_LIMIT, HBG_E_FATAL (the bind latched a fatal
- * error), or a device error (which latches HBG_E_FATAL on the bind). */
+ * error), or a device error (which latches HBG_E_FATAL on the bind).
+ * hbg_last_error() names a refused boundary tensor, or the inner task,
+ * argument and rule of a recording that is not kept. */
 HBG_API int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
                              hbg_task_id *out);
 
@@ -475,7 +480,8 @@ HBG_API int hbg_submit_graph_n(hbg_bind *b, const hbg_graph_submit *g,
  * may go on, but no Definition is built from it.
  * @return 0, HBG_E_INVAL (bad, misaligned, or unknown tensor: neither an
  * earlier inner output nor inside a boundary tensor), HBG_E_KERNEL,
- * HBG_E_NESTED (used outside a callback), HBG_E_LIMIT. */
+ * HBG_E_NESTED (used outside a callback), HBG_E_LIMIT; hbg_last_error()
+ * then names the inner task, the argument and what is wrong. */
 HBG_API int hbg_record_task(hbg_recorder *rec, hbg_task *t, hbg_task_id *out);
 /* Inside a record callback: the boundary of the submission being recorded. */
 HBG_API const hbg_tensor *hbg_record_tensors(hbg_recorder *rec, uint32_t *n);
@@ -493,8 +499,8 @@ HBG_API int hbg_bind_launch(hbg_bind *b);
 
 /* Wait for a launched bind to complete and collect the device status.
  * @return 0, the device-side error (e.g. HBG_E_IMG_HASH, HBG_E_KERNEL,
- * HBG_E_RANGE, HBG_E_IMG_TENSOR_ALIGN; hbg_bind_error_location says where)
- * or a device error. */
+ * HBG_E_RANGE, HBG_E_IMG_TENSOR_ALIGN; hbg_bind_error_location says where,
+ * and hbg_last_error() repeats it in words) or a device error. */
 HBG_API int hbg_bind_wait(hbg_bind *b);
 
 /* Where the device-side error hbg_bind_wait returned happened.

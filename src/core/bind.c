@@ -53,18 +53,33 @@ static uint64_t full_key_of(const hbg_runtime *rt, const hbg_graph_submit *g) {
 
 /* A tensor argument from the caller: valid metadata, element 0 aligned to
  * its dtype, and [element 0, extent) inside the one live buffer (from
- * hbg_buffer_alloc) that holds addr. */
-static int check_tensor(hbg_runtime *rt, const hbg_tensor *t, uint32_t pos) {
-  HBG__RETURN_IF(t->addr == 0, HBG_E_INVAL);
-  HBG__RETURN_IF(t->mode < HBG_ACCESS_IN || t->mode > HBG_ACCESS_INOUT,
-                 HBG_E_INVAL);
+ * hbg_buffer_alloc) that holds addr. On failure hbg_last_error() names
+ * `who` pos and what is wrong. */
+static int check_tensor(hbg_runtime *rt, const hbg_tensor *t, uint32_t pos,
+                        const char *who) {
+  const char *why = NULL;
   uint64_t ext = hbg_tensor_extent(t);
-  HBG__RETURN_IF(ext == 0, HBG_E_INVAL);
-  for (uint32_t i = t->ndim; i < HBG_MAX_DIMS; i++)
-    HBG__RETURN_IF(t->shape[i] || t->strides[i], HBG_E_INVAL);
+  if (t->addr == 0)
+    why = "addr is 0";
+  else if (t->mode < HBG_ACCESS_IN || t->mode > HBG_ACCESS_INOUT)
+    why = "mode is not IN, OUT or INOUT";
+  else if (ext == 0)
+    why = "bad dtype, ndim, shape or strides";
+  for (uint32_t i = t->ndim; !why && i < HBG_MAX_DIMS; i++)
+    if (t->shape[i] || t->strides[i])
+      why = "shape or strides set past ndim";
+  if (why) {
+    hbg__error_set("%s %u: %s", who, pos, why);
+    return HBG_E_INVAL;
+  }
   /* element sizes are powers of two; ext != 0 means the dtype is known */
-  HBG__RETURN_IF((t->addr + t->offset) & (hbg_dtype_size(t->dtype) - 1u),
-                 HBG_E_INVAL);
+  uint32_t es = hbg_dtype_size(t->dtype);
+  if ((t->addr + t->offset) & (es - 1u)) {
+    hbg__error_set("%s %u: element 0 (offset %llu) is not aligned to its "
+                   "dtype's %u bytes",
+                   who, pos, (unsigned long long)t->offset, es);
+    return HBG_E_INVAL;
+  }
   /* Argument i of one layer's graph lives in the same buffer as argument i
    * of the layer before (its weights, its activations): try the buffer
    * found last for this position before searching. */
@@ -77,14 +92,25 @@ static int check_tensor(hbg_runtime *rt, const hbg_tensor *t, uint32_t pos) {
   }
   if (!r) {
     ptrdiff_t i = hbg__rtab_floor(&rt->bufs, t->addr);
-    HBG__RETURN_IF(i < 0, HBG_E_RANGE);
-    *hint = (uint32_t)i;
-    r = &rt->bufs.v[i];
+    if (i >= 0) {
+      *hint = (uint32_t)i;
+      r = &rt->bufs.v[i];
+    }
   }
-  uint64_t room = r->start + r->len - t->addr; /* > 0 when addr is inside */
-  HBG__RETURN_IF(t->addr - r->start >= r->len || t->offset > room ||
-                     ext > room - t->offset,
-                 HBG_E_RANGE);
+  if (!r || t->addr - r->start >= r->len) {
+    hbg__error_set("%s %u: addr 0x%llx is in no live hbg_buffer_alloc buffer",
+                   who, pos, (unsigned long long)t->addr);
+    return HBG_E_RANGE;
+  }
+  uint64_t room = r->start + r->len - t->addr; /* > 0: addr is inside */
+  if (t->offset > room || ext > room - t->offset) {
+    hbg__error_set("%s %u: offset %llu + %llu bytes leave the %llu-byte "
+                   "buffer at 0x%llx",
+                   who, pos, (unsigned long long)t->offset,
+                   (unsigned long long)ext, (unsigned long long)r->len,
+                   (unsigned long long)r->start);
+    return HBG_E_RANGE;
+  }
   return 0;
 }
 
@@ -394,6 +420,7 @@ static int open_check(const hbg_bind *b) {
 }
 
 int hbg_submit_task(hbg_bind *b, const hbg_task *t, hbg_task_id *out) {
+  hbg__error_clear();
   HBG__TRY(open_check(b));
   HBG__RETURN_IF(!t, HBG_E_INVAL);
   HBG__RETURN_IF(t->kernel >= HBG_KERNEL__COUNT, HBG_E_KERNEL);
@@ -403,11 +430,11 @@ int hbg_submit_task(hbg_bind *b, const hbg_task *t, hbg_task_id *out) {
   HBG__RETURN_IF((t->n_args && !t->args) || (t->n_scalars && !t->scalars),
                  HBG_E_INVAL);
   for (uint32_t i = 0; i < t->n_args; i++)
-    HBG__TRY(check_tensor(b->rt, &t->args[i], i));
+    HBG__TRY(check_tensor(b->rt, &t->args[i], i, "hbg_submit_task: argument"));
   for (uint32_t i = 0; i < t->n_scalars; i++)
     HBG__RETURN_IF(t->scalars[i].kind != HBG_SCALAR_STATIC, HBG_E_INVAL);
   HBG__TRY(check_deps(b, t->deps, t->n_deps));
-  HBG__TRY(hbg__task_kernel_check(t));
+  HBG__TRY(hbg__task_kernel_check(t, "hbg_submit_task"));
 
   uint32_t off_t = sizeof(hbg_win_task);
   uint32_t off_s = off_t + t->n_args * (uint32_t)sizeof(hbg_sub_tensor);
@@ -464,6 +491,9 @@ static int graph_lookup(hbg_bind *b, const hbg_graph_submit *g, uint64_t fk,
   rt->recording = 0;
   if (urc != 0) {
     hbg__rec_abort(rec);
+    hbg__error_set("hbg_submit_graph: key %llu: the record callback returned "
+                   "%d",
+                   (unsigned long long)g->key, urc);
     return HBG_E_RECORD;
   }
   hbg__def *def = NULL;
@@ -590,6 +620,7 @@ static void claim_undo(hbg_bind *b, const claim_mark *m) {
 
 int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
                      hbg_task_id *out) {
+  hbg__error_clear();
   HBG__TRY(open_check(b));
   HBG__RETURN_IF(!g || !g->record, HBG_E_INVAL);
   HBG__RETURN_IF((g->n_tensors && !g->tensors) ||
@@ -600,7 +631,8 @@ int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
                      g->n_scalars > HBG_IMG_MAX_BOUNDARY,
                  HBG_E_LIMIT);
   for (uint32_t i = 0; i < g->n_tensors; i++)
-    HBG__TRY(check_tensor(b->rt, &g->tensors[i], i));
+    HBG__TRY(check_tensor(b->rt, &g->tensors[i], i,
+                          "hbg_submit_graph: boundary tensor"));
   HBG__TRY(check_deps(b, g->deps, g->n_deps));
 
   hbg_runtime *rt = b->rt;
@@ -936,6 +968,7 @@ int hbg_bind_launch(hbg_bind *b) {
 }
 
 int hbg_bind_wait(hbg_bind *b) {
+  hbg__error_clear();
   HBG__RETURN_IF(!b, HBG_E_INVAL);
   HBG__RETURN_IF(b->state != HBG__BIND_LAUNCHED, HBG_E_STATE);
   if (b->fatal)
@@ -949,6 +982,13 @@ int hbg_bind_wait(hbg_bind *b) {
     if (rc < 0)
       return rc;
     collect(b);
+    if (b->err_entry != HBG_TASK_NONE && b->err_node != HBG_TASK_NONE)
+      hbg__error_set("device: %s at window entry %u, graph node %u",
+                     hbg_err_name(b->st.device_status), b->err_entry,
+                     b->err_node);
+    else if (b->err_entry != HBG_TASK_NONE)
+      hbg__error_set("device: %s at window entry %u",
+                     hbg_err_name(b->st.device_status), b->err_entry);
   }
   return b->st.device_status;
 }

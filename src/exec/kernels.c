@@ -464,12 +464,48 @@ int hbg__kernel_check(uint32_t kernel, const hbg__ktensor *t, uint32_t nt,
   return shapes_check(kernel, t);
 }
 
-int hbg__task_kernel_check(const hbg_task *t) {
+int hbg__task_kernel_check(const hbg_task *t, const char *who) {
   hbg__ktensor k[HBG_IMG_MAX_ARGS_PER_NODE];
   HBG__RETURN_IF(t->n_args > HBG_IMG_MAX_ARGS_PER_NODE, HBG_E_KERNEL);
   for (uint32_t i = 0; i < t->n_args; i++)
     hbg__ktensor_from(&k[i], &t->args[i], NULL);
-  return hbg__kernel_check(t->kernel, k, t->n_args, t->n_scalars);
+  int rc = hbg__kernel_check(t->kernel, k, t->n_args, t->n_scalars);
+  if (rc == 0)
+    return 0;
+  /* Say which rule failed (the error path only). */
+  if (t->kernel >= HBG_KERNEL__COUNT) {
+    hbg__error_set("%s: unknown kernel %u", who, t->kernel);
+    return rc;
+  }
+  const kdesc *d = &kdescs[t->kernel];
+  if (d->nt != UINT32_MAX && t->n_args != d->nt) {
+    hbg__error_set("%s: %s takes %u tensors, got %u", who, d->name, d->nt,
+                   t->n_args);
+    return rc;
+  }
+  if (t->n_scalars < d->ns_min || t->n_scalars > d->ns_max) {
+    hbg__error_set("%s: %s takes %u to %u scalars, got %u", who, d->name,
+                   d->ns_min, d->ns_max, t->n_scalars);
+    return rc;
+  }
+  for (uint32_t i = 0; i < t->n_args && t->kernel != HBG_KERNEL_NOP; i++) {
+    int out = (d->out_mask >> i) & 1;
+    uint32_t need = out ? HBG_ACCESS_OUT : HBG_ACCESS_IN;
+    if (targ(&k[i], need, 1))
+      continue;
+    hbg__error_set("%s: %s argument %u (%s) %s", who, d->name, i,
+                   out ? "output" : "input",
+                   k[i].dtype != HBG_DTYPE_F32 ? "must be f32"
+                   : (k[i].mode & need) != need
+                       ? (out ? "needs mode OUT" : "needs mode IN")
+                   : out ? "may not broadcast (stride 0)"
+                         : "has bad shape or strides");
+    return rc;
+  }
+  hbg__error_set("%s: %s: argument shapes do not fit together (see the "
+                 "kernel's rules in hbg.h)",
+                 who, d->name);
+  return rc;
 }
 
 int hbg__kernel_run(uint32_t kernel, const hbg__ktensor *t, uint32_t nt,

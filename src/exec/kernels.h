@@ -78,9 +78,10 @@ int hbg__kernel_check(uint32_t kernel, const hbg__ktensor *t, uint32_t nt,
 
 /* hbg__kernel_check on a task's arguments as the host sees them (the
  * submit and record paths): arity, dtypes, modes and shapes. Scalars count
- * only (their values may be boundary scalars, known at run).
+ * only (their values may be boundary scalars, known at run). On failure the
+ * thread's hbg_last_error() message says, after "who: ", what is wrong.
  * @return 0 or HBG_E_KERNEL. */
-int hbg__task_kernel_check(const hbg_task *t);
+int hbg__task_kernel_check(const hbg_task *t, const char *who);
 
 /* Check everything (as check, plus scalar values) and run the kernel.
  * @return 0 or HBG_E_KERNEL (nothing written then). Thread-safe. */

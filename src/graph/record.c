@@ -1,3 +1,4 @@
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,6 +52,7 @@ struct hbg_recorder {
   uint64_t heap_top;
   int err; /* first failed hbg_record_task: the recording is never built */
   int check_kernels; /* hbg__rec_check_kernels */
+  char err_msg[256]; /* hbg_last_error() of the first failure */
 };
 
 typedef struct arg_access {
@@ -209,11 +211,19 @@ static int cmp_u32(const void *a, const void *b) {
 }
 
 /* Classify t->args[i] into *dt; fill *acc with the byte range it touches. */
+#define CLASSIFY_FAIL(cond, code, msg)                                         \
+  do {                                                                         \
+    if (cond) {                                                                \
+      *why = msg;                                                              \
+      return code;                                                             \
+    }                                                                          \
+  } while (0)
+
 static int classify(const hbg_recorder *r, uint32_t self, const hbg_tensor *a,
                     uint64_t *heap_cur, hbg_def_tensor *dt, arg_access *acc,
-                    uint32_t *producer) {
+                    uint32_t *producer, const char **why) {
   uint64_t ext = tensor_extent(a);
-  HBG__RETURN_IF(ext == 0, HBG_E_INVAL);
+  CLASSIFY_FAIL(ext == 0, HBG_E_INVAL, "bad dtype, ndim, mode, shape or strides");
   const uint64_t es = hbg_dtype_size(a->dtype);
   memset(dt, 0, sizeof *dt);
   dt->dtype = a->dtype;
@@ -225,9 +235,9 @@ static int classify(const hbg_recorder *r, uint32_t self, const hbg_tensor *a,
   *producer = UINT32_MAX;
 
   if ((a->mode & HBG_ACCESS_OUT) && a->addr == 0) {
-    HBG__RETURN_IF(a->offset != 0, HBG_E_INVAL);
+    CLASSIFY_FAIL(a->offset != 0, HBG_E_INVAL, "a new inner output (addr 0) must have offset 0");
     uint64_t off = HBG__ALIGN_UP(*heap_cur, (uint64_t)HBG__HEAP_ALIGN);
-    HBG__RETURN_IF(off >= HEAP_LIMIT || ext > HEAP_LIMIT - off, HBG_E_LIMIT);
+    CLASSIFY_FAIL(off >= HEAP_LIMIT || ext > HEAP_LIMIT - off, HBG_E_LIMIT, "the graph heap is full");
     *heap_cur = off + ext;
     dt->src = HBG_SRC_OWN_OUTPUT;
     dt->ref = self;
@@ -241,10 +251,10 @@ static int classify(const hbg_recorder *r, uint32_t self, const hbg_tensor *a,
     uint64_t lo;
     HBG__RETURN_IF(hbg__add_u64(a->addr & ~HBG__HEAP_TAG_MASK, a->offset, &lo),
                    HBG_E_INVAL);
-    HBG__RETURN_IF(lo > UINT64_MAX - ext, HBG_E_INVAL);
-    HBG__RETURN_IF(lo % es, HBG_E_INVAL); /* the heap block is 64-aligned */
+    CLASSIFY_FAIL(lo > UINT64_MAX - ext, HBG_E_INVAL, "offset overflows");
+    CLASSIFY_FAIL(lo % es, HBG_E_INVAL, "element 0 is not aligned to its dtype");
     uint32_t p = find_producer(r, lo, lo + ext);
-    HBG__RETURN_IF(p == UINT32_MAX, HBG_E_INVAL);
+    CLASSIFY_FAIL(p == UINT32_MAX, HBG_E_INVAL, "not inside one earlier inner output");
     dt->src = HBG_SRC_INTERNAL;
     dt->ref = p;
     dt->offset = lo;
@@ -254,7 +264,7 @@ static int classify(const hbg_recorder *r, uint32_t self, const hbg_tensor *a,
     *producer = p;
     return 0;
   }
-  HBG__RETURN_IF((a->addr + a->offset) % es, HBG_E_INVAL);
+  CLASSIFY_FAIL((a->addr + a->offset) % es, HBG_E_INVAL, "element 0 is not aligned to its dtype");
   for (uint32_t i = 0; i < r->nbt; i++) {
     if (!same_layout(a, &r->bt[i]))
       continue;
@@ -282,11 +292,11 @@ static int classify(const hbg_recorder *r, uint32_t self, const hbg_tensor *a,
       best_ext = bext;
     }
   }
-  HBG__RETURN_IF(best == UINT32_MAX, HBG_E_INVAL);
+  CLASSIFY_FAIL(best == UINT32_MAX, HBG_E_INVAL, "neither an inner output nor inside a boundary tensor");
   /* Relative to element 0 of its tensor, so that it stays aligned in every
    * replay whose tensor is (the Definition asks for the largest element
    * size of its views there). */
-  HBG__RETURN_IF((a->offset - r->bt[best].offset) % es, HBG_E_INVAL);
+  CLASSIFY_FAIL((a->offset - r->bt[best].offset) % es, HBG_E_INVAL, "a view's offset from its boundary tensor's element 0 must be a multiple of its element size");
   dt->src = HBG_SRC_BOUNDARY_VIEW;
   dt->ref = best;
   dt->offset = a->offset - r->bt[best].offset;
@@ -295,6 +305,7 @@ static int classify(const hbg_recorder *r, uint32_t self, const hbg_tensor *a,
   acc->hi = a->offset + ext;
   return 0;
 }
+#undef CLASSIFY_FAIL
 
 static void add_access(rec_buf *b, const arg_access *a, uint32_t node) {
   if (a->write) {
@@ -323,8 +334,11 @@ static int record_task(hbg_recorder *rec, hbg_task *t, hbg_task_id *out) {
                      (t->n_deps && !t->deps),
                  HBG_E_INVAL);
   HBG__RETURN_IF(rec->n_nodes >= HBG_IMG_MAX_NODES, HBG_E_LIMIT);
-  if (rec->check_kernels)
-    HBG__TRY(hbg__task_kernel_check(t));
+  if (rec->check_kernels) {
+    char who[48]; /* recording is rare: a name for the message is cheap */
+    snprintf(who, sizeof who, "hbg_record_task (inner task %u)", rec->n_nodes);
+    HBG__TRY(hbg__task_kernel_check(t, who));
+  }
 
   hbg_recorder *r = rec;
   const uint32_t self = r->n_nodes;
@@ -342,7 +356,13 @@ static int record_task(hbg_recorder *rec, hbg_task *t, hbg_task_id *out) {
   for (uint32_t i = 0; i < t->n_args; i++) {
     uint32_t p;
     hbg_def_tensor *dt = &r->tensors[r->n_tensors + i];
-    HBG__TRY(classify(r, self, &t->args[i], &heap_cur, dt, &acc[i], &p));
+    const char *why = NULL;
+    rc = classify(r, self, &t->args[i], &heap_cur, dt, &acc[i], &p, &why);
+    if (rc < 0) {
+      hbg__error_set("hbg_record_task (inner task %u): argument %u: %s", self,
+                     i, why ? why : hbg_strerror(rc));
+      return rc;
+    }
     if (dt->src == HBG_SRC_OWN_OUTPUT && first_out == UINT64_MAX)
       first_out = dt->offset;
     if (p != UINT32_MAX)
@@ -429,10 +449,18 @@ static int record_task(hbg_recorder *rec, hbg_task *t, hbg_task_id *out) {
 }
 
 int hbg_record_task(hbg_recorder *rec, hbg_task *t, hbg_task_id *out) {
+  hbg__error_clear();
   HBG__RETURN_IF(!rec, HBG_E_INVAL);
   int rc = record_task(rec, t, out);
-  if (rc < 0 && !rec->err)
-    rec->err = rc;
+  if (rc < 0) {
+    if (!hbg_last_error()[0])
+      hbg__error_set("hbg_record_task (inner task %u): %s", rec->n_nodes,
+                     hbg_strerror(rc));
+    if (!rec->err) {
+      rec->err = rc;
+      snprintf(rec->err_msg, sizeof rec->err_msg, "%s", hbg_last_error());
+    }
+  }
   return rc;
 }
 
@@ -450,6 +478,7 @@ int hbg__rec_finish(hbg_recorder *r, hbg__def **out) {
   }
   if (r->err) {
     rc = r->err;
+    hbg__error_set("the recording is not kept: %s", r->err_msg);
     goto err_rec;
   }
   if (r->n_nodes == 0) {
