@@ -100,8 +100,12 @@ static void check_hazards(uint32_t chunk) {
 
 /* ---- call sequences ---- */
 
-static void expect_slot_setup(char *e, size_t n) {
-  cat(e, n, "aclrtCreateStream aclrtCreateEvent aclrtMallocHost aclrtMalloc");
+/* deferred stages in heap memory: no pinned arena */
+static void expect_slot_setup(char *e, size_t n, int policy) {
+  cat(e, n, policy == HBG_POLICY_DEFERRED
+                ? "aclrtCreateStream aclrtCreateEvent aclrtMalloc"
+                : "aclrtCreateStream aclrtCreateEvent aclrtMallocHost "
+                  "aclrtMalloc");
 }
 
 static void test_sequences(int policy) {
@@ -110,8 +114,8 @@ static void test_sequences(int policy) {
   rig_open(&r, policy, 0);
   char e[8192] = "aclInit aclrtSetDevice";
   /* each of the two slots: queue, completion event, arena, status */
-  expect_slot_setup(e, sizeof e);
-  expect_slot_setup(e, sizeof e);
+  expect_slot_setup(e, sizeof e, policy);
+  expect_slot_setup(e, sizeof e, policy);
   /* chain buffers: input, out, b[0..L], bias[0..L) each allocated ... */
   rep(e, sizeof e, "aclrtMalloc", 2 + LAYERS + 1);
   rep(e, sizeof e, "aclrtMalloc aclrtMemcpy", LAYERS); /* bias, written */

@@ -335,8 +335,11 @@ typedef struct hbg_config {
   const char *device_options; /* backend options "k=v,k=v"; env HBG_DEVICE_OPTIONS */
   struct hbg_device *device_handle; /* optional: an open device to use
                                        (not owned; outlives the runtime) */
-  uint64_t arena_bytes;       /* pinned staging arena per slot; 0 = 16 MiB,
-                                 at most HBG_ARENA_BYTES_MAX;
+  uint64_t arena_bytes;       /* initial pinned staging arena per slot
+                                 (pinned-eager, pinned-bulk, coalesced;
+                                 deferred has none); 0 = 16 MiB, at most
+                                 HBG_ARENA_BYTES_MAX; grown at a bind's
+                                 start to the last bind's need;
                                  env HBG_ARENA_BYTES */
   uint32_t pipeline_depth;    /* binds in flight, 0 = 2, at most
                                  HBG_PIPELINE_DEPTH_MAX; env HBG_PIPELINE_DEPTH */
@@ -345,7 +348,14 @@ typedef struct hbg_config {
                                     0 = one copy at launch */
   uint64_t orch_id;           /* orchestration identity, part of full keys */
   uint32_t flags;             /* HBG_CFG_* */
-  uint32_t reserved;
+  uint32_t graph_cache_max;   /* recorded graphs kept (the graph cache),
+                                 0 = 256; env HBG_GRAPH_CACHE_MAX. Past it the
+                                 least recently used graph is evicted: its
+                                 host Definition, its device copy
+                                 (coalesced) and its per-{key, occurrence}
+                                 buffers (pinned-eager), each freed once no
+                                 bind in flight may read it. A key
+                                 submitted again is recorded again. */
   const char *env_invalid;    /* set by hbg_config_init: NULL, or the name
                                  of the first HBG_* variable whose value it
                                  rejected (static storage) */
@@ -354,7 +364,8 @@ typedef struct hbg_config {
 /* Fill cfg with defaults, then apply the HBG_* environment variables:
  * HBG_POLICY (a policy name), HBG_DEVICE (a backend name),
  * HBG_DEVICE_OPTIONS, HBG_ARENA_BYTES (1 .. HBG_ARENA_BYTES_MAX, K/M/G
- * suffix), HBG_PIPELINE_DEPTH (1 .. HBG_PIPELINE_DEPTH_MAX). An empty
+ * suffix), HBG_PIPELINE_DEPTH (1 .. HBG_PIPELINE_DEPTH_MAX),
+ * HBG_GRAPH_CACHE_MAX (1 .. UINT32_MAX). An empty
  * variable counts as unset. An invalid value is not replaced by the
  * default: cfg->env_invalid names the variable, hbg_last_error() says
  * what is wrong, and hbg_runtime_create() with this cfg fails with
@@ -543,6 +554,8 @@ typedef struct hbg_bind_stats {
   uint64_t arena_high_water; /* bytes of pinned arena used */
   int32_t fatal;             /* latched fatal error, 0 if none */
   int32_t device_status;     /* device-side status after wait */
+  uint32_t n_evicted;        /* graphs evicted from the graph cache by this
+                                bind (hbg_config.graph_cache_max) */
 } hbg_bind_stats;
 
 /* @return 0 and *out, or HBG_E_INVAL. */

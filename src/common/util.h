@@ -15,6 +15,9 @@
 #define HBG__MAX(a, b) ((a) > (b) ? (a) : (b))
 #define HBG__UNUSED(x) ((void)(x))
 
+/* Default hbg_config.graph_cache_max. */
+#define HBG__GRAPH_CACHE_DEFAULT 256u
+
 /* RETURN_IF(cond, code): return code when cond holds; in debug builds
  * (HBG_DEBUG_ERRORS) print file:line first. */
 #ifdef HBG_DEBUG_ERRORS

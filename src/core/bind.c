@@ -136,14 +136,12 @@ static void to_sub_tensor(hbg_sub_tensor *d, const hbg_tensor *t) {
 
 /* ---------------- device window buffer ---------------- */
 
-/* Make the slot's device window buffer hold need bytes. Coalesced windows
- * already carry absolute Submission addresses inside the buffer: move them. */
-static int win_dev_ensure(hbg_bind *b, uint64_t need) {
+/* Replace the slot's device window buffer by one of cap bytes. Coalesced
+ * windows already carry absolute Submission addresses inside the buffer:
+ * move them. */
+static int win_dev_grow(hbg_bind *b, uint64_t cap) {
   hbg_runtime *rt = b->rt;
   hbg__slot *s = b->slot;
-  if (s->win_cap >= need)
-    return 0;
-  uint64_t cap = HBG__ALIGN_UP(HBG__MAX(need, s->win_cap * 2), 65536);
   hbg_devptr nd = 0;
   HBG__TRY(hbg_dev_mem_alloc(rt->dev, (size_t)cap, &nd));
   b->st.dev_allocs++;
@@ -171,6 +169,15 @@ static int win_dev_ensure(hbg_bind *b, uint64_t need) {
   return 0;
 }
 
+/* Make the slot's device window buffer hold need bytes (mid-bind: double). */
+static int win_dev_ensure(hbg_bind *b, uint64_t need) {
+  hbg__slot *s = b->slot;
+  if (s->win_cap >= need)
+    return 0;
+  return win_dev_grow(b,
+                      HBG__ALIGN_UP(HBG__MAX(need, s->win_cap * 2), 65536));
+}
+
 /* ---------------- host window buffer ---------------- */
 
 /* Reserve n bytes at the end of the window; @return offset or < 0. A
@@ -196,27 +203,32 @@ static int64_t win_append(hbg_bind *b, uint64_t n) {
     }
     w->p = p;
     w->cap = cap;
-    if (b->rt->cfg.policy == HBG_POLICY_COALESCED) {
+  }
+  hbg__slot *s = b->slot;
+  if (b->rt->cfg.policy == HBG_POLICY_COALESCED) {
+    if (need > s->arena.high_water)
+      s->arena.high_water = need;
+    if (need > s->win_high_water)
+      s->win_high_water = need;
+    if (need > s->win_cap) {
       /* Growing the device window (after the chunks in flight land) is
        * window upload time nested in orchestration. */
       uint64_t t0 = hbg__now_ns();
-      uint64_t had = b->slot->win_cap;
-      int rc = win_dev_ensure(b, cap);
+      int had = s->win_cap != 0;
+      int rc = win_dev_ensure(b, need);
       uint64_t t1 = hbg__now_ns();
       b->nested_upload_ns += t1 - t0;
       b->st.window_upload_ns += t1 - t0;
       if (rc < 0)
         return rc;
-      if (b->slot->win_cap != had)
-        hbg__trace(b->rt, HBG_TRACK_UPLOAD, "window_grow", t0, t1, 0, b->seq);
+      if (had)
+        hbg__trace(b->rt, HBG_TRACK_UPLOAD, "window_grow", t0, t1, 0,
+                   b->seq);
     }
   }
   uint64_t off = w->len;
   memset(w->p + off, 0, (size_t)n);
   w->len = need;
-  if (b->rt->cfg.policy == HBG_POLICY_COALESCED &&
-      need > b->slot->arena.high_water)
-    b->slot->arena.high_water = need;
   return (int64_t)off;
 }
 
@@ -336,6 +348,7 @@ int hbg__slot_reclaim(hbg_runtime *rt, hbg__slot *s) {
   for (uint32_t i = 0; i < s->n_deferred; i++)
     hbg_dev_mem_free(rt->dev, s->deferred[i]);
   s->n_deferred = 0;
+  hbg__retired_release(rt, s);
   if (!rt->dev || !s->q)
     return 0;
   /* Growth is optional: when an allocation fails the slot keeps what it
@@ -353,6 +366,10 @@ int hbg__slot_reclaim(hbg_runtime *rt, hbg__slot *s) {
   }
   s->arena.used = 0;
   s->arena.high_water = 0;
+  /* The coalesced device window, like the arena: the last bind's need. */
+  if (s->win_high_water > s->win_cap)
+    win_dev_grow(&s->bind, HBG__ALIGN_UP(s->win_high_water, 65536));
+  s->win_high_water = 0;
   if (s->heap_high_water > s->heap_cap) {
     uint64_t cap = HBG__ALIGN_UP(s->heap_high_water, 65536);
     hbg_devptr d = 0;
@@ -387,7 +404,6 @@ int hbg_bind_begin(hbg_runtime *rt, hbg_bind **out) {
   hbg__bind_reset(b);
   HBG__TRY(hbg__slot_reclaim(rt, s));
   if (rt->cfg.policy == HBG_POLICY_COALESCED) {
-    HBG__TRY(win_dev_ensure(b, s->arena.cap));
     if (s->arena.base) {
       b->win.p = s->arena.base;
       b->win.cap = s->arena.cap;
@@ -471,14 +487,16 @@ int hbg_submit_task(hbg_bind *b, const hbg_task *t, hbg_task_id *out) {
 
 /* ---------------- graph submissions ---------------- */
 
+/* *out points into the graph cache: valid until the next eviction. */
 static int graph_lookup(hbg_bind *b, const hbg_graph_submit *g, uint64_t fk,
-                        hbg__def **out) {
+                        hbg__graph **out) {
   hbg_runtime *rt = b->rt;
   hbg__graph *gr = hbg__map_get(&rt->graphs, fk, 0, 0);
   if (gr) {
     HBG__TRY(hbg__def_check_boundary(gr->def, g->tensors, g->n_tensors,
                                      g->n_scalars));
-    *out = gr->def;
+    hbg__lru_touch(rt, gr->lru);
+    *out = gr;
     return 0;
   }
   uint64_t t0 = hbg__now_ns();
@@ -498,16 +516,15 @@ static int graph_lookup(hbg_bind *b, const hbg_graph_submit *g, uint64_t fk,
   }
   hbg__def *def = NULL;
   HBG__TRY(hbg__rec_finish(rec, &def));
-  gr = hbg__map_get(&rt->graphs, fk, 0, 1);
-  if (!gr || gr->def) { /* no memory, or recorded meanwhile (cannot happen
-                           while nested submissions are refused) */
+  b->st.n_evicted += hbg__graph_make_room(rt);
+  int rc = hbg__graph_insert(rt, fk, def, &gr);
+  if (rc < 0) {
     hbg__def_free(def);
-    return gr ? HBG_E_STATE : HBG_E_NOMEM;
+    return rc;
   }
-  gr->def = def;
   b->st.n_recorded++;
   hbg__trace(rt, HBG_TRACK_ORCH, "record", t0, hbg__now_ns(), 0, b->seq);
-  *out = def;
+  *out = gr;
   return 0;
 }
 
@@ -541,10 +558,12 @@ static int heap_claim(hbg_bind *b, uint64_t size, hbg_devptr *out) {
 
 /* Coalesced: the Definition resident on the device, uploaded on first use
  * and keyed by content hash (a changed Definition has a new hash). */
-static int resident_def(hbg_bind *b, const hbg__def *def, hbg_devptr *out) {
+static int resident_def(hbg_bind *b, hbg__graph *gr, hbg_devptr *out) {
   hbg_runtime *rt = b->rt;
+  const hbg__def *def = gr->def;
   hbg__resident *r = hbg__map_get(&rt->resident, def->hash, def->size, 0);
   if (r) {
+    HBG__TRY(hbg__resident_ref(rt, gr));
     *out = r->dev;
     return 0;
   }
@@ -565,6 +584,7 @@ static int resident_def(hbg_bind *b, const hbg__def *def, hbg_devptr *out) {
     return rc;
   }
   r->dev = d;
+  HBG__TRY(hbg__resident_ref(rt, gr));
   b->st.def_bytes += def->size;
   *out = d;
   return 0;
@@ -574,6 +594,7 @@ static int resident_def(hbg_bind *b, const hbg__def *def, hbg_devptr *out) {
 static int retained_buf(hbg_bind *b, uint64_t fk, uint32_t occ, uint32_t size,
                         hbg_devptr *out) {
   hbg__slot *s = b->slot;
+  HBG__TRY(hbg__retained_note(s, fk, occ));
   hbg__retained *r = hbg__map_get(&s->retained, fk, occ, 1);
   HBG__RETURN_IF(!r, HBG_E_NOMEM);
   if (r->dev && r->cap >= size) {
@@ -638,8 +659,9 @@ int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
   hbg_runtime *rt = b->rt;
   const int policy = (int)rt->cfg.policy;
   uint64_t fk = full_key_of(rt, g);
-  hbg__def *def = NULL;
-  HBG__TRY(graph_lookup(b, g, fk, &def));
+  hbg__graph *gr = NULL;
+  HBG__TRY(graph_lookup(b, g, fk, &gr));
+  const hbg__def *def = gr->def;
 
   hbg__occ *oc = hbg__map_get(&b->occ, fk, 0, 1);
   HBG__RETURN_IF(!oc, HBG_E_NOMEM);
@@ -664,7 +686,7 @@ int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
   int64_t off;
   int rc = 0;
   if (policy == HBG_POLICY_COALESCED) {
-    rc = resident_def(b, def, &def_dev);
+    rc = resident_def(b, gr, &def_dev);
     off = rc < 0 ? rc : win_append(b, (uint64_t)entry_size + sub_size);
     if (off < 0) {
       claim_undo(b, &mark);
@@ -910,6 +932,8 @@ int hbg_bind_launch(hbg_bind *b) {
     return HBG_E_FATAL;
   hbg_runtime *rt = b->rt;
   hbg__slot *s = b->slot;
+  if (rt->cfg.policy == HBG_POLICY_PINNED_EAGER)
+    hbg__retained_trim(b);
   uint64_t t0 = hbg__now_ns();
   b->t_launch_start = t0;
   uint64_t orch = t0 - b->t_begin;

@@ -55,6 +55,7 @@ static const cfg_var cfg_vars[] = {
     CFG_VAR("HBG_ARENA_BYTES", arena_bytes, CFG_UINT, 1, HBG_ARENA_BYTES_MAX),
     CFG_VAR("HBG_PIPELINE_DEPTH", pipeline_depth, CFG_UINT, 1,
             HBG_PIPELINE_DEPTH_MAX),
+    CFG_VAR("HBG_GRAPH_CACHE_MAX", graph_cache_max, CFG_UINT, 1, UINT32_MAX),
 };
 
 static void cfg_put_uint(hbg_config *cfg, const cfg_var *v, uint64_t u) {
@@ -139,6 +140,7 @@ void hbg_config_init(hbg_config *cfg) {
   cfg->device = "sim";
   cfg->arena_bytes = 16u << 20;
   cfg->pipeline_depth = 2;
+  cfg->graph_cache_max = HBG__GRAPH_CACHE_DEFAULT;
 
   for (size_t i = 0; i < HBG__ARRAY_LEN(cfg_vars); i++) {
     const cfg_var *v = &cfg_vars[i];

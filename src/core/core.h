@@ -29,10 +29,19 @@ typedef struct hbg__mkey {
   uint32_t used;
 } hbg__mkey;
 
+/* A cached graph's place in the least-recently-used order (heap-allocated:
+ * map entries move when the map grows or deletes). */
+typedef struct hbg__lru {
+  uint64_t full_key;
+  struct hbg__lru *prev, *next; /* prev: more recently used */
+  int resident;                 /* holds a reference on its resident copy */
+} hbg__lru;
+
 /* full key -> recorded graph */
 typedef struct hbg__graph {
   hbg__mkey k; /* k1 = full key */
   hbg__def *def;
+  hbg__lru *lru;
 } hbg__graph;
 
 /* {graph key, occurrence} -> retained device buffer (two fields, never a
@@ -47,7 +56,21 @@ typedef struct hbg__retained {
 typedef struct hbg__resident {
   hbg__mkey k; /* k1 = content hash, k2 = size */
   hbg_devptr dev;
+  uint32_t refs; /* cached graphs whose Definition this is */
 } hbg__resident;
+
+/* Per slot: how many occurrences of a key it retains buffers for. */
+typedef struct hbg__rkey {
+  hbg__mkey k; /* k1 = full key */
+  uint32_t n_occ;
+} hbg__rkey;
+
+/* Device memory dropped from a cache while binds that may read it are open
+ * or in flight: freed once every slot in the mask has been reclaimed. */
+typedef struct hbg__retired {
+  hbg_devptr dev;
+  uint64_t slots; /* bit i: slot i may still read it */
+} hbg__retired;
 
 typedef struct hbg__map {
   void *slots;     /* array of entries, power-of-two count */
@@ -128,9 +151,11 @@ struct hbg__slot {
   int in_flight;       /* launched, completion not yet observed */
   hbg__arena arena;
   hbg__map retained;   /* pinned-eager buffers */
+  hbg__map rkeys;      /* pinned-eager: full key -> occurrences retained */
   hbg_devptr *deferred; /* deferred-policy buffers freed at completion */
   uint32_t n_deferred, deferred_cap;
   hbg_devptr win_dev;  uint64_t win_cap;
+  uint64_t win_high_water; /* coalesced: window bytes the last bind wanted */
   hbg_devptr heap_dev; uint64_t heap_cap;
   /* pinned-bulk: one block per slot holding a bind's images, sized at a
    * bind's start from the last bind's high-water mark */
@@ -151,7 +176,11 @@ struct hbg_runtime {
   uint32_t next_slot;
   uint64_t bind_seq;
   int recording;     /* a record callback is running (any bind) */
-  hbg__map graphs;   /* full key -> hbg__graph */
+  hbg__map graphs;   /* full key -> hbg__graph, at most graph_max */
+  hbg__lru *lru_head, *lru_tail; /* most / least recently used */
+  uint32_t graph_max;
+  hbg__retired *retired;
+  uint32_t n_retired, retired_cap;
   hbg__map resident; /* hash -> hbg__resident (coalesced) */
   hbg__rtab bufs;    /* live hbg_buffer_alloc ranges, for the submit checks */
   uint32_t buf_hint[32]; /* per argument position: index in bufs of the
@@ -169,6 +198,9 @@ void hbg__map_clear(hbg__map *m);
 void *hbg__map_get(hbg__map *m, uint64_t k1, uint32_t k2, int create);
 /* Iterate: i from 0 while < cap; returns NULL for empty slots. */
 void *hbg__map_at(hbg__map *m, uint32_t i);
+/* Remove the entry for (k1, k2) if present. Entries may move: pointers into
+ * the map are invalid afterwards. */
+void hbg__map_del(hbg__map *m, uint64_t k1, uint32_t k2);
 
 /* arena */
 int hbg__arena_reserve(hbg_runtime *rt, hbg__slot *s, uint64_t cap);
@@ -192,6 +224,27 @@ int hbg__slot_reclaim(hbg_runtime *rt, hbg__slot *s);
  * the queue cannot be synchronised, wait on a completion event instead. */
 void hbg__slot_drain(hbg_runtime *rt, hbg__slot *s);
 void hbg__bind_reset(hbg_bind *b);
+
+/* graph cache (cache.c) */
+/* Insert a recorded graph as the most recently used. @return 0, or
+ * HBG_E_NOMEM (the caller still owns def). */
+int hbg__graph_insert(hbg_runtime *rt, uint64_t fk, hbg__def *def,
+                      hbg__graph **out);
+void hbg__lru_touch(hbg_runtime *rt, hbg__lru *n);
+/* Evict least recently used graphs until one more fits; device memory a
+ * bind may still read is retired, not freed. @return how many. */
+uint32_t hbg__graph_make_room(hbg_runtime *rt);
+/* Coalesced: count gr's reference on its resident Definition (once). */
+int hbg__resident_ref(hbg_runtime *rt, hbg__graph *gr);
+/* Pinned-eager: slot s retains a buffer for occurrence occ of fk. */
+int hbg__retained_note(hbg__slot *s, uint64_t fk, uint32_t occ);
+/* Pinned-eager: free the slot's buffers for occurrences of a key past the
+ * count this bind used. */
+void hbg__retained_trim(hbg_bind *b);
+/* Drop every cached graph (teardown). */
+void hbg__graphs_clear(hbg_runtime *rt);
+/* Slot s no longer reads retired memory: free what nothing else may read. */
+void hbg__retired_release(hbg_runtime *rt, hbg__slot *s);
 
 /* tracing */
 void hbg__trace(hbg_runtime *rt, uint32_t track, const char *name,

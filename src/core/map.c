@@ -82,3 +82,36 @@ void *hbg__map_get(hbg__map *m, uint64_t k1, uint32_t k2, int create) {
     j = (j + 1) & (m->cap - 1);
   }
 }
+
+/* Linear probing without tombstones: after removing an entry, shift back
+ * every later entry of the run whose probe start lies at or before the
+ * hole, so lookups never stop early. */
+void hbg__map_del(hbg__map *m, uint64_t k1, uint32_t k2) {
+  if (!m->slots)
+    return;
+  uint32_t mask = m->cap - 1;
+  uint32_t j = mix(k1, k2) & mask;
+  hbg__mkey *e;
+  for (;;) {
+    e = (hbg__mkey *)((uint8_t *)m->slots + (size_t)j * m->esize);
+    if (!e->used)
+      return;
+    if (e->k1 == k1 && e->k2 == k2)
+      break;
+    j = (j + 1) & mask;
+  }
+  uint32_t hole = j;
+  for (uint32_t i = (hole + 1) & mask;; i = (i + 1) & mask) {
+    hbg__mkey *f = (hbg__mkey *)((uint8_t *)m->slots + (size_t)i * m->esize);
+    if (!f->used)
+      break;
+    uint32_t home = mix(f->k1, f->k2) & mask;
+    /* f may move to the hole when its home is not in (hole, i]. */
+    if (((i - home) & mask) >= ((i - hole) & mask)) {
+      memcpy((uint8_t *)m->slots + (size_t)hole * m->esize, f, m->esize);
+      hole = i;
+    }
+  }
+  memset((uint8_t *)m->slots + (size_t)hole * m->esize, 0, m->esize);
+  m->count--;
+}

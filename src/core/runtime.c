@@ -29,13 +29,33 @@ int hbg__slot_init(hbg_runtime *rt, hbg__slot *s, uint32_t index) {
   rc = hbg_dev_event_create(rt->dev, &s->done);
   if (rc < 0)
     goto err;
-  rc = hbg__arena_reserve(rt, s, rt->cfg.arena_bytes);
-  if (rc < 0)
-    goto err;
+  /* deferred stages in heap memory: no arena. */
+  if (rt->cfg.policy != HBG_POLICY_DEFERRED) {
+    rc = hbg__arena_reserve(rt, s, rt->cfg.arena_bytes);
+    if (rc < 0) {
+      int64_t code = rc;
+      const char *why = NULL;
+      if (hbg_device_native_error(rt->dev, &code, &why) < 0 || !why)
+        why = hbg_strerror(rc);
+      char msg[256];
+      snprintf(msg, sizeof msg, "%s", why);
+      hbg_device_set_native(rt->dev, code,
+                            "pinned staging arena of %llu bytes per slot "
+                            "(arena_bytes / HBG_ARENA_BYTES): %s",
+                            (unsigned long long)rt->cfg.arena_bytes, msg);
+      hbg__error_set("pinned staging arena of %llu bytes per slot "
+                     "(arena_bytes / HBG_ARENA_BYTES): %s",
+                     (unsigned long long)rt->cfg.arena_bytes, msg);
+      goto err;
+    }
+  }
   rc = hbg_dev_mem_alloc(rt->dev, sizeof(hbg_dev_status), &s->status_dev);
   if (rc < 0)
     goto err;
   rc = hbg__map_init(&s->retained, sizeof(hbg__retained), 64);
+  if (rc < 0)
+    goto err;
+  rc = hbg__map_init(&s->rkeys, sizeof(hbg__rkey), 16);
   if (rc < 0)
     goto err;
   rc = hbg__map_init(&s->bind.occ, sizeof(hbg__occ), 16);
@@ -68,6 +88,7 @@ void hbg__slot_fini(hbg_runtime *rt, hbg__slot *s) {
   s->arena.high_water = 0; /* no growth at teardown */
   s->heap_high_water = 0;
   s->bulk_high_water = 0;
+  s->win_high_water = 0;
   hbg__slot_reclaim(rt, s);
   free(b->win.p && !b->win.pinned ? b->win.p : NULL);
   free(b->index);
@@ -79,6 +100,7 @@ void hbg__slot_fini(hbg_runtime *rt, hbg__slot *s) {
       hbg_dev_mem_free(rt->dev, r->dev);
   }
   hbg__map_free(&s->retained);
+  hbg__map_free(&s->rkeys);
   for (uint32_t i = 0; i < s->n_heap_extra; i++)
     hbg_dev_mem_free(rt->dev, s->heap_extra[i]);
   free(s->heap_extra);
@@ -117,6 +139,9 @@ int hbg_runtime_create(const hbg_config *cfg, hbg_runtime **out) {
     rt->cfg.arena_bytes = 16u << 20;
   rt->depth = rt->cfg.pipeline_depth ? rt->cfg.pipeline_depth : 2;
   rt->cfg.pipeline_depth = rt->depth;
+  rt->graph_max = rt->cfg.graph_cache_max ? rt->cfg.graph_cache_max
+                                          : HBG__GRAPH_CACHE_DEFAULT;
+  rt->cfg.graph_cache_max = rt->graph_max;
   rt->cfg.device_handle = NULL;
   rt->cfg.device = NULL;
   rt->cfg.device_options = NULL;
@@ -183,17 +208,17 @@ void hbg_runtime_destroy(hbg_runtime *rt) {
   for (uint32_t i = rt->depth; i-- > 0;)
     hbg__slot_fini(rt, &rt->slots[i]);
   free(rt->slots);
+  /* Every slot was reclaimed: nothing retired is still read. */
+  for (uint32_t i = 0; i < rt->n_retired; i++)
+    hbg_dev_mem_free(rt->dev, rt->retired[i].dev);
+  free(rt->retired);
   for (uint32_t i = 0; i < rt->resident.cap; i++) {
     hbg__resident *r = hbg__map_at(&rt->resident, i);
     if (r && r->dev)
       hbg_dev_mem_free(rt->dev, r->dev);
   }
   hbg__map_free(&rt->resident);
-  for (uint32_t i = 0; i < rt->graphs.cap; i++) {
-    hbg__graph *g = hbg__map_at(&rt->graphs, i);
-    if (g)
-      hbg__def_free(g->def);
-  }
+  hbg__graphs_clear(rt);
   hbg__map_free(&rt->graphs);
   hbg__rtab_free(&rt->bufs);
   if (rt->trace_fn)
