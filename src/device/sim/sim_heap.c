@@ -1,6 +1,7 @@
 /* The sim's device memory: one lazily committed host mapping, first-fit
- * allocation over an address-ordered free list with coalescing, and a sorted
- * table of live allocations for O(log n) address resolution. */
+ * allocation over an address-ordered set of free extents with coalescing,
+ * and an index of live allocations for address resolution, both treaps
+ * (sim_tree.c): every operation O(log n). */
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -20,11 +21,10 @@ int hbg__sim_heap_init(hbg__sim *s, uint64_t bytes) {
   int rc = pthread_rwlock_init(&s->heap_lock, NULL);
   if (rc != 0)
     goto err_map;
-  rc = hbg__rtab_reserve(&s->free_ext, 2);
+  rc = hbg__stree_reserve(&s->free_ext, 2);
   if (rc < 0)
     goto err_lock;
-  s->free_ext.v[0] = (hbg__range){.start = 0, .len = bytes};
-  s->free_ext.n = 1;
+  hbg__stree_insert(&s->free_ext, 0, bytes, 0);
   s->heap = p;
   s->heap_bytes = bytes;
   s->heap_free = bytes;
@@ -42,8 +42,8 @@ void hbg__sim_heap_fini(hbg__sim *s) {
     return;
   munmap(s->heap, (size_t)s->heap_bytes);
   pthread_rwlock_destroy(&s->heap_lock);
-  free(s->live.v);
-  free(s->free_ext.v);
+  hbg__stree_free(&s->live);
+  hbg__stree_free(&s->free_ext);
   s->heap = NULL;
 }
 
@@ -61,9 +61,8 @@ int hbg__sim_resolve_in(hbg__sim *s, hbg_devptr base, uint64_t rel,
   HBG__TRY(sim_off(s, base, &off));
   int rc = HBG_E_RANGE;
   pthread_rwlock_rdlock(&s->heap_lock);
-  ptrdiff_t i = hbg__rtab_floor(&s->live, off);
-  if (i >= 0) {
-    const hbg__range *r = &s->live.v[i];
+  const hbg__snode *r = hbg__stree_floor(&s->live, off);
+  if (r) {
     uint64_t end = r->start + r->len;
     if (off <= end && rel <= end - off && len <= end - off - rel) {
       *out = s->heap + off + rel;
@@ -96,29 +95,22 @@ int hbg__sim_mem_alloc(hbg_device *dev, size_t bytes, hbg_devptr *out) {
   pthread_rwlock_wrlock(&s->heap_lock);
   /* Freeing must never need memory: keep room for one more extent than
    * there can be (live + 1). */
-  if (hbg__rtab_reserve(&s->live, s->live.n + 1) < 0 ||
-      hbg__rtab_reserve(&s->free_ext, s->live.n + 2) < 0) {
+  if (s->live.n >= UINT32_MAX / 4 ||
+      hbg__stree_reserve(&s->live, s->live.n + 1) < 0 ||
+      hbg__stree_reserve(&s->free_ext, s->live.n + 2) < 0) {
     rc = HBG_E_NOMEM;
     goto out;
   }
-  for (size_t i = 0; i < s->free_ext.n; i++) {
-    hbg__range *f = &s->free_ext.v[i];
-    if (f->len < span)
-      continue;
-    uint64_t off = f->start;
-    f->start += span;
-    f->len -= span;
-    if (f->len == 0)
-      hbg__rtab_remove_at(&s->free_ext, i);
-    ptrdiff_t at = hbg__rtab_floor(&s->live, off) + 1;
-    hbg__rtab_insert_at(&s->live, (size_t)at,
-                            (hbg__range){.start = off,
-                                             .len = bytes,
-                                             .aux = span});
+  const hbg__snode *f = hbg__stree_first_fit(&s->free_ext, span);
+  if (f) {
+    hbg__snode e;
+    hbg__stree_remove(&s->free_ext, f->start, &e);
+    if (e.len > span)
+      hbg__stree_insert(&s->free_ext, e.start + span, e.len - span, 0);
+    hbg__stree_insert(&s->live, e.start, bytes, span);
     s->heap_free -= span;
-    *out = s->tag | off;
+    *out = s->tag | e.start;
     rc = 0;
-    break;
   }
 out:
   heap_free = s->heap_free;
@@ -136,24 +128,23 @@ out:
   return rc;
 }
 
+/* Removals come before the insertion, so it never needs a new node. */
 static void free_extent(hbg__sim *s, uint64_t off, uint64_t span) {
-  hbg__rtab *t = &s->free_ext;
-  ptrdiff_t p = hbg__rtab_floor(t, off);
-  int merge_prev = p >= 0 && t->v[p].start + t->v[p].len == off;
-  size_t nx = (size_t)(p + 1);
-  int merge_next = nx < t->n && off + span == t->v[nx].start;
-  if (merge_prev && merge_next) {
-    t->v[p].len += span + t->v[nx].len;
-    hbg__rtab_remove_at(t, nx);
-  } else if (merge_prev) {
-    t->v[p].len += span;
-  } else if (merge_next) {
-    t->v[nx].start = off;
-    t->v[nx].len += span;
-  } else {
-    hbg__rtab_insert_at(t, nx,
-                            (hbg__range){.start = off, .len = span});
+  hbg__stree *t = &s->free_ext;
+  uint64_t start = off, len = span;
+  hbg__snode e;
+  const hbg__snode *p = hbg__stree_floor(t, off);
+  if (p && p->start + p->len == off) {
+    hbg__stree_remove(t, p->start, &e);
+    start = e.start;
+    len += e.len;
   }
+  const hbg__snode *nx = hbg__stree_after(t, off);
+  if (nx && off + span == nx->start) {
+    hbg__stree_remove(t, nx->start, &e);
+    len += e.len;
+  }
+  hbg__stree_insert(t, start, len, 0);
   s->heap_free += span;
 }
 
@@ -168,15 +159,9 @@ int hbg__sim_mem_free(hbg_device *dev, hbg_devptr p) {
     hbg__sim_drain_all(s); /* as cudaFree synchronises the device */
   uint64_t t0 = s->model.free_ns ? hbg__now_ns() : 0;
 
-  hbg__range r = {0};
-  int rc = HBG_E_RANGE;
+  hbg__snode r = {0};
   pthread_rwlock_wrlock(&s->heap_lock);
-  ptrdiff_t i = hbg__rtab_floor(&s->live, off);
-  if (i >= 0 && s->live.v[i].start == off) {
-    r = s->live.v[i];
-    hbg__rtab_remove_at(&s->live, (size_t)i);
-    rc = 0;
-  }
+  int rc = hbg__stree_remove(&s->live, off, &r) == 0 ? 0 : HBG_E_RANGE;
   pthread_rwlock_unlock(&s->heap_lock);
   if (rc < 0) {
     hbg_device_set_native(s->dev, HBG_E_RANGE,

@@ -23,9 +23,10 @@
 #define HBG__SIM_CHUNK_MIN UINT64_C(256)
 #define HBG__SIM_CHUNK_MAX (UINT64_C(256) << 20)
 
-/* Range tables (src/device/ranges.h): the heap's live and free lists use
- * aux for the reserved span; the host registry uses aux for the mapped
- * length and flags for HBG__SIM_REG_*. */
+/* The host registry is a range table (src/device/ranges.h) using aux for
+ * the mapped length and flags for HBG__SIM_REG_*; the heap's live and free
+ * extents are treaps (hbg__stree below), the live ones using aux for the
+ * reserved span. */
 enum { HBG__SIM_REG_OWNED = 1u << 0, HBG__SIM_REG_LOCKED = 1u << 1 };
 
 enum { HBG__SIM_CMD_COPY, HBG__SIM_CMD_LAUNCH, HBG__SIM_CMD_EVENT };
@@ -88,6 +89,38 @@ typedef struct hbg__sim_counters {
   _Atomic uint64_t modelled, modelled_ns;
 } hbg__sim_counters;
 
+/* A treap of extents keyed by start (sim_tree.c): O(log n) expected
+ * insert, remove, floor and first-fit. */
+typedef struct hbg__snode {
+  uint64_t start, len, aux;
+  uint64_t max_len; /* longest len in the subtree */
+  uint32_t l, r;    /* children, 0 = none */
+  uint32_t prio;
+  uint32_t pad;
+} hbg__snode;
+
+typedef struct hbg__stree {
+  hbg__snode *v; /* node pool, v[0] unused */
+  uint32_t root, n, cap, used, free_head;
+  uint64_t seed;
+} hbg__stree;
+
+/* Room for n nodes in the tree (so insertions up to n cannot fail).
+ * @return 0 or HBG_E_NOMEM. */
+int hbg__stree_reserve(hbg__stree *t, uint32_t n);
+void hbg__stree_free(hbg__stree *t);
+/* Capacity must have been reserved; starts are unique. */
+void hbg__stree_insert(hbg__stree *t, uint64_t start, uint64_t len,
+                       uint64_t aux);
+/* @return 0 and the removed node in *out, or -1 if no node starts there. */
+int hbg__stree_remove(hbg__stree *t, uint64_t start, hbg__snode *out);
+/* The node with the greatest start <= key / the least start > key / the
+ * least start whose len >= len; NULL if none. Valid until the next
+ * change. */
+const hbg__snode *hbg__stree_floor(const hbg__stree *t, uint64_t key);
+const hbg__snode *hbg__stree_after(const hbg__stree *t, uint64_t key);
+const hbg__snode *hbg__stree_first_fit(const hbg__stree *t, uint64_t len);
+
 struct hbg__sim {
   hbg_device *dev;
   uint64_t tag;
@@ -101,8 +134,8 @@ struct hbg__sim {
   uint8_t *heap;
   uint64_t heap_bytes;
   pthread_rwlock_t heap_lock;
-  hbg__rtab live;     /* start = offset, len = requested, aux = span */
-  hbg__rtab free_ext; /* start = offset, len = bytes; coalesced */
+  hbg__stree live;     /* start = offset, len = requested, aux = span */
+  hbg__stree free_ext; /* start = offset, len = bytes; coalesced */
   uint64_t heap_free;
 
   /* registered (pinned) host memory */
