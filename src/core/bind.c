@@ -404,6 +404,9 @@ int hbg_bind_begin(hbg_runtime *rt, hbg_bind **out) {
   hbg__bind_reset(b);
   HBG__TRY(hbg__slot_reclaim(rt, s));
   if (rt->cfg.policy == HBG_POLICY_COALESCED) {
+    /* A first bind's window buffer (64 KiB; later ones start at the last
+     * bind's need): failing here leaves the slot order untouched. */
+    HBG__TRY(win_dev_ensure(b, sizeof(hbg_win_hdr)));
     if (s->arena.base) {
       b->win.p = s->arena.base;
       b->win.cap = s->arena.cap;
