@@ -382,7 +382,17 @@ static void test_config(void) {
   setenv("HBG_GRAPH_CACHE_MAX", "12", 1);
   hbg_config_init(&cfg);
   ASSERT_EQ(cfg.graph_cache_max, 12);
+  ASSERT(cfg.env_invalid == NULL);
+  /* 0 and non-numbers are errors, not the default */
+  static const char *const bad[] = {"0", "-1", "many", "4294967296"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    setenv("HBG_GRAPH_CACHE_MAX", bad[i], 1);
+    hbg_config_init(&cfg);
+    ASSERT_STREQ(cfg.env_invalid, "HBG_GRAPH_CACHE_MAX");
+    ASSERT(strstr(hbg_last_error(), "HBG_GRAPH_CACHE_MAX") != NULL);
+  }
   unsetenv("HBG_GRAPH_CACHE_MAX");
+  hbg_config_init(&cfg);
   cfg.graph_cache_max = 0; /* 0 = the default */
   hbg_runtime *rt = NULL;
   ASSERT_OK(hbg_runtime_create(&cfg, &rt));
