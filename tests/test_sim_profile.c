@@ -145,9 +145,10 @@ static void test_copy_deadlines(void) {
   hbg_device_close(d);
 }
 
-/* 20 modelled copies of 20 ms each (long enough that the fixed CPU cost of a sanitized build stays small beside them), with the longest polling window the
- * sim allows: the waits sleep, so the process uses far less CPU than the
- * wall time (a wait that polled to the deadline would use about as much
+/* 20 modelled copies of 20 ms each (long, so that a sanitized build's
+ * fixed CPU cost stays small beside them), with the longest polling window
+ * the sim allows: the waits sleep, so the process uses far less CPU than
+ * the wall time (a wait that polled to the deadline would use about as much
  * CPU as wall time). */
 static void test_waits_sleep(void) {
   hbg_device *d = open_sim("spin=100000,copy_us=20000");
