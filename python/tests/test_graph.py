@@ -187,3 +187,22 @@ def test_packed_boundaries(rt1):
     np.testing.assert_array_equal(m.act[LAYERS].numpy(), m.reference(s))
     with pytest.raises(hbg.ArgumentError):
         hbg.pack([m.boundary(0), m.boundary(1)[:2]])
+
+
+@pytest.mark.parametrize("policy", hbg.policies())
+def test_graph_cache_limit_evicts(policy):
+    """graph_cache_max=2 with three keys per bind: each bind records and
+    evicts, stats say so, and the outputs stay right."""
+    with hbg.Runtime(policy=policy, graph_cache_max=2) as rt:
+        m = Model(rt)
+        for step in range(2):
+            s = scale_of(step)
+            with rt.bind() as b:
+                ids = []
+                for l in range(LAYERS):
+                    ids.append(b.graph(0x60 + l % 3, m.boundary(l),
+                                       [hbg.f32(s)], record=m.body,
+                                       deps=ids[-1:]))
+            assert b.stats.n_evicted >= 1
+            np.testing.assert_array_equal(m.act[LAYERS].numpy(),
+                                          m.reference(s))

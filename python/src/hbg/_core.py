@@ -368,6 +368,7 @@ class BindStats:
     arena_high_water: int
     fatal: int
     device_status: int
+    n_evicted: int
 
     @classmethod
     def _from_c(cls, s):
@@ -377,7 +378,8 @@ class BindStats:
             s.exec_ns, s.graph.bytes, s.graph.copies, s.window.bytes,
             s.window.copies, s.def_bytes, s.h2d_bytes, s.h2d_copies,
             s.n_tasks, s.n_graphs, s.n_recorded, s.leftover, s.fallback,
-            s.dev_allocs, s.arena_high_water, s.fatal, s.device_status)
+            s.dev_allocs, s.arena_high_water, s.fatal, s.device_status,
+            s.n_evicted)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -460,7 +462,7 @@ class Runtime:
 
     ``Runtime(policy="coalesced", device="sim", device_options="workers=2",
     arena_bytes=0, pipeline_depth=0, coalesce_chunk_bytes=0, orch_id=0,
-    poison_staging=False, no_launch=False)``. None or 0 keeps the library's
+    graph_cache_max=0, poison_staging=False, no_launch=False)``. None or 0 keeps the library's
     default (and its ``HBG_*`` environment overrides). Use it as a context
     manager, or call ``close()``; a runtime dropped without either is closed
     when collected. Buffers, binds and workloads keep their runtime alive.
@@ -469,7 +471,8 @@ class Runtime:
 
     def __init__(self, policy=None, device=None, device_options=None,
                  arena_bytes=0, pipeline_depth=0, coalesce_chunk_bytes=0,
-                 orch_id=0, poison_staging=False, no_launch=False):
+                 orch_id=0, graph_cache_max=0, poison_staging=False,
+                 no_launch=False):
         cfg = L.out_struct(L.Config_c)
         lib.hbg_config_init(ctypes.addressof(cfg))
         if policy is not None:
@@ -487,6 +490,8 @@ class Runtime:
             cfg.coalesce_chunk_bytes = int(coalesce_chunk_bytes)
         if orch_id:
             cfg.orch_id = int(orch_id)
+        if graph_cache_max:
+            cfg.graph_cache_max = int(graph_cache_max)
         cfg.flags |= (1 if poison_staging else 0) | (2 if no_launch else 0)
         self._h = _Handle()
         ptr = c_void_p()

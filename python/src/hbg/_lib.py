@@ -94,7 +94,8 @@ class Config_c(Structure):
                 ("device_handle", c_void_p), ("arena_bytes", c_uint64),
                 ("pipeline_depth", c_uint32),
                 ("coalesce_chunk_bytes", c_uint32), ("orch_id", c_uint64),
-                ("flags", c_uint32), ("reserved", c_uint32)]
+                ("flags", c_uint32), ("graph_cache_max", c_uint32),
+                ("env_invalid", c_char_p)]
 
 
 class PhaseBytes_c(Structure):
@@ -112,7 +113,7 @@ class BindStats_c(Structure):
                 ("n_recorded", c_uint32), ("leftover", c_uint32),
                 ("fallback", c_uint32), ("dev_allocs", c_uint32),
                 ("arena_high_water", c_uint64), ("fatal", c_int32),
-                ("device_status", c_int32)]
+                ("device_status", c_int32), ("n_evicted", c_uint32)]
 
 
 class TraceEvent_c(Structure):
