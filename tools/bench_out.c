@@ -564,6 +564,8 @@ int bench_write_svg(const bench_result *r, FILE *f) {
     fprintf(f, "; GLIBC_TUNABLES=");
     xml_text(f, r->glibc_tunables);
   }
+  if (r->def_size)
+    fprintf(f, "; Definitions padded to %u B", r->def_size);
   fprintf(f, "</text>\n");
 
   svg_panel(f, r, all, n, SVG_MT + 18.0, vmax, nz ? "all policies" : NULL);
