@@ -139,6 +139,16 @@ expect_rc 0 "$hbg" bench --help
 grep -q -- "--layers N .*at most 100000" "$tmp/out" || fail "bench --help: no layer limit"
 expect_rc 2 "$hbg" bench --layers 100001 --rounds 1
 grep -q "at most 100000 layers" "$tmp/err" || fail "bench: --layers over the limit"
+# --def-size: padded images travel (deferred ships 2 x 130,192 B of
+# Definition per bind), the size is labelled, over-limit sizes are refused
+expect_rc 0 "$hbg" bench --layers 2 --rounds 2 --warmup 1 --policy deferred,coalesced \
+  --def-size 130192 --json "$tmp/d.json" --svg "$tmp/d.svg"
+grep -q "Definitions padded to 130192 B" "$tmp/d.svg" || fail "bench --def-size: not in the SVG"
+grep -q "padded to at least 130192 B" "$tmp/out" || fail "bench --def-size: not labelled"
+grep -Eq '"def_size":[[:space:]]*130192' "$tmp/d.json" || fail "bench --def-size: not in JSON"
+grep -Eq '"def_bytes_per_bind":[[:space:]]*260384' "$tmp/d.json" || fail "bench --def-size: deferred def bytes"
+expect_rc 2 "$hbg" bench --def-size 17m --rounds 1
+grep -q "at most 16777216 bytes" "$tmp/err" || fail "bench: --def-size over the limit"
 # the library's message, not only the code
 expect_rc 1 "$hbg" bench --device-options mem=1 --rounds 1
 grep -q "sim: bad or out-of-range value in 'mem=1'" "$tmp/err" || fail "bench: no device message"

@@ -15,7 +15,7 @@ static hbg_tensor g_bt[3];
 static uint64_t g_bs[1] = {77};
 
 /* n0 rmsnorm(x) -> own; n1 gemv(W view, n0) -> own; n2 add(n1, n0) -> out */
-static hbg__def *make_def(void) {
+static hbg__def *make_def_pad(uint32_t pad_to) {
   g_bt[0] = ten(0x1000, 0, HBG_DTYPE_F32, HBG_ACCESS_IN, 8, 0);
   g_bt[1] = ten(0x2000, 0, HBG_DTYPE_BF16, HBG_ACCESS_IN, 16, 8);
   g_bt[2] = ten(0x3000, 0, HBG_DTYPE_F32, HBG_ACCESS_OUT, 8, 0);
@@ -35,10 +35,14 @@ static hbg__def *make_def(void) {
   a2[0].mode = HBG_ACCESS_IN;
   t = (hbg_task){HBG_KERNEL_ADD, 3, a2, 0, 0, NULL, NULL};
   ASSERT_OK(hbg_record_task(r, &t, NULL));
+  if (pad_to)
+    ASSERT_OK(hbg_record_pad(r, pad_to));
   hbg__def *d;
   ASSERT_OK(hbg__rec_finish(r, &d));
   return d;
 }
+
+static hbg__def *make_def(void) { return make_def_pad(0); }
 
 /* Dump into a string. */
 static char *dump(const void *img, size_t len, int json, int expect_rc) {
@@ -144,6 +148,25 @@ int main(void) {
   cJSON *j = parse(dump(d->image, d->size, 1, 0));
   check_def_json(j, d);
   cJSON_Delete(j);
+
+  /* a padded Definition: the pad's place and size in both forms */
+  {
+    ASSERT(!strstr(s = dump(d->image, d->size, 0, 0), "opaque pad"));
+    free(s);
+    hbg__def *pd = make_def_pad(d->size + 4096);
+    s = dump(pd->image, pd->size, 0, 0);
+    char want[64];
+    snprintf(want, sizeof want, "opaque pad 4096 B at %u", (unsigned)d->size);
+    ASSERT(strstr(s, want));
+    free(s);
+    cJSON *pj = parse(dump(pd->image, pd->size, 1, 0));
+    const cJSON *ph = jget(pj, "header");
+    ASSERT_EQ(jnum(ph, "off_pad"), d->size);
+    ASSERT_EQ(jnum(ph, "pad_size"), 4096);
+    ASSERT_EQ(jnum(ph, "total_size"), d->size + 4096);
+    cJSON_Delete(pj);
+    hbg__def_free(pd);
+  }
 
   /* an odd base address is copied, not rejected */
   uint8_t *odd = malloc(d->size + 1);

@@ -16,7 +16,7 @@ static uint64_t g_bs[2] = {5, 6};
 /* Nodes: n0 rmsnorm(x exact)->own; n1 gemv(W view, n0 internal)->own;
  * n2 copy(n1)->cache view; n3 attn(n0, cache exact)->out exact;
  * n4 scale(out) dep 1. Fanin rows: {} {0} {1} {0,2} {1,3}. */
-static hbg__def *small_def(uint64_t eps) {
+static hbg__def *small_def_pad(uint64_t eps, uint32_t pad_to) {
   hbg_tensor *bt = g_bt;
   bt[0] = ten(0x1000, 0, HBG_DTYPE_F32, HBG_ACCESS_IN, 4, 8);
   bt[1] = ten(0x20000, 64, HBG_DTYPE_F32, HBG_ACCESS_IN, 16, 8);
@@ -48,10 +48,14 @@ static hbg__def *small_def(uint64_t eps) {
   hbg_task_id d4[1] = {1};
   t = task(HBG_KERNEL_SCALE, a4, 1, s4, 1, d4, 1);
   ASSERT_OK(hbg_record_task(r, &t, NULL));
+  if (pad_to)
+    ASSERT_OK(hbg_record_pad(r, pad_to));
   hbg__def *d;
   ASSERT_OK(hbg__rec_finish(r, &d));
   return d;
 }
+
+static hbg__def *small_def(uint64_t eps) { return small_def_pad(eps, 0); }
 
 /* A larger recording: chains of views, internals and hazards. */
 static hbg__def *big_def(void) {
@@ -224,7 +228,8 @@ static void test_def_errors(void) {
   DEF_BAD(HBG_E_IMG_REF, H->heap_size = 64);
   /* fields */
   DEF_BAD(HBG_E_IMG_FIELD, H->flags = 1);
-  DEF_BAD(HBG_E_IMG_FIELD, H->reserved[1] = 1);
+  DEF_BAD(HBG_E_IMG_FIELD, H->off_pad = H->off_bsig);   /* pad offset, no pad */
+  DEF_BAD(HBG_E_IMG_OFFSET, H->pad_size = 8);            /* pad, no offset */
   DEF_BAD(HBG_E_IMG_FIELD, NODES[2].kernel = 99);
   DEF_BAD(HBG_E_IMG_FIELD, NODES[2].reserved = 1);
   DEF_BAD(HBG_E_IMG_FIELD, TENS[2].dtype = 9);
@@ -268,6 +273,79 @@ static void test_def_bytes(const hbg__def *d, uint32_t step) {
     ASSERT_EQ(a, b);
     free(p);
   }
+}
+
+static void sweep(const uint8_t *img, uint32_t len, int kind);
+
+/* The pad section: hbg_record_pad sizes the image, the pad is its hashed
+ * tail after every table, and each way of getting it wrong is rejected. */
+static void test_def_pad(void) {
+  hbg_recorder *r;
+  ASSERT_OK(hbg__rec_begin(g_bt, 4, g_bs, 2, &r));
+  ASSERT_ERR(hbg_record_pad(NULL, 4096), HBG_E_INVAL);
+  ASSERT_ERR(hbg_record_pad(r, HBG_IMG_MAX_DEF_PAD + 1), HBG_E_LIMIT);
+  ASSERT(strstr(hbg_last_error(), "hbg_record_pad: 16777217 bytes"));
+  hbg__rec_abort(r);
+
+  const uint32_t natural = D->size;
+  const hbg_def_hdr *nh = (const hbg_def_hdr *)D->image;
+  ASSERT_EQ(nh->off_pad, 0);
+  ASSERT_EQ(nh->pad_size, 0);
+  /* at or below the natural size: no pad, the very same image */
+  hbg__def *same = small_def_pad(0x3727c5ac, natural);
+  ASSERT_EQ(same->size, natural);
+  ASSERT_EQ(same->hash, D->hash);
+  hbg__def_free(same);
+
+  hbg__def *P = small_def_pad(0x3727c5ac, natural + 1001); /* rounds to 8 */
+  const hbg_def_hdr *ph = (const hbg_def_hdr *)P->image;
+  ASSERT_EQ(P->size, HBG__ALIGN_UP(natural + 1001, 8u));
+  ASSERT_EQ(ph->off_pad, natural);
+  ASSERT_EQ(ph->pad_size, P->size - natural);
+  ASSERT_NE(P->hash, D->hash);
+  /* the tables are untouched: same bytes up to the hash-free header */
+  ASSERT_EQ(memcmp(P->image + sizeof(hbg_def_hdr), D->image + sizeof(hbg_def_hdr),
+                   natural - sizeof(hbg_def_hdr)),
+            0);
+  ASSERT_OK(hbg__def_validate(P->image, P->size, NULL));
+  hbg__def *copy;
+  ASSERT_OK(hbg__def_from_image(P->image, P->size, &copy));
+  ASSERT_EQ(copy->size, P->size);
+  hbg__def_free(copy);
+
+  const uint32_t len = P->size;
+#define PAD_BAD(code, stmt)                                                    \
+  do {                                                                         \
+    uint8_t *p = dup_img(P->image, len, 0);                                    \
+    stmt;                                                                      \
+    rehash(p, len);                                                            \
+    int rc__ = hbg__def_validate(p, len, NULL);                                \
+    if (rc__ != (code))                                                        \
+      T_FAIL("%s: got %s, expected %s", #stmt, hbg_err_name(rc__),             \
+             hbg_err_name(code));                                              \
+    free(p);                                                                   \
+  } while (0)
+  PAD_BAD(0, p[len - 1] ^= 0xFF); /* opaque: any content */
+  PAD_BAD(HBG_E_IMG_ALIGN, H->off_pad += 4; H->pad_size -= 4);
+  PAD_BAD(HBG_E_IMG_OFFSET, H->off_pad -= 8; H->pad_size += 8); /* on bsig */
+  PAD_BAD(HBG_E_IMG_OFFSET, H->off_pad = 0; H->pad_size = len);
+  PAD_BAD(HBG_E_IMG_OFFSET, H->pad_size -= 8);    /* not the tail */
+  PAD_BAD(HBG_E_IMG_OFFSET, H->pad_size += 8);    /* past the end */
+  PAD_BAD(HBG_E_IMG_OFFSET, H->off_pad = len + 8);
+  PAD_BAD(HBG_E_IMG_SIZE, H->pad_size = HBG_IMG_MAX_DEF_PAD + 8);
+  PAD_BAD(HBG_E_IMG_FIELD, H->pad_size = 0);       /* offset left behind */
+  /* hashed: a pad byte changed without a new hash */
+  {
+    uint8_t *p = dup_img(P->image, len, 0);
+    p[len - 8] ^= 1;
+    ASSERT_ERR(hbg__def_validate(p, len, NULL), HBG_E_IMG_HASH);
+    ASSERT_OK(hbg__def_validate_nohash(p, len, NULL));
+    free(p);
+  }
+#undef PAD_BAD
+  sweep(P->image, P->size, 0);
+  test_def_bytes(P, 7);
+  hbg__def_free(P);
 }
 
 /* Every truncation length, in an exactly sized heap block, with the size
@@ -617,6 +695,7 @@ static void test_window(void) {
 int main(void) {
   D = small_def(0x3727c5ac);
   test_def_errors();
+  test_def_pad();
   test_def_bytes(D, 1);
   sweep(D->image, D->size, 0);
   test_sub();

@@ -1,5 +1,6 @@
 /* Workload API: defaults, errors, and that verify catches a wrong output
  * (in the activations and in the caches). */
+#include <stddef.h>
 #include <stdlib.h>
 
 #include <hbg/hbg.h>
@@ -144,8 +145,74 @@ static void t_seed(void) {
   ASSERT(memcmp(out[0], out[2], sizeof out[0]) != 0);
 }
 
+/* def_size pads the Definition: the qwen3 layer's images grow to the
+ * asked size, every policy still runs the padded bind bit-exactly, and
+ * out-of-range sizes and old struct sizes are handled. */
+static void t_def_size(void) {
+  static const char *const pol[] = {"deferred", "pinned-eager", "pinned-bulk",
+                                    "coalesced"};
+  const uint32_t want = 130192; /* the upstream runtime's qwen3 Definition */
+  for (size_t i = 0; i < sizeof pol / sizeof pol[0]; i++) {
+    hbg_config cfg;
+    hbg_config_init(&cfg);
+    cfg.device = "sim";
+    int p;
+    ASSERT_OK(hbg_policy_parse(pol[i], &p));
+    cfg.policy = (uint32_t)p;
+    hbg_runtime *rt;
+    ASSERT_OK(hbg_runtime_create(&cfg, &rt));
+    hbg_workload_config c;
+    hbg_workload_config_init(&c);
+    c.layers = 3;
+    c.def_size = want;
+    hbg_workload *w;
+    ASSERT_OK(hbg_workload_create(rt, &c, &w));
+    for (uint32_t step = 1; step < 3; step++) {
+      hbg_bind *b;
+      ASSERT_OK(hbg_bind_begin(rt, &b));
+      ASSERT_OK(hbg_workload_submit(w, b, step));
+      ASSERT_OK(hbg_bind_launch(b));
+      ASSERT_OK(hbg_bind_wait(b));
+      hbg_bind_stats st;
+      ASSERT_OK(hbg_bind_stats_get(b, &st));
+      hbg_bind_end(b);
+      ASSERT_OK(hbg_workload_verify(w, step, NULL));
+      if (i < 3) /* each Submission carries the padded Definition */
+        ASSERT_EQ(st.def_bytes, 3ull * want);
+      else /* resident: uploaded once, in the first bind */
+        ASSERT_EQ(st.def_bytes, step == 1 ? want : 0);
+    }
+    hbg_workload_destroy(w);
+    hbg_runtime_destroy(rt);
+  }
+
+  hbg_runtime *rt = runtime(NULL);
+  hbg_workload_config c;
+  hbg_workload_config_init(&c);
+  hbg_workload *w = NULL;
+  c.def_size = HBG_WORKLOAD_MAX_DEF_SIZE + 1;
+  ASSERT_ERR(hbg_workload_create(rt, &c, &w), HBG_E_LIMIT);
+  ASSERT(w == NULL);
+  /* a caller built before def_size existed: the field is not read */
+  c.struct_size = offsetof(hbg_workload_config, def_size);
+  c.layers = 1;
+  ASSERT_OK(hbg_workload_create(rt, &c, &w));
+  hbg_bind *b;
+  ASSERT_OK(hbg_bind_begin(rt, &b));
+  ASSERT_OK(hbg_workload_submit(w, b, 0));
+  ASSERT_OK(hbg_bind_launch(b));
+  ASSERT_OK(hbg_bind_wait(b));
+  hbg_bind_stats st;
+  ASSERT_OK(hbg_bind_stats_get(b, &st));
+  hbg_bind_end(b);
+  ASSERT(st.def_bytes > 0 && st.def_bytes < 100000);
+  hbg_workload_destroy(w);
+  hbg_runtime_destroy(rt);
+}
+
 int main(void) {
   t_errors();
+  t_def_size();
   t_detects("qwen3-14b");
   t_detects("dsv4");
   t_seed();

@@ -149,6 +149,9 @@ int bench_print_table(const bench_result *r, FILE *f) {
   if (r->verify_every != BENCH_VERIFY_BLOCK)
     fprintf(f, " (every %u)", r->verify_every);
   fputc('\n', f);
+  if (r->def_size)
+    fprintf(f, "  Definitions padded to at least %u B (opaque section)\n",
+            r->def_size);
   fprintf(f, "  machine %s, %ld cpus\n\n", r->hostname, r->nproc);
 
   fprintf(f, "%-14s %-14s %12s %12s %12s\n", "policy", "phase (us)",
@@ -295,6 +298,7 @@ int bench_write_json(const bench_result *r, FILE *f) {
   else
     bad |= jnum(root, "verify_every", r->verify_every);
   bad |= jnum(root, "chunk_bytes", (double)r->chunk);
+  bad |= jnum(root, "def_size", r->def_size);
   bad |= cJSON_AddBoolToObject(root, "pipeline", r->pipeline) ? 0 : -1;
   cJSON *m = cJSON_AddObjectToObject(root, "machine");
   if (m) {
@@ -560,6 +564,8 @@ int bench_write_svg(const bench_result *r, FILE *f) {
     fprintf(f, "; GLIBC_TUNABLES=");
     xml_text(f, r->glibc_tunables);
   }
+  if (r->def_size)
+    fprintf(f, "; Definitions padded to %u B", r->def_size);
   fprintf(f, "</text>\n");
 
   svg_panel(f, r, all, n, SVG_MT + 18.0, vmax, nz ? "all policies" : NULL);

@@ -68,6 +68,7 @@ typedef struct bench_result {
   int64_t sim_spin_us;
   uint32_t layers, rounds, warmup, interleave, verify_every, pipeline;
   uint64_t chunk;
+  uint32_t def_size; /* Definitions padded to at least this, 0 = natural */
   double trim;
   char hostname[128];
   long nproc;

@@ -21,6 +21,7 @@ typedef struct bench_opts {
   const char *workload, *device, *device_options;
   const char *json, *csv, *svg, *trace;
   uint32_t layers, rounds, warmup, interleave, verify_every, chunk;
+  uint32_t def_size; /* --def-size, 0 = natural */
   double trim;
   int pipeline, quiet;
   int host_alloc; /* BENCH_ALLOC_* */
@@ -94,6 +95,9 @@ static void usage(FILE *f) {
 "                        to the kernel, so a policy that mallocs and frees per\n"
 "                        bind faults its pages in again every bind\n"
 "  --chunk BYTES         coalesced: async chunk size, k/m suffix (default 0: one copy)\n"
+"  --def-size BYTES      pad every Definition to at least BYTES with an opaque\n"
+"                        section (k/m suffix, at most 16m; default 0: natural\n"
+"                        size, 62,616 B for qwen3-14b); labelled in the output\n"
 "  --pipeline            keep 2 binds in flight (begin bind N+1 before waiting\n"
 "                        bind N); a bind to verify and the last of a block are\n"
 "                        waited before the next begins\n"
@@ -239,6 +243,14 @@ static int parse_opts(bench_opts *o, int argc, char **argv) {
     } else if (OPT("--chunk")) {
       if (r > 0 && parse_u32(a, v, 0, &o->chunk) < 0)
         return -1;
+    } else if (OPT("--def-size")) {
+      if (r > 0 && parse_u32(a, v, 0, &o->def_size) < 0)
+        return -1;
+      if (r > 0 && o->def_size > HBG_WORKLOAD_MAX_DEF_SIZE) {
+        fprintf(stderr, "hbg bench: --def-size %u: at most %u bytes\n",
+                o->def_size, HBG_WORKLOAD_MAX_DEF_SIZE);
+        return -1;
+      }
     } else if (OPT("--verify-every")) {
       if (r > 0 && strcmp(v, "block") == 0)
         o->verify_every = BENCH_VERIFY_BLOCK;
@@ -597,6 +609,7 @@ static int open_arms(bench *B, const char **device, uint32_t *layers) {
     hbg_workload_config_init(&wc);
     wc.name = B->o.workload;
     wc.layers = B->o.layers;
+    wc.def_size = B->o.def_size;
     rc = hbg_workload_create(a->rt, &wc, &a->w);
     if (rc == HBG_E_NOTFOUND) {
       fprintf(stderr, "hbg bench: unknown workload '%s'; built in:",
@@ -699,6 +712,7 @@ int hbg_cmd_bench(int argc, char **argv) {
   res.verify_every = o->verify_every;
   res.pipeline = (uint32_t)o->pipeline;
   res.chunk = o->chunk;
+  res.def_size = o->def_size;
   res.trim = o->trim;
   res.n_policies = B.n_arms;
   res.pol = pol;

@@ -497,6 +497,14 @@ HBG_API int hbg_record_task(hbg_recorder *rec, hbg_task *t, hbg_task_id *out);
 /* Inside a record callback: the boundary of the submission being recorded. */
 HBG_API const hbg_tensor *hbg_record_tensors(hbg_recorder *rec, uint32_t *n);
 HBG_API const uint64_t *hbg_record_scalars(hbg_recorder *rec, uint32_t *n);
+/* Inside a record callback: make the Definition being recorded at least
+ * def_size bytes (rounded up to 8) by appending an opaque pad section, which
+ * no reader interprets but which is uploaded, hashed and validated like the
+ * rest of the image (for benchmarks that need a Definition of a given size;
+ * docs/ARCHITECTURE.md, "Images"). No pad when the recorded Definition is
+ * already that large; 0 (the default) means none.
+ * @return 0, HBG_E_INVAL (rec NULL), HBG_E_LIMIT (def_size > 16 MiB). */
+HBG_API int hbg_record_pad(hbg_recorder *rec, uint32_t def_size);
 
 /* Finish orchestration: upload what is left and launch the bind on the
  * device (asynchronously). When the completion event cannot be recorded

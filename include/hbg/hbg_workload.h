@@ -37,7 +37,16 @@ typedef struct hbg_workload_config {
                          HBG_WORKLOAD_MAX_LAYERS */
   const char *name;   /* "qwen3-14b" or "dsv4" */
   uint64_t seed;      /* input/weight generator seed, 0 = fixed default */
+  uint32_t def_size;  /* pad every Definition to at least this many bytes
+                         with an opaque section (hbg_record_pad), to
+                         measure the policies at another Definition size;
+                         0 = the natural size (qwen3-14b: 62,616 B). At
+                         most HBG_WORKLOAD_MAX_DEF_SIZE. A struct_size that
+                         ends before this field reads as 0. */
 } hbg_workload_config;
+
+/* The largest hbg_workload_config.def_size. */
+#define HBG_WORKLOAD_MAX_DEF_SIZE (16u << 20)
 
 typedef struct hbg_workload_info {
   uint32_t struct_size;
@@ -60,7 +69,8 @@ HBG_API const char *hbg_workload_name(uint32_t i);
  * generator seeded by cfg->seed; layers beyond 64 (qwen3-14b) or 48 (dsv4)
  * reuse earlier layers' weights).
  * @return 0, HBG_E_INVAL, HBG_E_NOTFOUND (unknown name), HBG_E_LIMIT
- * (layers > HBG_WORKLOAD_MAX_LAYERS), HBG_E_NOMEM, or a device error. */
+ * (layers > HBG_WORKLOAD_MAX_LAYERS or def_size >
+ * HBG_WORKLOAD_MAX_DEF_SIZE), HBG_E_NOMEM, or a device error. */
 HBG_API int hbg_workload_create(hbg_runtime *rt, const hbg_workload_config *cfg,
                                 hbg_workload **out);
 /* Free device buffers. Accepts NULL. Call before hbg_runtime_destroy. */

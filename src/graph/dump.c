@@ -180,6 +180,8 @@ static void def_hdr_json(jctx *j, cJSON *o, const hbg_def_hdr *h) {
   jnum(j, x, "off_tensors", h->off_tensors);
   jnum(j, x, "off_scalars", h->off_scalars);
   jnum(j, x, "off_bsig", h->off_bsig);
+  jnum(j, x, "off_pad", h->off_pad);
+  jnum(j, x, "pad_size", h->pad_size);
 }
 
 static void def_body_json(jctx *j, cJSON *o, const hbg__def_view *v) {
@@ -282,6 +284,9 @@ static void def_hdr_text(FILE *f, const char *ind, const hbg_def_hdr *h) {
           ind, h->off_nodes, h->off_fanin_ptr, h->off_fanin, h->off_fanout_ptr,
           h->off_fanout, h->off_roots, h->off_tensors, h->off_scalars,
           h->off_bsig);
+  if (h->pad_size)
+    fprintf(f, "%s  opaque pad %" PRIu32 " B at %" PRIu32 "\n", ind,
+            h->pad_size, h->off_pad);
 }
 
 static void def_body_text(FILE *f, const char *ind, const hbg__def_view *v) {

@@ -27,6 +27,7 @@
 #define HBG_IMG_MAX_SCALARS_PER_NODE 64u
 #define HBG_IMG_MAX_BOUNDARY 4096u
 #define HBG_IMG_MAX_BYTES (256u << 20)
+#define HBG_IMG_MAX_DEF_PAD (16u << 20) /* bytes of a Definition's pad */
 
 /* ---- Graph Definition ---- */
 
@@ -53,8 +54,16 @@ typedef struct hbg_def_hdr {
   uint32_t off_tensors;    /* hbg_def_tensor[n_tensors] */
   uint32_t off_scalars;    /* hbg_def_scalar[n_scalars] */
   uint32_t off_bsig;       /* hbg_def_bsig[n_btensors] */
-  uint32_t reserved[2];
+  uint32_t off_pad;        /* opaque pad section, 0 if none */
+  uint32_t pad_size;       /* its bytes, 0 if none */
 } hbg_def_hdr; /* 104 bytes */
+
+/* The pad section (optional) is opaque bytes that no reader interprets:
+ * benchmarks use it to give a Definition a chosen size. When present it is
+ * the image's tail, 8-aligned, after every table (off_pad + pad_size ==
+ * total_size), at most HBG_IMG_MAX_DEF_PAD bytes, and covered by the
+ * content hash like every other byte. off_pad and pad_size are both 0
+ * without one. */
 
 typedef struct hbg_def_node {
   uint32_t kernel;

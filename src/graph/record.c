@@ -53,6 +53,7 @@ struct hbg_recorder {
   int err; /* first failed hbg_record_task: the recording is never built */
   int check_kernels; /* hbg__rec_check_kernels */
   char err_msg[256]; /* hbg_last_error() of the first failure */
+  uint32_t pad_to; /* hbg_record_pad: the Definition's minimum size */
 };
 
 typedef struct arg_access {
@@ -166,6 +167,18 @@ const hbg_tensor *hbg_record_tensors(hbg_recorder *rec, uint32_t *n) {
   if (n)
     *n = rec ? rec->nbt : 0;
   return rec ? rec->bt : NULL;
+}
+
+int hbg_record_pad(hbg_recorder *rec, uint32_t def_size) {
+  hbg__error_clear();
+  HBG__RETURN_IF(!rec, HBG_E_INVAL);
+  if (def_size > HBG_IMG_MAX_DEF_PAD) {
+    hbg__error_set("hbg_record_pad: %u bytes; a Definition is padded to at "
+                   "most %u", def_size, HBG_IMG_MAX_DEF_PAD);
+    return HBG_E_LIMIT;
+  }
+  rec->pad_to = def_size;
+  return 0;
 }
 
 const uint64_t *hbg_record_scalars(hbg_recorder *rec, uint32_t *n) {
@@ -520,6 +533,11 @@ int hbg__rec_finish(hbg_recorder *r, hbg__def **out) {
   off += (uint64_t)r->n_scalars * sizeof(hbg_def_scalar);
   h.off_bsig = (uint32_t)off;
   off += (uint64_t)r->nbt * sizeof(hbg_def_bsig);
+  if (r->pad_to > off) {
+    h.off_pad = (uint32_t)off;
+    h.pad_size = (uint32_t)(pad8(r->pad_to) - off);
+    off += h.pad_size;
+  }
   if (off > HBG_IMG_MAX_BYTES) {
     rc = HBG_E_LIMIT;
     goto err_rec;

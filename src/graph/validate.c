@@ -136,14 +136,43 @@ static int check_tensor_ref(const hbg__def_view *v, uint32_t node,
   }
 }
 
+static uint64_t table_end(uint32_t off, uint64_t count, uint64_t elem) {
+  return count ? off + count * elem : 0;
+}
+
+/* The pad is the image's tail and overlaps no table (all tables already
+ * shown to lie inside the image). */
+static int check_pad(const hbg_def_hdr *h, uint32_t total) {
+  if (h->pad_size == 0)
+    return h->off_pad ? HBG_E_IMG_FIELD : 0;
+  HBG__RETURN_IF(h->off_pad % HBG_IMG_ALIGN, HBG_E_IMG_ALIGN);
+  HBG__RETURN_IF(h->pad_size > HBG_IMG_MAX_DEF_PAD, HBG_E_IMG_SIZE);
+  HBG__RETURN_IF(h->off_pad > total || h->pad_size != total - h->off_pad,
+                 HBG_E_IMG_OFFSET);
+  const uint64_t N = h->n_nodes;
+  const uint64_t ends[] = {
+      sizeof *h,
+      table_end(h->off_nodes, N, sizeof(hbg_def_node)),
+      table_end(h->off_fanin_ptr, N + 1, 4),
+      table_end(h->off_fanin, h->n_edges, 4),
+      table_end(h->off_fanout_ptr, N + 1, 4),
+      table_end(h->off_fanout, h->n_edges, 4),
+      table_end(h->off_roots, h->n_roots, 4),
+      table_end(h->off_tensors, h->n_tensors, sizeof(hbg_def_tensor)),
+      table_end(h->off_scalars, h->n_scalars, sizeof(hbg_def_scalar)),
+      table_end(h->off_bsig, h->n_btensors, sizeof(hbg_def_bsig))};
+  for (size_t i = 0; i < HBG__ARRAY_LEN(ends); i++)
+    HBG__RETURN_IF(h->off_pad < ends[i], HBG_E_IMG_OFFSET);
+  return 0;
+}
+
 static int def_check(const void *img, uint64_t len, int with_hash,
                      hbg__def_view *out) {
   uint32_t total;
   HBG__TRY(check_hdr(img, len, sizeof(hbg_def_hdr), HBG_DEF_MAGIC, &total));
   const uint8_t *p = img;
   const hbg_def_hdr *h = img;
-  HBG__RETURN_IF(h->flags || h->reserved[0] || h->reserved[1],
-                 HBG_E_IMG_FIELD);
+  HBG__RETURN_IF(h->flags, HBG_E_IMG_FIELD);
 
   const uint64_t N = h->n_nodes;
   HBG__RETURN_IF(N == 0 || N > HBG_IMG_MAX_NODES, HBG_E_IMG_COUNT);
@@ -169,6 +198,8 @@ static int def_check(const void *img, uint64_t len, int with_hash,
                        sizeof(hbg_def_scalar), 8));
   HBG__TRY(check_table(total, hs, h->off_bsig, h->n_btensors,
                        sizeof(hbg_def_bsig), 8));
+
+  HBG__TRY(check_pad(h, total));
 
   hbg__def_view v;
   v.base = p;

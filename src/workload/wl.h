@@ -26,6 +26,7 @@ struct hbg_workload {
   const hbg__wl_model *model;
   uint32_t layers;
   uint64_t seed;
+  uint32_t def_size; /* hbg_record_pad target, 0 = none */
   hbg__wl_buf buf[WL_BUF__COUNT];
   hbg_workload_info info;
   void *m; /* model state (layout), owned */

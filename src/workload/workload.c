@@ -1,4 +1,5 @@
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -237,6 +238,8 @@ static int record_cb(hbg_recorder *rec, void *user) {
   em.rec = rec;
   em.bt = hbg_record_tensors(rec, &em.nbt);
   em.bs = hbg_record_scalars(rec, &em.nbs);
+  if (c->w->def_size && (em.rc = hbg_record_pad(rec, c->w->def_size)))
+    return em.rc;
   c->body(&em, c->cfg);
   return em.rc;
 }
@@ -323,8 +326,15 @@ static void free_buffers(hbg_workload *w) {
 int hbg_workload_create(hbg_runtime *rt, const hbg_workload_config *cfg,
                         hbg_workload **out) {
   HBG__RETURN_IF(!rt || !cfg || !out || !cfg->name, HBG_E_INVAL);
-  HBG__RETURN_IF(cfg->struct_size < sizeof *cfg, HBG_E_INVAL);
+  HBG__RETURN_IF(cfg->struct_size < offsetof(hbg_workload_config, def_size),
+                 HBG_E_INVAL);
+  const uint32_t def_size =
+      cfg->struct_size >= offsetof(hbg_workload_config, def_size) +
+                              sizeof cfg->def_size
+          ? cfg->def_size
+          : 0;
   HBG__RETURN_IF(cfg->layers > WL_MAX_LAYERS, HBG_E_LIMIT);
+  HBG__RETURN_IF(def_size > HBG_WORKLOAD_MAX_DEF_SIZE, HBG_E_LIMIT);
   const hbg__wl_model *m = NULL;
   for (size_t i = 0; i < HBG__ARRAY_LEN(models); i++)
     if (strcmp(models[i]->name, cfg->name) == 0)
@@ -337,6 +347,7 @@ int hbg_workload_create(hbg_runtime *rt, const hbg_workload_config *cfg,
   w->model = m;
   w->layers = cfg->layers ? cfg->layers : m->default_layers;
   w->seed = cfg->seed ? cfg->seed : WL_DEFAULT_SEED;
+  w->def_size = def_size;
   w->info.struct_size = sizeof w->info;
   w->info.layers = w->layers;
   int rc = m->layout(w);
