@@ -106,6 +106,9 @@ enum {
   HBG_IMG_OK = 0,
   HBG_IMG_E_INVAL = -1,          /* NULL argument, index out of range */
   HBG_IMG_E_RANGE = -8,          /* a resolved address wraps around */
+  HBG_IMG_E_KERNEL = -20,        /* unknown kernel or bad arguments (for
+                                    executors; the validators never return
+                                    it) */
   HBG_IMG_E_TRUNCATED = -32,     /* fewer bytes than the header says */
   HBG_IMG_E_MAGIC = -33,         /* not an hbg image */
   HBG_IMG_E_VERSION = -34,       /* another format version */
