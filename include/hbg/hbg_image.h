@@ -960,6 +960,26 @@ static inline HBG_IMAGE_FN int hbg_img_win_validate(const void *img,
   return 0;
 }
 
+/* The view of a Definition at img that passed hbg_img_def_validate
+ * earlier, rebuilt from hdr, a copy of its header as validated (for an
+ * executor that caches verdicts by address: no table is re-checked, so
+ * the caller must know the memory is unchanged). out->hdr points at hdr. */
+static inline HBG_IMAGE_FN void hbg_img_def_view_trusted(
+    const void *img, const hbg_def_hdr *hdr, hbg_img_def_view *out) {
+  const uint8_t *p = (const uint8_t *)img;
+  out->base = p;
+  out->hdr = hdr;
+  out->nodes = (const hbg_def_node *)(const void *)(p + hdr->off_nodes);
+  out->fanin_ptr = (const uint32_t *)(const void *)(p + hdr->off_fanin_ptr);
+  out->fanin = (const uint32_t *)(const void *)(p + hdr->off_fanin);
+  out->fanout_ptr = (const uint32_t *)(const void *)(p + hdr->off_fanout_ptr);
+  out->fanout = (const uint32_t *)(const void *)(p + hdr->off_fanout);
+  out->roots = (const uint32_t *)(const void *)(p + hdr->off_roots);
+  out->tensors = (const hbg_def_tensor *)(const void *)(p + hdr->off_tensors);
+  out->scalars = (const hbg_def_scalar *)(const void *)(p + hdr->off_scalars);
+  out->bsig = (const hbg_def_bsig *)(const void *)(p + hdr->off_bsig);
+}
+
 /* ------------------------------------------------------------------ */
 /* Node expansion (one graph entry of a window)                        */
 /* ------------------------------------------------------------------ */
@@ -968,7 +988,9 @@ static inline HBG_IMAGE_FN int hbg_img_win_validate(const void *img,
  * bounds checks use the copy, so a Definition rewritten after validation
  * yields an error, never a read outside its tables), the Submission's
  * boundary (NULL: metadata only, addresses and boundary scalars 0) and the
- * device address of the heap block. */
+ * device address of the heap block. An executor may point bind and
+ * bscalars at its own copies of the Submission's tables (read once), and
+ * may set hdr to the header it validated. */
 typedef struct hbg_img_graph {
   hbg_img_def_view def;
   hbg_def_hdr hdr;

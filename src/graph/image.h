@@ -15,4 +15,9 @@
 #include <hbg/hbg.h>
 #include <hbg/hbg_image.h>
 
+/* hbg_img_hash_fn for the validators: XXH3-64 with the hash field read as
+ * zero (hbg__hash_skip; src/graph/image_abi.c). */
+uint64_t hbg__img_hash(const void *img, uint64_t len, uint64_t hash_off,
+                       void *user);
+
 #endif
