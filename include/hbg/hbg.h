@@ -274,11 +274,11 @@ typedef enum hbg_kernel_id {
  * HBG_E_KERNEL. */
 #define HBG_KERNEL_USER_MIN 0x1000u
 
-/* A user kernel's CPU implementation on the sim device. t[i] are the task's
- * tensor arguments (addr is the device address of element 0, offset 0) and
- * data[i] the host memory of element 0 (t[i].shape and strides say what to
- * touch; nothing outside the tensor's extent is mapped for it). Runs on the
- * sim's worker threads, possibly for several tasks at once.
+/* A user kernel's CPU implementation on the sim device. t[i] is the layout
+ * of tensor argument i (dtype, ndim, mode, shape, strides; addr and offset
+ * 0) and data[i] the host memory of its element 0; only the tensor's
+ * extent (hbg_tensor_extent) from there belongs to it. Runs on the sim's
+ * worker threads, possibly for several tasks at once.
  * @return 0, or a negative hbg error code that fails the launch (the bind's
  * device status says which task and node). */
 struct hbg_device;

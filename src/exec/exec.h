@@ -36,6 +36,10 @@ void hbg__exec_destroy(hbg__exec *e); /* accepts NULL */
  * Never crashes or hangs on bad device data. */
 int hbg__exec_run(hbg__exec *e, const hbg_dev_launch_desc *l, hbg_dev_status *st);
 
+/* The executor's table of user kernels (src/exec/user_kernels.h), owned by
+ * the executor. */
+struct hbg__ukernels *hbg__exec_ukernels(hbg__exec *e);
+
 /* Device memory [addr, addr+len) was written or freed. Thread-safe. */
 void hbg__exec_invalidate(hbg__exec *e, hbg_devptr addr, uint64_t len);
 

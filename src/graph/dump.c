@@ -17,6 +17,8 @@ static const char *const kernel_names[HBG_KERNEL__COUNT] = {
 };
 
 static const char *kernel_name(uint32_t k) {
+  if (hbg_img_kernel_is_user(k))
+    return "user";
   return k < HBG_KERNEL__COUNT && kernel_names[k] ? kernel_names[k] : "?";
 }
 
