@@ -7,7 +7,7 @@
 
 #include "common/util.h"
 #include "core/core.h"
-#include "exec/kernels.h"
+#include "kernels/kernels.h"
 
 #define WIN_ALIGN 8u
 #define POISON 0xA5

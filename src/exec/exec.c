@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "common/util.h"
-#include "exec/kernels.h"
+#include "kernels/kernels.h"
 #include "exec/user_kernels.h"
 #include "graph/image.h"
 
@@ -87,7 +87,7 @@ typedef struct xrun {
 } xrun;
 
 struct hbg__exec {
-  hbg__sim *sim;
+  hbg__exec_mem mem; /* the device's memory */
   uint32_t n_threads;
   pthread_t *threads;
   pthread_mutex_t run_mu; /* one launch at a time */
@@ -281,7 +281,7 @@ static void kt_meta(hbg__ktensor *k, uint32_t dtype, uint32_t ndim,
 static int resolve(hbg__exec *e, hbg_devptr a, uint64_t off, uint64_t len,
                    void **out) {
   HBG__RETURN_IF(a + off < a, HBG_E_RANGE);
-  return hbg__sim_resolve_in(e->sim, a, off, len, out);
+  return e->mem.resolve(e->mem.ctx, a, off, len, out);
 }
 
 /* Arguments of node j through hbg_image.h's iterator g. With x == NULL
@@ -858,14 +858,15 @@ int hbg__exec_run(hbg__exec *e, const hbg_dev_launch_desc *l,
   return st->error;
 }
 
-int hbg__exec_create(hbg__sim *s, uint32_t workers, hbg__exec **out) {
-  HBG__RETURN_IF(!out, HBG_E_INVAL);
+int hbg__exec_create(const hbg__exec_mem *mem, uint32_t workers,
+                     hbg__exec **out) {
+  HBG__RETURN_IF(!mem || !mem->resolve || !out, HBG_E_INVAL);
   if (workers == 0)
     workers = DEFAULT_WORKERS;
   hbg__exec *e = calloc(1, sizeof *e);
   if (!e)
     return HBG_E_NOMEM;
-  e->sim = s;
+  e->mem = *mem;
   e->wake_min = WAKE_MIN;
   uint64_t v;
   if (getenv("HBG_EXEC_WAKE_MIN") &&

@@ -13,7 +13,7 @@
 
 #include <hbg/hbg.h>
 
-#include "exec/kernels.h"
+#include "kernels/kernels.h"
 
 typedef struct hbg__ukernels hbg__ukernels;
 

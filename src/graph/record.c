@@ -5,7 +5,7 @@
 #include <xxhash.h>
 
 #include "common/util.h"
-#include "exec/kernels.h"
+#include "kernels/kernels.h"
 #include "graph/graph.h"
 
 typedef struct rec_node {

@@ -1,4 +1,4 @@
-#include "exec/kernels.h"
+#include "kernels/kernels.h"
 
 #include <math.h>
 #include <string.h>
