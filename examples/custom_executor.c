@@ -408,6 +408,8 @@ static int run_on(hbg_device *dev, float *result) {
   CHECK(hbg_bind_wait(b));
   hbg_bind_end(b);
   CHECK(hbg_buffer_read(rt, result, buf[0], N * sizeof(float)));
+  for (uint32_t i = 0; i < LAYERS + 2; i++)
+    CHECK(hbg_buffer_free(rt, buf[i]));
   hbg_runtime_destroy(rt);
   return 0;
 }
