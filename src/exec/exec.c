@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "common/util.h"
-#include "kernels/kernels.h"
 #include "exec/user_kernels.h"
 #include "graph/image.h"
+#include "kernels/kernels.h"
 
 #define NONE UINT32_MAX
 #define DEFAULT_WORKERS 1u
