@@ -21,6 +21,7 @@ find_program(HBG_NVCC nvcc HINTS ${CUDAToolkit_BIN_DIR} /usr/local/cuda/bin)
 if(HBG_NVCC)
   add_test(NAME image_header_nvcc
            COMMAND ${HBG_NVCC} -arch=sm_90 -std=c++17 -Werror all-warnings
+                   -Xcompiler -Wall,-Wextra,-Werror
                    -I${PROJECT_SOURCE_DIR}/include
                    -c ${HBG_IMAGE_SRC}/image_kernel.cu
                    -o ${HBG_IMAGE_OUT}/image_kernel.o)
