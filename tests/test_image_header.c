@@ -4,6 +4,7 @@
 #include <hbg/hbg.h>
 #include <hbg/hbg_image.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "common/util.h"
@@ -106,6 +107,17 @@ static void test_kernel_ids(const hbg__def *d) {
     ASSERT_ERR(hbg_img_def_validate(c, d->size, lib_hash, &(int){0}, NULL),
                want[i]);
     ASSERT_ERR(hbg__def_validate(c, d->size, NULL), want[i]);
+    if (i == 0) { /* hbg inspect names it */
+      char *text = NULL;
+      size_t tlen = 0;
+      FILE *f = open_memstream(&text, &tlen);
+      ASSERT(f);
+      ASSERT_OK(hbg_image_dump(c, d->size, 0, f));
+      fclose(f);
+      if (!strstr(text, "n1  user 0x1000"))
+        T_FAIL("dump does not name the user kernel:\n%s", text);
+      free(text);
+    }
     free(c);
   }
 }

@@ -300,6 +300,8 @@ static void def_body_text(FILE *f, const char *ind, const hbg__def_view *v) {
   for (uint32_t i = 0; i < h->n_nodes; i++) {
     const hbg_def_node *n = &v->nodes[i];
     fprintf(f, "%s  n%" PRIu32 "  %s", ind, i, kernel_name(n->kernel));
+    if (hbg_img_kernel_is_user(n->kernel))
+      fprintf(f, " %#" PRIx32, n->kernel);
     if (n->heap_size)
       fprintf(f, "  heap [%" PRIu64 ", %" PRIu64 ")", n->heap_off,
               n->heap_off + n->heap_size);
