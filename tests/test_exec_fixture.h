@@ -7,7 +7,7 @@
 #include <hbg/hbg_device.h>
 
 #include "common/util.h"
-#include "exec/kernels.h"
+#include "kernels/kernels.h"
 #include "graph/graph.h"
 #include "test.h"
 

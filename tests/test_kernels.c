@@ -5,7 +5,7 @@
 #include <hbg/hbg.h>
 
 #include "common/util.h"
-#include "exec/kernels.h"
+#include "kernels/kernels.h"
 #include "test.h"
 
 static uint32_t rng = 12345;

@@ -262,6 +262,46 @@ typedef enum hbg_kernel_id {
   HBG_KERNEL__COUNT
 } hbg_kernel_id;
 
+/* User kernels: ids from HBG_KERNEL_USER_MIN up (to UINT32_MAX) belong to
+ * the application. hbg records, replays, uploads and validates tasks that
+ * use them without interpreting the kernel: only the structure is checked
+ * (at most 64 tensors and 64 scalars, each tensor valid metadata with a
+ * mode, element 0 aligned to its dtype, inside a live buffer). The ids between HBG_KERNEL__COUNT and
+ * HBG_KERNEL_USER_MIN are reserved for built-ins (HBG_E_KERNEL). A device
+ * runs a user kernel with the implementation registered for its id
+ * (hbg_sim_register_kernel on the sim device; an executor written against
+ * hbg_image.h on others); a launch reaching an id with none fails with
+ * HBG_E_KERNEL. */
+#define HBG_KERNEL_USER_MIN 0x1000u
+
+/* A user kernel's CPU implementation on the sim device. t[i] is the layout
+ * of tensor argument i (dtype, ndim, mode, shape, strides; addr and offset
+ * 0) and data[i] the host memory of its element 0; only the tensor's
+ * extent (hbg_tensor_extent) from there belongs to it. Runs on the sim's
+ * worker threads, possibly for several tasks at once.
+ * @return 0, or a negative hbg error code that fails the launch (the bind's
+ * device status says which task and node). */
+struct hbg_device;
+typedef int (*hbg_kernel_fn)(void *user, const hbg_tensor *t,
+                             void *const *data, uint32_t n_tensors,
+                             const uint64_t *scalars, uint32_t n_scalars);
+
+/* Register fn as the implementation of user kernel `kernel` on a sim device
+ * (hbg_runtime_device(rt) when the runtime uses "sim", or a device from
+ * hbg_device_open). Thread-safe; a registration holds until unregistered
+ * or the device is closed.
+ * @return 0, HBG_E_INVAL (NULL dev or fn, kernel below
+ * HBG_KERNEL_USER_MIN), HBG_E_UNSUPPORTED (not a sim device), HBG_E_BUSY
+ * (kernel already registered), HBG_E_NOMEM. */
+HBG_API int hbg_sim_register_kernel(struct hbg_device *dev, uint32_t kernel,
+                                    hbg_kernel_fn fn, void *user);
+/* Remove a registration. Call it only when no launch that may run the
+ * kernel is in flight (after hbg_bind_wait). Thread-safe.
+ * @return 0, HBG_E_INVAL (NULL dev), HBG_E_UNSUPPORTED (not a sim device),
+ * HBG_E_NOTFOUND (kernel not registered). */
+HBG_API int hbg_sim_unregister_kernel(struct hbg_device *dev,
+                                      uint32_t kernel);
+
 /* One kernel launch. args are the tensors (inputs and outputs, mode says
  * which), scalars the scalar arguments, deps earlier task ids this task waits
  * for.

@@ -7,7 +7,7 @@
 
 #include "common/util.h"
 #include "core/core.h"
-#include "exec/kernels.h"
+#include "kernels/kernels.h"
 
 #define WIN_ALIGN 8u
 #define POISON 0xA5
@@ -442,7 +442,7 @@ int hbg_submit_task(hbg_bind *b, const hbg_task *t, hbg_task_id *out) {
   hbg__error_clear();
   HBG__TRY(open_check(b));
   HBG__RETURN_IF(!t, HBG_E_INVAL);
-  HBG__RETURN_IF(t->kernel >= HBG_KERNEL__COUNT, HBG_E_KERNEL);
+  HBG__RETURN_IF(!hbg_img_kernel_valid(t->kernel), HBG_E_KERNEL);
   HBG__RETURN_IF(t->n_args > HBG_IMG_MAX_ARGS_PER_NODE ||
                      t->n_scalars > HBG_IMG_MAX_SCALARS_PER_NODE,
                  HBG_E_LIMIT);

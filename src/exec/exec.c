@@ -5,8 +5,9 @@
 #include <string.h>
 
 #include "common/util.h"
-#include "exec/kernels.h"
-#include "graph/graph.h"
+#include "exec/user_kernels.h"
+#include "graph/image.h"
+#include "kernels/kernels.h"
 
 #define NONE UINT32_MAX
 #define DEFAULT_WORKERS 1u
@@ -36,9 +37,10 @@ typedef struct ablock {
 typedef struct xdef {
   hbg_devptr addr;
   uint64_t size;
-  hbg__def_view v;
-  hbg_def_hdr hdr; /* counts used at run time, copied once */
-  uint8_t *bw;     /* per boundary tensor: some node writes it */
+  hbg_img_def_view v;
+  hbg_def_hdr hdr;    /* counts used at run time, copied once */
+  hbg_img_graph meta; /* node expansion without a replay (layouts only) */
+  uint8_t *bw;        /* per boundary tensor: some node writes it */
 } xdef;
 
 typedef struct xrange {
@@ -56,6 +58,7 @@ typedef struct xtask {
   uint64_t *sc;    /* ordinary: scalars; graph: boundary scalars */
   uint64_t *bext;  /* graph: boundary extents */
   const xdef *def;
+  hbg_img_graph g; /* graph: node expansion of this replay */
   uint8_t *heap;
   uint64_t heap_size;
   uint32_t *node_pending;
@@ -84,7 +87,7 @@ typedef struct xrun {
 } xrun;
 
 struct hbg__exec {
-  hbg__sim *sim;
+  hbg__exec_mem mem; /* the device's memory */
   uint32_t n_threads;
   pthread_t *threads;
   pthread_mutex_t run_mu; /* one launch at a time */
@@ -98,6 +101,7 @@ struct hbg__exec {
   uint32_t n_vc, cap_vc, n_vc_dead;
   uint64_t vc_max_size;
   ablock *spare; /* arena block kept between launches (under run_mu) */
+  hbg__ukernels *uk; /* registered user kernels */
   uint64_t wake_min;
 };
 
@@ -277,81 +281,40 @@ static void kt_meta(hbg__ktensor *k, uint32_t dtype, uint32_t ndim,
 static int resolve(hbg__exec *e, hbg_devptr a, uint64_t off, uint64_t len,
                    void **out) {
   HBG__RETURN_IF(a + off < a, HBG_E_RANGE);
-  return hbg__sim_resolve_in(e->sim, a, off, len, out);
+  return e->mem.resolve(e->mem.ctx, a, off, len, out);
 }
 
-/* Arguments of node j. With x == NULL (verification) only metadata is
- * built, boundary-exact tensors from the signature. Every index is
- * bounds-checked against the validated header, so a Definition rewritten
- * behind the cache's back yields an error, never a wild read. */
-static int node_args(const xdef *d, const xtask *x, uint32_t j, hbg__ktensor *t,
-                     uint64_t *sc, uint32_t *nt, uint32_t *ns) {
-  const hbg_def_hdr *h = &d->hdr;
-  HBG__RETURN_IF(j >= h->n_nodes, HBG_E_IMG_REF);
-  const hbg_def_node *nd = &d->v.nodes[j];
-  HBG__RETURN_IF(nd->kernel >= HBG_KERNEL__COUNT, HBG_E_IMG_FIELD);
-  HBG__RETURN_IF(nd->n_tensors > HBG_IMG_MAX_ARGS_PER_NODE ||
-                     nd->n_scalars > HBG_IMG_MAX_SCALARS_PER_NODE,
-                 HBG_E_IMG_COUNT);
-  HBG__RETURN_IF((uint64_t)nd->first_tensor + nd->n_tensors > h->n_tensors ||
-                     (uint64_t)nd->first_scalar + nd->n_scalars > h->n_scalars,
-                 HBG_E_IMG_REF);
-  for (uint32_t i = 0; i < nd->n_tensors; i++) {
-    const hbg_def_tensor *dt = &d->v.tensors[nd->first_tensor + i];
-    hbg__ktensor *k = &t[i];
-    uint64_t ext;
-    switch (dt->src) {
-    case HBG_SRC_BOUNDARY_EXACT:
-      HBG__RETURN_IF(dt->ref >= h->n_btensors, HBG_E_IMG_REF);
-      if (x) {
-        *k = x->t[dt->ref];
-      } else {
-        KT_FROM(k, &d->v.bsig[dt->ref]);
-        HBG__RETURN_IF(hbg__ktensor_extent(k) == 0, HBG_E_KERNEL);
-      }
-      k->mode = dt->mode;
-      break;
-    case HBG_SRC_BOUNDARY_VIEW:
-      HBG__RETURN_IF(dt->ref >= h->n_btensors, HBG_E_IMG_REF);
-      KT_FROM(k, dt);
-      ext = hbg__ktensor_extent(k);
-      HBG__RETURN_IF(ext == 0, HBG_E_KERNEL);
-      if (x) {
-        /* validated: views lie inside their boundary tensor */
-        HBG__RETURN_IF(dt->offset > x->bext[dt->ref] ||
-                           ext > x->bext[dt->ref] - dt->offset,
-                       HBG_E_IMG_REF);
-        k->data = (uint8_t *)x->t[dt->ref].data + dt->offset;
-      }
-      break;
-    case HBG_SRC_INTERNAL:
-    case HBG_SRC_OWN_OUTPUT:
-      KT_FROM(k, dt);
-      ext = hbg__ktensor_extent(k);
-      HBG__RETURN_IF(ext == 0, HBG_E_KERNEL);
-      HBG__RETURN_IF(dt->offset > h->heap_size ||
-                         ext > h->heap_size - dt->offset,
+/* Arguments of node j through hbg_image.h's iterator g. With x == NULL
+ * (verification) only metadata; else each tensor's host memory from the
+ * replay's resolved boundary tensors and heap block. The iterator bounds
+ * every index by the validated header, so a Definition rewritten behind
+ * the cache's back yields an error, never a wild read. */
+static int node_args(const hbg_img_graph *g, const xtask *x, uint32_t j,
+                     hbg__ktensor *t, uint64_t *sc, uint32_t *kernel,
+                     uint32_t *nt, uint32_t *ns) {
+  hbg_img_node n;
+  HBG__TRY(hbg_img_graph_node(g, j, &n));
+  for (uint32_t i = 0; i < n.n_tensors; i++) {
+    hbg_img_arg a;
+    HBG__TRY(hbg_img_graph_tensor(g, j, i, &a));
+    kt_meta(&t[i], a.dtype, a.ndim, a.mode, a.shape, a.strides);
+    if (!x)
+      continue;
+    if (a.src == HBG_SRC_BOUNDARY_EXACT || a.src == HBG_SRC_BOUNDARY_VIEW) {
+      /* validated: inside the boundary tensor resolved for this replay */
+      HBG__RETURN_IF(a.base_offset > x->bext[a.ref] ||
+                         a.extent > x->bext[a.ref] - a.base_offset,
                      HBG_E_IMG_REF);
-      if (x)
-        k->data = x->heap + dt->offset;
-      break;
-    default:
-      return HBG_E_IMG_FIELD;
-    }
-  }
-  for (uint32_t i = 0; i < nd->n_scalars; i++) {
-    const hbg_def_scalar *ds = &d->v.scalars[nd->first_scalar + i];
-    if (ds->kind == HBG_SCALAR_STATIC) {
-      sc[i] = ds->value;
+      t[i].data = (uint8_t *)x->t[a.ref].data + a.base_offset;
     } else {
-      HBG__RETURN_IF(ds->kind != HBG_SCALAR_BOUNDARY ||
-                         ds->index >= h->n_bscalars,
-                     HBG_E_IMG_REF);
-      sc[i] = x ? x->sc[ds->index] : 0;
+      t[i].data = x->heap + a.base_offset;
     }
   }
-  *nt = nd->n_tensors;
-  *ns = nd->n_scalars;
+  for (uint32_t i = 0; i < n.n_scalars; i++)
+    HBG__TRY(hbg_img_graph_scalar(g, j, i, &sc[i]));
+  *kernel = n.kernel;
+  *nt = n.n_tensors;
+  *ns = n.n_scalars;
   return 0;
 }
 
@@ -361,10 +324,10 @@ static int def_kernels_check(const xdef *d, uint32_t *bad) {
   hbg__ktensor t[HBG_IMG_MAX_ARGS_PER_NODE];
   uint64_t sc[HBG_IMG_MAX_SCALARS_PER_NODE];
   for (uint32_t j = 0; j < d->hdr.n_nodes; j++) {
-    uint32_t nt, ns;
-    int rc = node_args(d, NULL, j, t, sc, &nt, &ns);
+    uint32_t k, nt, ns;
+    int rc = node_args(&d->meta, NULL, j, t, sc, &k, &nt, &ns);
     if (rc == 0)
-      rc = hbg__kernel_check(d->v.nodes[j].kernel, t, nt, ns);
+      rc = hbg__kernel_check(k, t, nt, ns);
     if (rc < 0) {
       *bad = j;
       return rc;
@@ -373,19 +336,14 @@ static int def_kernels_check(const xdef *d, uint32_t *bad) {
   return 0;
 }
 
-static void view_from_hdr(const uint8_t *p, const hbg_def_hdr *h,
-                          hbg__def_view *v) {
-  v->base = p;
-  v->hdr = (const hbg_def_hdr *)p;
-  v->nodes = (const hbg_def_node *)(p + h->off_nodes);
-  v->fanin_ptr = (const uint32_t *)(p + h->off_fanin_ptr);
-  v->fanin = (const uint32_t *)(p + h->off_fanin);
-  v->fanout_ptr = (const uint32_t *)(p + h->off_fanout_ptr);
-  v->fanout = (const uint32_t *)(p + h->off_fanout);
-  v->roots = (const uint32_t *)(p + h->off_roots);
-  v->tensors = (const hbg_def_tensor *)(p + h->off_tensors);
-  v->scalars = (const hbg_def_scalar *)(p + h->off_scalars);
-  v->bsig = (const hbg_def_bsig *)(p + h->off_bsig);
+/* A user kernel runs from the registry, a built-in from kernels.c. */
+static int run_kernel(hbg__exec *e, uint32_t kernel, const hbg__ktensor *t,
+                      uint32_t nt, const uint64_t *sc, uint32_t ns) {
+  if (hbg_img_kernel_is_user(kernel)) {
+    HBG__TRY(hbg__kernel_check(kernel, t, nt, ns));
+    return hbg__ukernels_run(e->uk, kernel, t, nt, sc, ns);
+  }
+  return hbg__kernel_run(kernel, t, nt, sc, ns);
 }
 
 static int add_range(xrange **v, uint32_t *n, uint32_t *cap, hbg_devptr a,
@@ -452,17 +410,30 @@ static int get_def(xrun *r, hbg_devptr a, const uint8_t *p, uint64_t size,
   d->size = size;
   hbg_def_hdr cur;
   memcpy(&cur, p, sizeof cur);
+  /* d->v.hdr is d->hdr, the header as validated, for the whole launch. */
   if (vc_begin(r->e, a, size, &cur, &d->hdr)) {
-    view_from_hdr(p, &d->hdr, &d->v);
+    hbg_img_def_view_trusted(p, &d->hdr, &d->v);
+    HBG__TRY(hbg_img_graph_init(&d->meta, &d->v, NULL, 0));
   } else {
-    int rc = hbg__def_validate(p, size, &d->v);
+    int rc = hbg_img_def_validate(p, size, hbg__img_hash, NULL, &d->v);
     if (rc == 0) {
       d->hdr = cur;
-      rc = def_kernels_check(d, &r->err_node);
+      d->v.hdr = &d->hdr;
+      rc = hbg_img_graph_init(&d->meta, &d->v, NULL, 0);
     }
+    if (rc == 0)
+      rc = def_kernels_check(d, &r->err_node);
     vc_end(r->e, a, size, cur.hash, rc == 0);
     HBG__TRY(rc);
     r->defs_verified++;
+  }
+  /* Registrations change between launches: not part of the verdict. */
+  for (uint32_t j = 0; j < d->hdr.n_nodes; j++) {
+    uint32_t k = d->v.nodes[j].kernel;
+    if (hbg_img_kernel_is_user(k) && !hbg__ukernels_has(r->e->uk, k)) {
+      r->err_node = j;
+      return HBG_E_KERNEL;
+    }
   }
   d->bw = ar_alloc(r, d->hdr.n_btensors ? d->hdr.n_btensors : 1);
   HBG__RETURN_IF(!d->bw, HBG_E_NOMEM);
@@ -496,9 +467,9 @@ static uint32_t node_of_tensor(const xdef *d, uint32_t i) {
 static int prep_graph(xrun *r, const hbg_win_task *wt, xtask *x) {
   hbg__exec *e = r->e;
   void *p;
-  hbg__sub_view sv;
+  hbg_img_sub_view sv;
   HBG__TRY(resolve(e, wt->sub_addr, 0, wt->sub_size, &p));
-  HBG__TRY(hbg__sub_validate(p, wt->sub_size, &sv));
+  HBG__TRY(hbg_img_sub_validate(p, wt->sub_size, hbg__img_hash, NULL, &sv));
   /* Later reads of the Submission are bounded by its size, whatever the
    * memory holds by then. */
   hbg_sub_hdr sh;
@@ -520,17 +491,17 @@ static int prep_graph(xrun *r, const hbg_win_task *wt, xtask *x) {
   }
   const xdef *d;
   HBG__TRY(get_def(r, da, dp, dsize, &d));
-  int rc = hbg__sub_check_def(&sv, &d->v);
+  int rc = hbg_img_sub_check_def(&sv, &d->v);
   if (rc == HBG_E_IMG_TENSOR_ALIGN) {
     uint32_t bad = NONE;
-    hbg__sub_check_align(&sv, &d->v, &bad);
+    hbg_img_sub_check_align(&sv, &d->v, &bad);
     r->err_node = node_of_tensor(d, bad);
   }
   HBG__TRY(rc);
   x->def = d;
   x->heap_size = d->hdr.heap_size;
   /* Internal tensors are aligned relative to the block (validated). */
-  HBG__RETURN_IF(wt->heap_addr % HBG__HEAP_ALIGN, HBG_E_IMG_TENSOR_ALIGN);
+  HBG__RETURN_IF(wt->heap_addr % HBG_IMG_HEAP_ALIGN, HBG_E_IMG_TENSOR_ALIGN);
   if (x->heap_size) {
     HBG__TRY(resolve(e, wt->heap_addr, 0, x->heap_size, &p));
     x->heap = p;
@@ -579,24 +550,31 @@ static int prep_graph(xrun *r, const hbg_win_task *wt, xtask *x) {
   }
   if (nsc)
     memcpy(x->sc, sv.scalars, (size_t)nsc * sizeof *x->sc);
+  /* Nodes expand with the boundary scalars as copied here; tensors get
+   * their memory from x->t and x->heap (node_args). */
+  x->g = d->meta;
+  x->g.bscalars = x->sc;
+  x->g.heap_addr = wt->heap_addr;
   for (uint32_t j = 0; j < nn; j++) {
-    uint32_t a = d->v.fanin_ptr[j], b = d->v.fanin_ptr[j + 1];
-    HBG__RETURN_IF(b < a || b > d->hdr.n_edges, HBG_E_IMG_CSR);
-    x->node_pending[j] = b - a;
+    hbg_img_node n;
+    HBG__TRY(hbg_img_graph_node(&x->g, j, &n));
+    x->node_pending[j] = n.n_fanin;
   }
   x->nodes_left = nn;
   return 0;
 }
 
 static int prep_task(xrun *r, const hbg_win_task *wt, xtask *x) {
-  const uint8_t *base = (const uint8_t *)wt;
   x->kernel = wt->kernel;
+  HBG__RETURN_IF(hbg_img_kernel_is_user(x->kernel) &&
+                     !hbg__ukernels_has(r->e->uk, x->kernel),
+                 HBG_E_KERNEL);
   x->nt = wt->n_tensors;
   x->ns = wt->n_scalars;
   x->t = ar_alloc(r, (size_t)x->nt * sizeof *x->t);
   x->sc = ar_alloc(r, (size_t)x->ns * sizeof *x->sc);
   HBG__RETURN_IF((x->nt && !x->t) || (x->ns && !x->sc), HBG_E_NOMEM);
-  const hbg_sub_tensor *ts = (const hbg_sub_tensor *)(base + wt->off_tensors);
+  const hbg_sub_tensor *ts = hbg_img_win_task_tensors(wt);
   for (uint32_t i = 0; i < x->nt; i++) {
     KT_FROM(&x->t[i], &ts[i]);
     uint64_t ext = hbg__ktensor_extent(&x->t[i]);
@@ -613,14 +591,15 @@ static int prep_task(xrun *r, const hbg_win_task *wt, xtask *x) {
                          ts[i].addr + ts[i].offset, ext, r->err_task));
   }
   if (x->ns)
-    memcpy(x->sc, base + wt->off_scalars, (size_t)x->ns * sizeof *x->sc);
+    memcpy(x->sc, hbg_img_win_task_scalars(wt),
+           (size_t)x->ns * sizeof *x->sc);
   return 0;
 }
 
 static int prepare(xrun *r, const hbg_dev_launch_desc *l) {
   hbg__exec *e = r->e;
   void *p;
-  hbg__win_view wv;
+  hbg_img_win_view wv;
   HBG__TRY(resolve(e, l->window, 0, l->window_bytes, &p));
   /* A private copy: nothing the host or a kernel writes later changes what
    * was validated. */
@@ -628,7 +607,7 @@ static int prepare(xrun *r, const hbg_dev_launch_desc *l) {
   void *win = ar_alloc(r, l->window_bytes);
   HBG__RETURN_IF(!win, HBG_E_NOMEM);
   memcpy(win, p, l->window_bytes);
-  HBG__TRY(hbg__win_validate(win, l->window_bytes, &wv));
+  HBG__TRY(hbg_img_win_validate(win, l->window_bytes, &wv));
   /* Executed from the private copy, but a kernel writing over the bind's own
    * window is a task aimed at the wrong memory all the same. */
   HBG__TRY(add_range(&r->img, &r->n_img, &r->cap_img, l->window,
@@ -639,14 +618,13 @@ static int prepare(xrun *r, const hbg_dev_launch_desc *l) {
   HBG__RETURN_IF(n && !r->tasks, HBG_E_NOMEM);
   uint64_t n_deps = 0, n_items = 0;
   for (uint32_t i = 0; i < n; i++) {
-    const hbg_win_task *wt = hbg__win_task(&wv, i);
+    const hbg_win_task *wt = hbg_img_win_task(&wv, i);
     xtask *x = &r->tasks[i];
     r->err_task = i;
     HBG__RETURN_IF(!wt, HBG_E_IMG_REF);
     x->kind = wt->kind;
     x->pending = wt->n_deps;
-    const uint32_t *deps =
-        (const uint32_t *)((const uint8_t *)wt + wt->off_deps);
+    const uint32_t *deps = hbg_img_win_task_deps(wt);
     for (uint32_t k = 0; k < wt->n_deps; k++) {
       HBG__RETURN_IF(deps[k] >= i, HBG_E_IMG_CYCLE);
       r->tasks[deps[k]].n_out++;
@@ -673,9 +651,8 @@ static int prepare(xrun *r, const hbg_dev_launch_desc *l) {
     r->tasks[i].n_out = 0;
   }
   for (uint32_t i = 0; i < n; i++) {
-    const hbg_win_task *wt = hbg__win_task(&wv, i);
-    const uint32_t *deps =
-        (const uint32_t *)((const uint8_t *)wt + wt->off_deps);
+    const hbg_win_task *wt = hbg_img_win_task(&wv, i);
+    const uint32_t *deps = hbg_img_win_task_deps(wt);
     for (uint32_t k = 0; k < wt->n_deps; k++) {
       xtask *d = &r->tasks[deps[k]];
       r->dep_out[d->first_out + d->n_out++] = i;
@@ -725,15 +702,17 @@ static void task_done(xrun *r, uint32_t i) {
 
 static void node_done(xrun *r, uint32_t i, uint32_t j) {
   xtask *x = &r->tasks[i];
-  const xdef *d = x->def;
-  uint32_t a = d->v.fanout_ptr[j], b = d->v.fanout_ptr[j + 1];
-  if (b < a || b > d->hdr.n_edges) {
+  /* The fan-out row straight from the validated view (under mu: kept
+   * short), bounded by the header copy. */
+  const hbg_img_graph *g = &x->g;
+  uint32_t a = g->def.fanout_ptr[j], b = g->def.fanout_ptr[j + 1];
+  if (b < a || b > g->hdr.n_edges) {
     fail(r, HBG_E_IMG_CSR, i, j);
     return;
   }
   for (uint32_t k = a; k < b; k++) {
-    uint32_t c = d->v.fanout[k];
-    if (c >= d->hdr.n_nodes || x->node_pending[c] == 0) {
+    uint32_t c = g->def.fanout[k];
+    if (c >= g->hdr.n_nodes || x->node_pending[c] == 0) {
       fail(r, HBG_E_IMG_CSR, i, j);
       return;
     }
@@ -759,12 +738,12 @@ static int run_item(xrun *r, uint64_t item) {
   uint32_t i = (uint32_t)(item >> 32), j = (uint32_t)item;
   const xtask *x = &r->tasks[i];
   if (j == NONE)
-    return hbg__kernel_run(x->kernel, x->t, x->nt, x->sc, x->ns);
+    return run_kernel(r->e, x->kernel, x->t, x->nt, x->sc, x->ns);
   hbg__ktensor t[HBG_IMG_MAX_ARGS_PER_NODE];
   uint64_t sc[HBG_IMG_MAX_SCALARS_PER_NODE];
-  uint32_t nt, ns;
-  HBG__TRY(node_args(x->def, x, j, t, sc, &nt, &ns));
-  return hbg__kernel_run(x->def->v.nodes[j].kernel, t, nt, sc, ns);
+  uint32_t k, nt, ns;
+  HBG__TRY(node_args(&x->g, x, j, t, sc, &k, &nt, &ns));
+  return run_kernel(r->e, k, t, nt, sc, ns);
 }
 
 static void wake(hbg__exec *e, const xrun *r) {
@@ -881,14 +860,15 @@ int hbg__exec_run(hbg__exec *e, const hbg_dev_launch_desc *l,
   return st->error;
 }
 
-int hbg__exec_create(hbg__sim *s, uint32_t workers, hbg__exec **out) {
-  HBG__RETURN_IF(!out, HBG_E_INVAL);
+int hbg__exec_create(const hbg__exec_mem *mem, uint32_t workers,
+                     hbg__exec **out) {
+  HBG__RETURN_IF(!mem || !mem->resolve || !out, HBG_E_INVAL);
   if (workers == 0)
     workers = DEFAULT_WORKERS;
   hbg__exec *e = calloc(1, sizeof *e);
   if (!e)
     return HBG_E_NOMEM;
-  e->sim = s;
+  e->mem = *mem;
   e->wake_min = WAKE_MIN;
   uint64_t v;
   if (getenv("HBG_EXEC_WAKE_MIN") &&
@@ -906,6 +886,8 @@ int hbg__exec_create(hbg__sim *s, uint32_t workers, hbg__exec **out) {
     goto err_cv;
   if (pthread_mutex_init(&e->cache_mu, NULL))
     goto err_cache_mu;
+  if (hbg__ukernels_create(&e->uk))
+    goto err_uk;
   for (; e->n_threads < workers; e->n_threads++)
     if (pthread_create(&e->threads[e->n_threads], NULL, worker_main, e)) {
       rc = HBG_E_DEVICE;
@@ -921,6 +903,8 @@ err_workers:
   pthread_mutex_unlock(&e->mu);
   for (uint32_t i = 0; i < e->n_threads; i++)
     pthread_join(e->threads[i], NULL);
+  hbg__ukernels_destroy(e->uk);
+err_uk:
   pthread_mutex_destroy(&e->cache_mu);
 err_cache_mu:
   pthread_cond_destroy(&e->cv);
@@ -948,8 +932,11 @@ void hbg__exec_destroy(hbg__exec *e) {
   pthread_cond_destroy(&e->cv);
   pthread_mutex_destroy(&e->mu);
   pthread_mutex_destroy(&e->run_mu);
+  hbg__ukernels_destroy(e->uk);
   free(e->spare);
   free(e->vc);
   free(e->threads);
   free(e);
 }
+
+hbg__ukernels *hbg__exec_ukernels(hbg__exec *e) { return e ? e->uk : NULL; }

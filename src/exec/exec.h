@@ -1,9 +1,11 @@
 /*
- * Device-side execution for the sim device (internal).
+ * Device-side execution (internal): the executor the sim device runs.
  *
- * The sim's scheduler thread calls hbg__exec_run() for each launch, in queue
- * order. The exec layer reads only device memory (through
- * hbg__sim_resolve), validates the task window, each Submission and each
+ * The device's scheduler thread calls hbg__exec_run() for each launch, in
+ * queue order. The exec layer knows no device: it reaches device memory
+ * only through the hbg__exec_mem interface it is given at creation, reads
+ * images only through hbg_image.h, validates the task window, each
+ * Submission and each
  * Definition (once per Definition; hbg__exec_invalidate() drops cached
  * verdicts for memory the host rewrites or frees), expands graph nodes,
  * tracks dependencies and runs kernels on its worker threads.
@@ -13,14 +15,25 @@
 
 #include <hbg/hbg_device.h>
 
-#include "device/sim/sim.h"
-
 typedef struct hbg__exec hbg__exec;
+
+/* How the executor reaches device memory (given by the device at creation;
+ * the sim: its heap). */
+typedef struct hbg__exec_mem {
+  /* Map [base + off, base + off + len) to host memory the executor may
+   * read and write; the range must lie inside the live allocation that
+   * holds base. Called from the executor's threads.
+   * @return 0 and *out, or HBG_E_RANGE. */
+  int (*resolve)(void *ctx, hbg_devptr base, uint64_t off, uint64_t len,
+                 void **out);
+  void *ctx;
+} hbg__exec_mem;
 
 /* A pool of `workers` threads (0 picks 1) runs kernels next to the thread
  * that calls hbg__exec_run. Kernels are short, so a sleeping worker is
  * woken only when at least 64 items are ready (env HBG_EXEC_WAKE_MIN). */
-int hbg__exec_create(hbg__sim *s, uint32_t workers, hbg__exec **out);
+int hbg__exec_create(const hbg__exec_mem *mem, uint32_t workers,
+                     hbg__exec **out);
 void hbg__exec_destroy(hbg__exec *e); /* accepts NULL */
 
 /* Run one launch to completion on the calling thread (plus workers) and
@@ -35,6 +48,10 @@ void hbg__exec_destroy(hbg__exec *e); /* accepts NULL */
  * @return st->error (0 or a negative code; st->task / st->node say where).
  * Never crashes or hangs on bad device data. */
 int hbg__exec_run(hbg__exec *e, const hbg_dev_launch_desc *l, hbg_dev_status *st);
+
+/* The executor's table of user kernels (src/exec/user_kernels.h), owned by
+ * the executor. */
+struct hbg__ukernels *hbg__exec_ukernels(hbg__exec *e);
 
 /* Device memory [addr, addr+len) was written or freed. Thread-safe. */
 void hbg__exec_invalidate(hbg__exec *e, hbg_devptr addr, uint64_t len);

@@ -17,6 +17,8 @@ static const char *const kernel_names[HBG_KERNEL__COUNT] = {
 };
 
 static const char *kernel_name(uint32_t k) {
+  if (hbg_img_kernel_is_user(k))
+    return "user";
   return k < HBG_KERNEL__COUNT && kernel_names[k] ? kernel_names[k] : "?";
 }
 
@@ -303,6 +305,8 @@ static void def_body_text(FILE *f, const char *ind, const hbg__def_view *v) {
   for (uint32_t i = 0; i < h->n_nodes; i++) {
     const hbg_def_node *n = &v->nodes[i];
     fprintf(f, "%s  n%" PRIu32 "  %s", ind, i, kernel_name(n->kernel));
+    if (hbg_img_kernel_is_user(n->kernel))
+      fprintf(f, " %#" PRIx32, n->kernel);
     if (n->heap_size)
       fprintf(f, "  heap [%" PRIu64 ", %" PRIu64 ")", n->heap_off,
               n->heap_off + n->heap_size);

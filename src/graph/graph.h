@@ -20,7 +20,7 @@
  * offset; later inner tasks pass it back to read it (internal source). */
 #define HBG__HEAP_TAG 0xFEED000000000000ull
 #define HBG__HEAP_TAG_MASK 0xFFFF000000000000ull
-#define HBG__HEAP_ALIGN 64u
+#define HBG__HEAP_ALIGN HBG_IMG_HEAP_ALIGN
 
 /* Bytes from element 0 to one past the last element of a tensor described
  * by these fields; 0 when any field is invalid (dtype, ndim, mode, a zero dim
@@ -91,31 +91,10 @@ int hbg__sub_write(void *dst, uint32_t cap, const hbg__def *d,
 
 /* ---- validator (untrusted bytes; never reads out of [img, img+len)) ---- */
 
-typedef struct hbg__def_view {
-  const uint8_t *base;
-  const hbg_def_hdr *hdr;
-  const hbg_def_node *nodes;
-  const uint32_t *fanin_ptr, *fanin;
-  const uint32_t *fanout_ptr, *fanout;
-  const uint32_t *roots;
-  const hbg_def_tensor *tensors;
-  const hbg_def_scalar *scalars;
-  const hbg_def_bsig *bsig;
-} hbg__def_view;
-
-typedef struct hbg__sub_view {
-  const uint8_t *base;
-  const hbg_sub_hdr *hdr;
-  const hbg_sub_bind *tensors; /* where each boundary tensor lives */
-  const uint64_t *scalars;
-  const uint8_t *inline_def; /* NULL unless HBG_SUB_INLINE_DEF */
-} hbg__sub_view;
-
-typedef struct hbg__win_view {
-  const uint8_t *base;
-  const hbg_win_hdr *hdr;
-  const uint32_t *index;
-} hbg__win_view;
+/* Views of validated images (hbg_image.h's). */
+typedef hbg_img_def_view hbg__def_view;
+typedef hbg_img_sub_view hbg__sub_view;
+typedef hbg_img_win_view hbg__win_view;
 
 /* Full Definition check: magic, version, sizes, offsets, alignment, counts,
  * CSR consistency (indices, fanin/fanout mirror, acyclic, roots), tensor and

@@ -5,7 +5,7 @@
 #include <xxhash.h>
 
 #include "common/util.h"
-#include "exec/kernels.h"
+#include "kernels/kernels.h"
 #include "graph/graph.h"
 
 typedef struct rec_node {
@@ -67,28 +67,7 @@ typedef struct arg_access {
 
 uint64_t hbg__shape_extent(uint32_t dtype, uint32_t ndim, uint32_t mode,
                            const uint32_t *shape, const uint32_t *strides) {
-  uint64_t es = hbg_dtype_size(dtype);
-  if (!es || ndim == 0 || ndim > HBG_MAX_DIMS || mode < HBG_ACCESS_IN ||
-      mode > HBG_ACCESS_INOUT)
-    return 0;
-  uint64_t last = 0;
-  for (uint32_t i = 0; i < HBG_MAX_DIMS; i++) {
-    if (i >= ndim) {
-      if (shape[i] != 0 || strides[i] != 0)
-        return 0;
-      continue;
-    }
-    if (shape[i] == 0)
-      return 0;
-    /* (2^32-1)^2 fits in u64; four of them summed do not always. */
-    uint64_t span = (uint64_t)(shape[i] - 1) * strides[i];
-    if (hbg__add_u64(last, span, &last))
-      return 0;
-  }
-  uint64_t ext;
-  if (hbg__add_u64(last, 1, &ext) || hbg__mul_u64(ext, es, &ext))
-    return 0;
-  return ext;
+  return hbg_img_extent(dtype, ndim, mode, shape, strides);
 }
 
 static uint64_t tensor_extent(const hbg_tensor *t) {
@@ -339,7 +318,7 @@ static void add_access(rec_buf *b, const arg_access *a, uint32_t node) {
 
 static int record_task(hbg_recorder *rec, hbg_task *t, hbg_task_id *out) {
   HBG__RETURN_IF(!t, HBG_E_INVAL);
-  HBG__RETURN_IF(t->kernel >= HBG_KERNEL__COUNT, HBG_E_KERNEL);
+  HBG__RETURN_IF(!hbg_img_kernel_valid(t->kernel), HBG_E_KERNEL);
   HBG__RETURN_IF(t->n_args > HBG_IMG_MAX_ARGS_PER_NODE ||
                      t->n_scalars > HBG_IMG_MAX_SCALARS_PER_NODE,
                  HBG_E_INVAL);

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "common/util.h"
-#include "exec/kernels.h"
+#include "kernels/kernels.h"
 #include "graph/graph.h"
 #include "workload/wl.h"
 

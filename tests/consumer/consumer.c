@@ -4,6 +4,7 @@
  * dependency (xxHash, cJSON, threads, libm, the CUDA runtime when built). */
 #include <hbg/hbg.h>
 #include <hbg/hbg_device.h>
+#include <hbg/hbg_image.h>
 #include <hbg/hbg_workload.h>
 
 #include <stdio.h>
@@ -59,6 +60,12 @@ int main(void) {
   CHECK(hbg_buffer_read(rt, got, buf, sizeof got));
   hbg_runtime_destroy(rt);
   if (got[15] != 2.5f)
+    return 1;
+  /* The installed image contract agrees with hbg.h and rejects junk. */
+  static const uint64_t junk_win[8] = {1, 2, 3};
+  if (HBG_IMG_KERNEL_USER_MIN != HBG_KERNEL_USER_MIN ||
+      hbg_img_dtype_size(HBG_DTYPE_F32) != 4 ||
+      hbg_img_win_validate(junk_win, sizeof junk_win, NULL) != HBG_E_IMG_MAGIC)
     return 1;
   /* Not an image: the dump reports an error, in JSON (cJSON). */
   static const unsigned char junk[64] = {1, 2, 3};

@@ -73,6 +73,27 @@ static void replay(const uint8_t *img, uint64_t len) {
     hbg__sub_view sv;
     CHECK(hbg__sub_validate(buf, sz, &sv) == 0);
     CHECK(hbg__sub_check_def(&sv, &dv) == 0);
+    /* hbg_image.h's iterator expands every node of a valid replay, each
+     * argument at its boundary's or the heap block's address. */
+    const uint64_t heap = 0x40000000ull;
+    hbg_img_graph g;
+    CHECK(hbg_img_graph_init(&g, &dv, &sv, heap) == 0);
+    for (uint32_t j = 0; j < dv.hdr->n_nodes; j++) {
+      hbg_img_node nd;
+      CHECK(hbg_img_graph_node(&g, j, &nd) == 0);
+      for (uint32_t k = 0; k < nd.n_tensors; k++) {
+        hbg_img_arg a;
+        CHECK(hbg_img_graph_tensor(&g, j, k, &a) == 0);
+        CHECK(a.src >= HBG_SRC_INTERNAL
+                  ? a.addr == heap + a.base_offset
+                  : a.addr == bt[a.ref].addr + bt[a.ref].offset +
+                                  a.base_offset);
+      }
+      for (uint32_t k = 0; k < nd.n_scalars; k++) {
+        uint64_t v;
+        CHECK(hbg_img_graph_scalar(&g, j, k, &v) == 0);
+      }
+    }
     CHECK(sv.hdr->n_tensors == n);
     CHECK(sv.hdr->off_tensors == sizeof(hbg_sub_hdr));
     CHECK(sv.hdr->off_scalars ==

@@ -115,6 +115,12 @@ static void bounce_fini(hbg__sim *s) {
   munmap(s->bounce[0], s->bounce_map);
 }
 
+/* The executor's way into device memory (hbg__exec_mem). */
+static int exec_resolve(void *ctx, hbg_devptr base, uint64_t off,
+                        uint64_t len, void **out) {
+  return hbg__sim_resolve_in(ctx, base, off, len, out);
+}
+
 static int sim_open(hbg_device *dev, const char *options) {
   sim_opts o = {.mem = SIM_DEFAULT_MEM,
                 .chunk = SIM_DEFAULT_CHUNK,
@@ -143,7 +149,8 @@ static int sim_open(hbg_device *dev, const char *options) {
   rc = bounce_init(s);
   if (rc < 0)
     goto err_host;
-  rc = hbg__exec_create(s, s->workers, &s->exec);
+  const hbg__exec_mem mem = {.resolve = exec_resolve, .ctx = s};
+  rc = hbg__exec_create(&mem, s->workers, &s->exec);
   if (rc < 0) {
     hbg_device_set_native(dev, rc, "cannot create the executor: %s",
                           hbg_strerror(rc));

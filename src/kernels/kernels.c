@@ -1,4 +1,4 @@
-#include "exec/kernels.h"
+#include "kernels/kernels.h"
 
 #include <math.h>
 #include <string.h>
@@ -448,11 +448,24 @@ static int shapes_check(uint32_t kernel, const hbg__ktensor *t) {
   }
 }
 
+/* A user kernel is checked for structure only: counts, and each tensor a
+ * valid layout with a mode. */
+static int user_check(const hbg__ktensor *t, uint32_t nt, uint32_t ns) {
+  HBG__RETURN_IF(nt > HBG_IMG_MAX_ARGS_PER_NODE ||
+                     ns > HBG_IMG_MAX_SCALARS_PER_NODE,
+                 HBG_E_KERNEL);
+  for (uint32_t i = 0; i < nt; i++)
+    HBG__RETURN_IF(!targ(&t[i], 0, 0), HBG_E_KERNEL);
+  return 0;
+}
+
 int hbg__kernel_check(uint32_t kernel, const hbg__ktensor *t, uint32_t nt,
                       uint32_t ns) {
+  HBG__RETURN_IF(nt > 0 && !t, HBG_E_KERNEL);
+  if (hbg_img_kernel_is_user(kernel))
+    return user_check(t, nt, ns);
   HBG__RETURN_IF(kernel >= HBG_KERNEL__COUNT, HBG_E_KERNEL);
   const kdesc *k = &kdescs[kernel];
-  HBG__RETURN_IF(nt > 0 && !t, HBG_E_KERNEL);
   HBG__RETURN_IF(k->nt != UINT32_MAX && nt != k->nt, HBG_E_KERNEL);
   HBG__RETURN_IF(ns < k->ns_min || ns > k->ns_max, HBG_E_KERNEL);
   for (uint32_t i = 0; i < nt; i++) {
@@ -473,8 +486,15 @@ int hbg__task_kernel_check(const hbg_task *t, const char *who) {
   if (rc == 0)
     return 0;
   /* Say which rule failed (the error path only). */
+  if (hbg_img_kernel_is_user(t->kernel)) {
+    hbg__error_set("%s: user kernel %#x: a count over 64 or an argument "
+                   "with a bad layout or mode",
+                   who, t->kernel);
+    return rc;
+  }
   if (t->kernel >= HBG_KERNEL__COUNT) {
-    hbg__error_set("%s: unknown kernel %u", who, t->kernel);
+    hbg__error_set("%s: unknown kernel %u (user kernels start at %#x)", who,
+                   t->kernel, HBG_KERNEL_USER_MIN);
     return rc;
   }
   const kdesc *d = &kdescs[t->kernel];

@@ -42,8 +42,8 @@
  *            Hq * T * D at most HBG__KERNEL_MAX_WORK.
  *   FILL     out; s0 = f32 value        out = value
  */
-#ifndef HBG_EXEC_KERNELS_H
-#define HBG_EXEC_KERNELS_H
+#ifndef HBG_KERNELS_KERNELS_H
+#define HBG_KERNELS_KERNELS_H
 
 #include <stdint.h>
 
