@@ -1,12 +1,14 @@
 /*
- * Binds: orchestration into the task window, the four upload policies,
- * launch, completion, the fatal latch and the per-bind phase records.
+ * Binds: orchestration into the task window, heap claims, publication,
+ * launch, completion, the fatal latch and the per-bind phase records. What
+ * differs between upload policies lives in src/core/policy/, one file per
+ * policy, reached through rt->ops.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/util.h"
-#include "core/core.h"
+#include "core/policy/policy.h"
 #include "kernels/kernels.h"
 
 #define WIN_ALIGN 8u
@@ -21,14 +23,13 @@ static int latch(hbg_bind *b, int rc) {
   return rc;
 }
 
-static void poison(const hbg_bind *b, void *p, uint64_t n) {
+void hbg__poison(const hbg_bind *b, void *p, uint64_t n) {
   if (b->rt->cfg.flags & HBG_CFG_POISON_STAGING)
     memset(p, POISON, (size_t)n);
 }
 
-/* Sync H2D copy of one upload, counted in the given phase. */
-static int upload(hbg_bind *b, hbg_phase_bytes *ph, hbg_devptr dst,
-                  const void *src, uint64_t n, const char *what) {
+int hbg__upload(hbg_bind *b, hbg_phase_bytes *ph, hbg_devptr dst,
+                const void *src, uint64_t n, const char *what) {
   uint64_t t0 = hbg__now_ns();
   int rc = hbg_dev_copy_h2d(b->rt->dev, dst, src, (size_t)n);
   uint64_t t1 = hbg__now_ns();
@@ -40,6 +41,16 @@ static int upload(hbg_bind *b, hbg_phase_bytes *ph, hbg_devptr dst,
   b->st.h2d_bytes += n;
   b->st.h2d_copies++;
   return 0;
+}
+
+int hbg__upload_nested(hbg_bind *b, hbg_devptr dst, const void *src,
+                       uint64_t n, const char *what) {
+  uint64_t t0 = hbg__now_ns();
+  int rc = hbg__upload(b, &b->st.graph, dst, src, n, what);
+  uint64_t dt = hbg__now_ns() - t0;
+  b->nested_upload_ns += dt;
+  b->st.graph_upload_ns += dt;
+  return rc;
 }
 
 static uint64_t full_key_of(const hbg_runtime *rt, const hbg_graph_submit *g) {
@@ -136,10 +147,7 @@ static void to_sub_tensor(hbg_sub_tensor *d, const hbg_tensor *t) {
 
 /* ---------------- device window buffer ---------------- */
 
-/* Replace the slot's device window buffer by one of cap bytes. Coalesced
- * windows already carry absolute Submission addresses inside the buffer:
- * move them. */
-static int win_dev_grow(hbg_bind *b, uint64_t cap) {
+int hbg__win_dev_grow(hbg_bind *b, uint64_t cap) {
   hbg_runtime *rt = b->rt;
   hbg__slot *s = b->slot;
   hbg_devptr nd = 0;
@@ -155,13 +163,8 @@ static int win_dev_grow(hbg_bind *b, uint64_t cap) {
     b->win_flushed = 0;
   }
   hbg_devptr old = s->win_dev;
-  if (rt->cfg.policy == HBG_POLICY_COALESCED && old) {
-    for (uint32_t i = 0; i < b->n_tasks; i++) {
-      hbg_win_task *e = (hbg_win_task *)(b->win.p + b->index[i]);
-      if (e->kind == HBG_WIN_GRAPH)
-        e->sub_addr = e->sub_addr - old + nd;
-    }
-  }
+  if (old && rt->ops->window_moved)
+    rt->ops->window_moved(b, old, nd);
   if (old)
     hbg_dev_mem_free(rt->dev, old);
   s->win_dev = nd;
@@ -169,20 +172,19 @@ static int win_dev_grow(hbg_bind *b, uint64_t cap) {
   return 0;
 }
 
-/* Make the slot's device window buffer hold need bytes (mid-bind: double). */
-static int win_dev_ensure(hbg_bind *b, uint64_t need) {
+int hbg__win_dev_ensure(hbg_bind *b, uint64_t need) {
   hbg__slot *s = b->slot;
   if (s->win_cap >= need)
     return 0;
-  return win_dev_grow(b,
-                      HBG__ALIGN_UP(HBG__MAX(need, s->win_cap * 2), 65536));
+  return hbg__win_dev_grow(
+      b, HBG__ALIGN_UP(HBG__MAX(need, s->win_cap * 2), 65536));
 }
 
 /* ---------------- host window buffer ---------------- */
 
 /* Reserve n bytes at the end of the window; @return offset or < 0. A
- * coalesced window lives in the pinned arena; past its end it falls back to
- * heap memory (counted) and the next bind grows the arena. */
+ * window in the pinned arena (the policy's begin put it there) falls back
+ * to heap memory past its end (counted) and the next bind grows the arena. */
 static int64_t win_append(hbg_bind *b, uint64_t n) {
   hbg__buf *w = &b->win;
   uint64_t need = w->len + n;
@@ -204,27 +206,10 @@ static int64_t win_append(hbg_bind *b, uint64_t n) {
     w->p = p;
     w->cap = cap;
   }
-  hbg__slot *s = b->slot;
-  if (b->rt->cfg.policy == HBG_POLICY_COALESCED) {
-    if (need > s->arena.high_water)
-      s->arena.high_water = need;
-    if (need > s->win_high_water)
-      s->win_high_water = need;
-    if (need > s->win_cap) {
-      /* Growing the device window (after the chunks in flight land) is
-       * window upload time nested in orchestration. */
-      uint64_t t0 = hbg__now_ns();
-      int had = s->win_cap != 0;
-      int rc = win_dev_ensure(b, need);
-      uint64_t t1 = hbg__now_ns();
-      b->nested_upload_ns += t1 - t0;
-      b->st.window_upload_ns += t1 - t0;
-      if (rc < 0)
-        return rc;
-      if (had)
-        hbg__trace(b->rt, HBG_TRACK_UPLOAD, "window_grow", t0, t1, 0,
-                   b->seq);
-    }
+  if (b->rt->ops->window_grow) {
+    int rc = b->rt->ops->window_grow(b, need);
+    if (rc < 0)
+      return rc;
   }
   uint64_t off = w->len;
   memset(w->p + off, 0, (size_t)n);
@@ -242,80 +227,39 @@ static void index_push(hbg_bind *b, uint32_t off) {
   b->index[b->n_tasks++] = off;
 }
 
-static int pend_push(hbg_bind *b, const hbg__pending *p) {
+/* ---------------- pending images ---------------- */
+
+int hbg__stage_pending(hbg_bind *b, hbg__stage *st, uint8_t *pinned) {
   HBG__TRY(HBG__RESERVE(b->pend, b->pend_cap, (uint64_t)b->n_pend + 1));
-  b->pend[b->n_pend++] = *p;
+  uint8_t *host = pinned;
+  if (!host) {
+    host = aligned_alloc(64, HBG__ALIGN_UP(st->sub_size, 64));
+    HBG__RETURN_IF(!host, HBG_E_NOMEM);
+    st->heap_owned = 1;
+  }
+  st->host = host;
+  st->pending = 1;
+  b->pend[b->n_pend++] = (hbg__pending){.host = host,
+                                         .size = st->sub_size,
+                                         .heap_owned = st->heap_owned,
+                                         .full_key = st->full_key,
+                                         .occurrence = st->occurrence,
+                                         .blk_off = st->blk_off};
   return 0;
 }
 
-/* Coalesced: start an async chunk once enough of the window is staged. */
-static int maybe_flush(hbg_bind *b) {
-  hbg_runtime *rt = b->rt;
-  uint64_t chunk = rt->cfg.coalesce_chunk_bytes;
-  if (rt->cfg.policy != HBG_POLICY_COALESCED || !chunk || !b->win.pinned ||
-      b->win.len - HBG__MAX(b->win_flushed, sizeof(hbg_win_hdr)) < chunk)
-    return 0;
-  /* The header is written at launch, so chunks start after it: the copy
-   * engine never reads bytes the host is still writing. */
-  uint64_t from = b->win_flushed ? b->win_flushed : sizeof(hbg_win_hdr);
-  uint64_t t0 = hbg__now_ns();
-  uint64_t n = b->win.len - from;
-  int rc = hbg_dev_copy_h2d_async(rt->dev, b->slot->q,
-                                  b->slot->win_dev + from, b->win.p + from,
-                                  (size_t)n);
-  uint64_t t1 = hbg__now_ns();
-  hbg__trace(rt, HBG_TRACK_UPLOAD, "window_chunk", t0, t1, n, b->seq);
-  b->nested_upload_ns += t1 - t0;
-  b->st.window_upload_ns += t1 - t0;
-  if (rc < 0)
-    return rc;
-  b->win_flushed = b->win.len;
-  b->st.window.bytes += n;
-  b->st.window.copies++;
-  b->st.h2d_bytes += n;
-  b->st.h2d_copies++;
-  return 0;
+void hbg__pend_uploaded(hbg_bind *b, hbg__pending *p) {
+  b->st.def_bytes += p->def_size;
+  p->uploaded = 1;
+  hbg__poison(b, p->host, p->size);
 }
 
-/* ---------------- pinned-bulk block ---------------- */
-
-/* Replace the slot's bulk block by one of at least need bytes. Only when
- * the device cannot read the old one: at a bind's start (the slot's last
- * bind completed), or at launch before this bind copied anything. */
-static int bulk_grow(hbg_runtime *rt, hbg__slot *s, uint64_t need) {
-  uint64_t cap = HBG__ALIGN_UP(need, 65536);
-  hbg_devptr d = 0;
-  HBG__TRY(hbg_dev_mem_alloc(rt->dev, (size_t)cap, &d));
-  if (s->bulk_dev)
-    hbg_dev_mem_free(rt->dev, s->bulk_dev);
-  s->bulk_dev = d;
-  s->bulk_cap = cap;
-  return 0;
-}
-
-/* Stage size bytes of the bind's image stream: packed at 8-byte offsets,
- * which are also the offsets in the device block, so the pinned part is one
- * contiguous range for one copy. @return the pinned staging, or NULL when
- * the arena is full (the image then goes to heap memory; the need is still
- * counted so that the next bind's arena and block fit). */
-static uint8_t *bulk_stage(hbg_bind *b, uint32_t size, uint64_t *off) {
-  hbg__slot *s = b->slot;
-  uint64_t start = HBG__ALIGN_UP(b->bulk_len, (uint64_t)8);
-  uint64_t end = start + size;
-  /* The whole stream is one piece of the arena for the device's rules. */
-  uint64_t piece = hbg__arena_piece(&b->rt->caps, end);
-  uint64_t from = b->bulk_len;
-  b->bulk_len = end;
-  *off = start;
-  if (end > s->bulk_high_water)
-    s->bulk_high_water = end;
-  if (piece > s->arena.high_water)
-    s->arena.high_water = piece;
-  if (!s->arena.base || piece > s->arena.cap)
-    return NULL;
-  memset(s->arena.base + from, 0, (size_t)(start - from));
-  s->arena.used = piece;
-  return s->arena.base + start;
+/* Undo a stage that did not reach publication. */
+static void stage_undo(hbg_bind *b, const hbg__stage *st) {
+  if (st->pending)
+    b->n_pend--;
+  if (st->heap_owned)
+    free(st->host);
 }
 
 /* ---------------- slot lifecycle ---------------- */
@@ -345,12 +289,12 @@ void hbg__bind_reset(hbg_bind *b) {
 /* The device is done with the slot: release per-bind device memory and
  * resize the retained staging for the next bind. */
 int hbg__slot_reclaim(hbg_runtime *rt, hbg__slot *s) {
-  for (uint32_t i = 0; i < s->n_deferred; i++)
-    hbg_dev_mem_free(rt->dev, s->deferred[i]);
-  s->n_deferred = 0;
   hbg__retired_release(rt, s);
   if (!rt->dev || !s->q)
     return 0;
+  /* The policy's per-bind memory first: frees before the growths below. */
+  if (rt->ops->reclaim)
+    rt->ops->reclaim(rt, s);
   /* Growth is optional: when an allocation fails the slot keeps what it
    * had, and the next bind falls back to heap memory / extra heap blocks
    * where it overflows. */
@@ -366,10 +310,6 @@ int hbg__slot_reclaim(hbg_runtime *rt, hbg__slot *s) {
   }
   s->arena.used = 0;
   s->arena.high_water = 0;
-  /* The coalesced device window, like the arena: the last bind's need. */
-  if (s->win_high_water > s->win_cap)
-    win_dev_grow(&s->bind, HBG__ALIGN_UP(s->win_high_water, 65536));
-  s->win_high_water = 0;
   if (s->heap_high_water > s->heap_cap) {
     uint64_t cap = HBG__ALIGN_UP(s->heap_high_water, 65536);
     hbg_devptr d = 0;
@@ -384,9 +324,6 @@ int hbg__slot_reclaim(hbg_runtime *rt, hbg__slot *s) {
     hbg_dev_mem_free(rt->dev, s->heap_extra[i]);
   s->n_heap_extra = 0;
   s->heap_high_water = 0;
-  if (s->bulk_high_water > s->bulk_cap)
-    bulk_grow(rt, s, s->bulk_high_water); /* on failure launch grows it */
-  s->bulk_high_water = 0;
   return 0;
 }
 
@@ -403,16 +340,8 @@ int hbg_bind_begin(hbg_runtime *rt, hbg_bind **out) {
   hbg_bind *b = &s->bind;
   hbg__bind_reset(b);
   HBG__TRY(hbg__slot_reclaim(rt, s));
-  if (rt->cfg.policy == HBG_POLICY_COALESCED) {
-    /* A first bind's window buffer (64 KiB; later ones start at the last
-     * bind's need): failing here leaves the slot order untouched. */
-    HBG__TRY(win_dev_ensure(b, sizeof(hbg_win_hdr)));
-    if (s->arena.base) {
-      b->win.p = s->arena.base;
-      b->win.cap = s->arena.cap;
-      b->win.pinned = 1;
-    }
-  }
+  if (rt->ops->begin)
+    HBG__TRY(rt->ops->begin(b));
   rt->next_slot = (rt->next_slot + 1) % rt->depth;
   b->seq = ++rt->bind_seq;
   b->state = HBG__BIND_OPEN;
@@ -484,7 +413,7 @@ int hbg_submit_task(hbg_bind *b, const hbg_task *t, hbg_task_id *out) {
   index_push(b, (uint32_t)off);
   if (out)
     *out = b->n_tasks - 1;
-  int rc = maybe_flush(b);
+  int rc = b->rt->ops->published ? b->rt->ops->published(b, NULL) : 0;
   return rc < 0 ? latch(b, rc) : 0;
 }
 
@@ -559,65 +488,6 @@ static int heap_claim(hbg_bind *b, uint64_t size, hbg_devptr *out) {
   return 0;
 }
 
-/* Coalesced: the Definition resident on the device, uploaded on first use
- * and keyed by content hash (a changed Definition has a new hash). */
-static int resident_def(hbg_bind *b, hbg__graph *gr, hbg_devptr *out) {
-  hbg_runtime *rt = b->rt;
-  const hbg__def *def = gr->def;
-  hbg__resident *r = hbg__map_get(&rt->resident, def->hash, def->size, 0);
-  if (r) {
-    HBG__TRY(hbg__resident_ref(rt, gr));
-    *out = r->dev;
-    return 0;
-  }
-  hbg_devptr d = 0;
-  HBG__TRY(hbg_dev_mem_alloc(rt->dev, def->size, &d));
-  b->st.dev_allocs++;
-  uint64_t t0 = hbg__now_ns();
-  int rc = upload(b, &b->st.graph, d, def->image, def->size, "definition");
-  uint64_t dt = hbg__now_ns() - t0;
-  b->nested_upload_ns += dt;
-  b->st.graph_upload_ns += dt;
-  if (rc == 0) {
-    r = hbg__map_get(&rt->resident, def->hash, def->size, 1);
-    rc = r ? 0 : HBG_E_NOMEM;
-  }
-  if (rc < 0) {
-    hbg_dev_mem_free(rt->dev, d);
-    return rc;
-  }
-  r->dev = d;
-  HBG__TRY(hbg__resident_ref(rt, gr));
-  b->st.def_bytes += def->size;
-  *out = d;
-  return 0;
-}
-
-/* Pinned-eager: the {key, occurrence} buffer retained by this slot. */
-static int retained_buf(hbg_bind *b, uint64_t fk, uint32_t occ, uint32_t size,
-                        hbg_devptr *out) {
-  hbg__slot *s = b->slot;
-  HBG__TRY(hbg__retained_note(s, fk, occ));
-  hbg__retained *r = hbg__map_get(&s->retained, fk, occ, 1);
-  HBG__RETURN_IF(!r, HBG_E_NOMEM);
-  if (r->dev && r->cap >= size) {
-    *out = r->dev;
-    return 0;
-  }
-  if (r->dev) {
-    hbg_dev_mem_free(b->rt->dev, r->dev);
-    r->dev = 0;
-    r->cap = 0;
-  }
-  hbg_devptr d = 0;
-  HBG__TRY(hbg_dev_mem_alloc(b->rt->dev, size, &d));
-  b->st.dev_allocs++;
-  r->dev = d;
-  r->cap = size;
-  *out = d;
-  return 0;
-}
-
 /* What a graph submission claims from its slot before publication. */
 typedef struct claim_mark {
   uint64_t heap_used, arena_used, bulk_len;
@@ -660,7 +530,7 @@ int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
   HBG__TRY(check_deps(b, g->deps, g->n_deps));
 
   hbg_runtime *rt = b->rt;
-  const int policy = (int)rt->cfg.policy;
+  const hbg__policy_ops *ops = rt->ops;
   uint64_t fk = full_key_of(rt, g);
   hbg__graph *gr = NULL;
   HBG__TRY(graph_lookup(b, g, fk, &gr));
@@ -668,83 +538,56 @@ int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
 
   hbg__occ *oc = hbg__map_get(&b->occ, fk, 0, 1);
   HBG__RETURN_IF(!oc, HBG_E_NOMEM);
-  uint32_t occurrence = oc->count;
 
-  const int inline_def = policy != HBG_POLICY_COALESCED;
-  uint32_t sub_size = hbg__sub_size(def, inline_def);
+  hbg__stage st = {.gr = gr,
+                   .def = def,
+                   .full_key = fk,
+                   .occurrence = oc->count,
+                   .sub_size = hbg__sub_size(def, (int)ops->inline_def)};
   uint32_t deps_bytes = HBG__ALIGN_UP(g->n_deps * 4u, WIN_ALIGN);
   uint32_t entry_size = (uint32_t)sizeof(hbg_win_task) + deps_bytes;
 
+  /* Stage: claims, the policy's staging, the window entry. Every failure
+   * up to the entry leaves the bind as it was. */
   HBG__TRY(index_reserve(b));
   const claim_mark mark = claim_save(b);
   hbg_devptr heap = 0;
-  HBG__TRY(heap_claim(b, def->heap_size, &heap));
-
-  /* Stage the Submission and find where it will live on the device. Every
-   * failure up to the window entry leaves the bind as it was: its heap and
-   * arena claims are returned. */
-  hbg_devptr sub_dev = 0, def_dev = 0;
-  uint8_t *sub_host = NULL;
-  hbg__pending pend = {0};
-  int64_t off;
-  int rc = 0;
-  if (policy == HBG_POLICY_COALESCED) {
-    rc = resident_def(b, gr, &def_dev);
-    off = rc < 0 ? rc : win_append(b, (uint64_t)entry_size + sub_size);
-    if (off < 0) {
-      claim_undo(b, &mark);
-      return (int)off;
-    }
-    sub_host = b->win.p + off + entry_size;
-    sub_dev = b->slot->win_dev + (uint64_t)off + entry_size;
-    b->sub_bytes += sub_size;
-  } else {
-    int fallback = 0;
-    if (policy == HBG_POLICY_PINNED_EAGER) {
-      sub_host = hbg__arena_alloc(&rt->caps, &b->slot->arena, sub_size);
-      fallback = sub_host == NULL;
-    } else if (policy == HBG_POLICY_PINNED_BULK) {
-      /* Its device address is known at launch (the block may grow). */
-      sub_host = bulk_stage(b, sub_size, &pend.blk_off);
-      fallback = sub_host == NULL;
-    }
-    if (!sub_host) {
-      sub_host = aligned_alloc(64, HBG__ALIGN_UP(sub_size, 64));
-      pend.heap_owned = 1;
-      rc = sub_host ? 0 : HBG_E_NOMEM;
-    }
-    pend.host = sub_host;
-    pend.size = sub_size;
-    pend.full_key = fk;
-    pend.occurrence = occurrence;
-    if (rc == 0 && policy == HBG_POLICY_PINNED_EAGER)
-      rc = retained_buf(b, fk, occurrence, sub_size, &sub_dev);
-    if (rc == 0)
-      rc = pend_push(b, &pend);
-    off = rc < 0 ? rc : win_append(b, entry_size);
-    if (off < 0) {
-      if (rc == 0)
-        b->n_pend--;
-      if (pend.heap_owned)
-        free(sub_host);
-      claim_undo(b, &mark);
-      return (int)off;
-    }
-    if (fallback)
-      b->st.fallback++;
-    b->pend[b->n_pend - 1].entry_off = (uint32_t)off;
+  int rc = heap_claim(b, def->heap_size, &heap);
+  if (rc < 0)
+    goto err_claim;
+  rc = ops->stage(b, &st);
+  if (rc < 0)
+    goto err_stage;
+  int64_t off = win_append(b, (uint64_t)entry_size +
+                                  (st.in_window ? st.sub_size : 0));
+  if (off < 0) {
+    rc = (int)off;
+    goto err_stage;
   }
+  if (st.in_window) {
+    st.host = b->win.p + off + entry_size;
+    st.sub_dev = b->slot->win_dev + (uint64_t)off + entry_size;
+    b->sub_bytes += st.sub_size;
+  }
+  if (st.fallback)
+    b->st.fallback++;
+  hbg__pending *pend = st.pending ? &b->pend[b->n_pend - 1] : NULL;
+  if (pend)
+    pend->entry_off = (uint32_t)off;
 
-  int w = hbg__sub_write(sub_host, sub_size, def, fk, occurrence, g->tensors,
-                         g->scalars, inline_def);
-  if (w < 0)
-    return latch(b, w);
-  uint32_t def_off = inline_def ? ((const hbg_sub_hdr *)sub_host)->off_def : 0;
-  if (inline_def) {
-    b->pend[b->n_pend - 1].def_off = def_off;
-    b->pend[b->n_pend - 1].def_size = def->size;
-    if (sub_dev)
-      def_dev = sub_dev + def_off;
+  /* The entry exists: from here a failure latches a fatal error. */
+  rc = hbg__sub_write(st.host, st.sub_size, def, fk, st.occurrence,
+                      g->tensors, g->scalars, (int)ops->inline_def);
+  if (rc < 0)
+    return latch(b, rc);
+  if (ops->inline_def) {
+    uint32_t def_off = ((const hbg_sub_hdr *)st.host)->off_def;
+    if (pend) {
+      pend->def_off = def_off;
+      pend->def_size = def->size;
+    }
+    if (st.sub_dev)
+      st.def_dev = st.sub_dev + def_off;
   }
 
   hbg_win_task *e = (hbg_win_task *)(b->win.p + off);
@@ -752,124 +595,31 @@ int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
   e->size = entry_size;
   e->n_deps = g->n_deps;
   e->off_deps = sizeof(hbg_win_task);
-  e->sub_size = sub_size;
-  e->sub_addr = sub_dev;
-  e->def_addr = def_dev;
+  e->sub_size = st.sub_size;
+  e->sub_addr = st.sub_dev;
+  e->def_addr = st.def_dev;
   e->heap_addr = heap;
   e->def_size = def->size;
   if (g->n_deps)
     memcpy((uint8_t *)e + e->off_deps, g->deps, (size_t)g->n_deps * 4);
 
-  /* Published: the slot is claimed and the dependencies registered. From
-   * here a failure latches a fatal error on the bind. */
+  /* Publish: the slot is claimed and the dependencies registered. */
   index_push(b, (uint32_t)off);
   oc->count++;
   b->st.n_graphs++;
   if (out)
     *out = b->n_tasks - 1;
-
-  if (policy == HBG_POLICY_PINNED_EAGER && !pend.heap_owned) {
-    uint64_t t0 = hbg__now_ns();
-    rc = upload(b, &b->st.graph, sub_dev, sub_host, sub_size, "submission");
-    uint64_t dt = hbg__now_ns() - t0;
-    b->nested_upload_ns += dt;
-    b->st.graph_upload_ns += dt;
-    if (rc < 0)
-      return latch(b, rc);
-    b->st.def_bytes += def->size;
-    b->pend[b->n_pend - 1].uploaded = 1;
-    poison(b, sub_host, sub_size);
-  }
-  rc = maybe_flush(b);
+  rc = ops->published ? ops->published(b, &st) : 0;
   return rc < 0 ? latch(b, rc) : 0;
+
+err_stage:
+  stage_undo(b, &st);
+err_claim:
+  claim_undo(b, &mark);
+  return rc;
 }
 
 /* ---------------- launch / wait / end ---------------- */
-
-/* Pinned-bulk, after orchestration: every image of the bind in one copy
- * into the slot's block, and the window entries pointed into it. */
-static int upload_bulk(hbg_bind *b) {
-  hbg_runtime *rt = b->rt;
-  hbg__slot *s = b->slot;
-  if (!b->n_pend)
-    return 0;
-  if (b->bulk_len > s->bulk_cap) {
-    /* More than the last bind's high-water mark (or the slot's first
-     * bind). The slot's last bind has completed and nothing of this one was
-     * copied yet, so the block is replaced here, counted as an allocation. */
-    uint64_t t0 = hbg__now_ns();
-    HBG__TRY(bulk_grow(rt, s, b->bulk_len));
-    b->st.dev_allocs++;
-    hbg__trace(rt, HBG_TRACK_UPLOAD, "bulk_grow", t0, hbg__now_ns(), 0,
-               b->seq);
-  }
-  /* Images that overflowed the arena are gathered with the pinned ones into
-   * one heap buffer: still one copy, from pageable memory (the fallback
-   * count says so), and the next bind's arena fits them all. */
-  const uint8_t *src = s->arena.base;
-  uint8_t *gather = NULL;
-  int overflow = 0;
-  for (uint32_t i = 0; i < b->n_pend; i++)
-    overflow |= (int)b->pend[i].heap_owned;
-  if (overflow) {
-    gather = aligned_alloc(64, (size_t)HBG__ALIGN_UP(b->bulk_len, 64));
-    HBG__RETURN_IF(!gather, HBG_E_NOMEM);
-    memset(gather, 0, (size_t)b->bulk_len);
-    for (uint32_t i = 0; i < b->n_pend; i++)
-      memcpy(gather + b->pend[i].blk_off, b->pend[i].host, b->pend[i].size);
-    src = gather;
-  }
-  for (uint32_t i = 0; i < b->n_pend; i++) {
-    const hbg__pending *p = &b->pend[i];
-    hbg_win_task *e = (hbg_win_task *)(b->win.p + p->entry_off);
-    e->sub_addr = s->bulk_dev + p->blk_off;
-    e->def_addr = e->sub_addr + p->def_off;
-  }
-  int rc = upload(b, &b->st.graph, s->bulk_dev, src, b->bulk_len, "bulk");
-  free(gather);
-  if (rc < 0)
-    return rc;
-  for (uint32_t i = 0; i < b->n_pend; i++) {
-    hbg__pending *p = &b->pend[i];
-    b->st.def_bytes += p->def_size;
-    p->uploaded = 1;
-    poison(b, p->host, p->size);
-  }
-  return 0;
-}
-
-/* After orchestration: the images not uploaded yet. */
-static int upload_pending(hbg_bind *b) {
-  hbg_runtime *rt = b->rt;
-  const int policy = (int)rt->cfg.policy;
-  hbg__slot *s = b->slot;
-  if (policy == HBG_POLICY_PINNED_BULK)
-    return upload_bulk(b);
-  for (uint32_t i = 0; i < b->n_pend; i++) {
-    hbg__pending *p = &b->pend[i];
-    if (p->uploaded)
-      continue;
-    hbg_win_task *e = (hbg_win_task *)(b->win.p + p->entry_off);
-    if (policy == HBG_POLICY_DEFERRED) {
-      HBG__TRY(HBG__RESERVE(s->deferred, s->deferred_cap,
-                            (uint64_t)s->n_deferred + 1));
-      hbg_devptr d = 0;
-      HBG__TRY(hbg_dev_mem_alloc(rt->dev, p->size, &d));
-      b->st.dev_allocs++;
-      s->deferred[s->n_deferred++] = d;
-      e->sub_addr = d;
-      e->def_addr = d + p->def_off;
-    } else {
-      b->st.leftover++;
-    }
-    HBG__TRY(upload(b, &b->st.graph, e->sub_addr, p->host, p->size,
-                    "submission"));
-    b->st.def_bytes += p->def_size;
-    p->uploaded = 1;
-    poison(b, p->host, p->size);
-  }
-  return 0;
-}
 
 static int upload_window(hbg_bind *b) {
   hbg_runtime *rt = b->rt;
@@ -887,7 +637,7 @@ static int upload_window(hbg_bind *b) {
   h->n_tasks = b->n_tasks;
   h->off_index = (uint32_t)off;
   h->bind_seq = b->seq;
-  HBG__TRY(win_dev_ensure(b, b->win.len));
+  HBG__TRY(hbg__win_dev_ensure(b, b->win.len));
   if (b->win_flushed) {
     /* The tail, then the header, after the chunks already on the queue. */
     uint64_t t0 = hbg__now_ns();
@@ -904,10 +654,10 @@ static int upload_window(hbg_bind *b) {
     b->st.h2d_bytes += n + sizeof(hbg_win_hdr);
     b->st.h2d_copies += 2;
   } else {
-    HBG__TRY(upload(b, &b->st.window, s->win_dev, b->win.p, b->win.len,
-                    "window"));
+    HBG__TRY(hbg__upload(b, &b->st.window, s->win_dev, b->win.p, b->win.len,
+                         "window"));
   }
-  poison(b, b->win.p, b->win.len);
+  hbg__poison(b, b->win.p, b->win.len);
   return 0;
 }
 
@@ -935,8 +685,8 @@ int hbg_bind_launch(hbg_bind *b) {
     return HBG_E_FATAL;
   hbg_runtime *rt = b->rt;
   hbg__slot *s = b->slot;
-  if (rt->cfg.policy == HBG_POLICY_PINNED_EAGER)
-    hbg__retained_trim(b);
+  if (rt->ops->orchestrated)
+    rt->ops->orchestrated(b);
   uint64_t t0 = hbg__now_ns();
   b->t_launch_start = t0;
   uint64_t orch = t0 - b->t_begin;
@@ -944,7 +694,7 @@ int hbg_bind_launch(hbg_bind *b) {
                                                   : 0;
   hbg__trace(rt, HBG_TRACK_ORCH, "orchestrate", b->t_begin, t0, 0, b->seq);
 
-  int rc = upload_pending(b);
+  int rc = rt->ops->launch ? rt->ops->launch(b) : 0;
   uint64_t t1 = hbg__now_ns();
   b->st.graph_upload_ns += t1 - t0;
   if (rc < 0)
@@ -954,8 +704,8 @@ int hbg_bind_launch(hbg_bind *b) {
   b->st.window_upload_ns += t2 - t1;
   if (rc < 0)
     return latch(b, rc);
-  /* Coalesced Submissions travel inside the window copy; count their bytes
-   * as graph bytes so the policies compare like for like. */
+  /* Submissions inside the window travel in its copy; count their bytes as
+   * graph bytes so the policies compare like for like. */
   b->st.window.bytes -= b->sub_bytes;
   b->st.graph.bytes += b->sub_bytes;
 

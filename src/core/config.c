@@ -6,25 +6,18 @@
 #include <hbg/hbg_device.h>
 
 #include "common/util.h"
-#include "core/core.h"
-
-static const char *const policy_names[HBG_POLICY__COUNT] = {
-    [HBG_POLICY_DEFERRED] = "deferred",
-    [HBG_POLICY_PINNED_EAGER] = "pinned-eager",
-    [HBG_POLICY_COALESCED] = "coalesced",
-    [HBG_POLICY_PINNED_BULK] = "pinned-bulk",
-};
+#include "core/policy/policy.h"
 
 const char *hbg_policy_name(int policy) {
   if (policy < 0 || policy >= HBG_POLICY__COUNT)
     return NULL;
-  return policy_names[policy];
+  return hbg__policies[policy]->name;
 }
 
 int hbg_policy_parse(const char *name, int *out) {
   HBG__RETURN_IF(!name || !out, HBG_E_INVAL);
   for (int i = 0; i < HBG_POLICY__COUNT; i++)
-    if (strcmp(name, policy_names[i]) == 0) {
+    if (strcmp(name, hbg__policies[i]->name) == 0) {
       *out = i;
       return 0;
     }

@@ -1,6 +1,6 @@
 /*
  * Core layer (internal): runtime, pipeline slots, binds, staging arena,
- * retained device state and the four upload policies.
+ * retained device state; the upload policies' ops are in policy/policy.h.
  *
  * Ownership: the runtime owns the device (unless the caller passed one), the
  * graph cache (host Definitions), the retained Definition buffers
@@ -118,6 +118,7 @@ typedef struct hbg__occ {
 enum { HBG__BIND_IDLE = 0, HBG__BIND_OPEN, HBG__BIND_LAUNCHED };
 
 typedef struct hbg__slot hbg__slot;
+typedef struct hbg__policy_ops hbg__policy_ops; /* core/policy/policy.h */
 
 struct hbg_bind {
   hbg_runtime *rt;
@@ -168,6 +169,7 @@ struct hbg__slot {
 
 struct hbg_runtime {
   hbg_config cfg;
+  const hbg__policy_ops *ops; /* hbg__policies[cfg.policy] */
   hbg_device *dev;
   int own_dev;
   hbg_dev_caps caps;

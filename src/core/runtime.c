@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "common/util.h"
-#include "core/core.h"
+#include "core/policy/policy.h"
 
 void hbg__trace(hbg_runtime *rt, uint32_t track, const char *name,
                 uint64_t start, uint64_t end, uint64_t bytes, uint64_t seq) {
@@ -29,8 +29,8 @@ int hbg__slot_init(hbg_runtime *rt, hbg__slot *s, uint32_t index) {
   rc = hbg_dev_event_create(rt->dev, &s->done);
   if (rc < 0)
     goto err;
-  /* deferred stages in heap memory: no arena. */
-  if (rt->cfg.policy != HBG_POLICY_DEFERRED) {
+  /* A policy that stages in heap memory only keeps no arena. */
+  if (rt->ops->arena) {
     rc = hbg__arena_reserve(rt, s, rt->cfg.arena_bytes);
     if (rc < 0) {
       int64_t code = rc;
@@ -90,15 +90,14 @@ void hbg__slot_fini(hbg_runtime *rt, hbg__slot *s) {
   s->bulk_high_water = 0;
   s->win_high_water = 0;
   hbg__slot_reclaim(rt, s);
+  /* What the policy retains was made during binds, after everything
+   * below: it goes first. */
+  if (rt->ops->fini)
+    rt->ops->fini(rt, s);
   free(b->win.p && !b->win.pinned ? b->win.p : NULL);
   free(b->index);
   free(b->pend);
   hbg__map_free(&b->occ);
-  for (uint32_t i = 0; i < s->retained.cap; i++) {
-    hbg__retained *r = hbg__map_at(&s->retained, i);
-    if (r && r->dev)
-      hbg_dev_mem_free(rt->dev, r->dev);
-  }
   hbg__map_free(&s->retained);
   hbg__map_free(&s->rkeys);
   for (uint32_t i = 0; i < s->n_heap_extra; i++)
@@ -106,13 +105,10 @@ void hbg__slot_fini(hbg_runtime *rt, hbg__slot *s) {
   free(s->heap_extra);
   if (s->heap_dev)
     hbg_dev_mem_free(rt->dev, s->heap_dev);
-  if (s->bulk_dev)
-    hbg_dev_mem_free(rt->dev, s->bulk_dev);
   if (s->win_dev)
     hbg_dev_mem_free(rt->dev, s->win_dev);
   if (s->status_dev)
     hbg_dev_mem_free(rt->dev, s->status_dev);
-  free(s->deferred);
   hbg__arena_release(rt, s);
   if (s->done)
     hbg_dev_event_destroy(rt->dev, s->done);
@@ -135,6 +131,7 @@ int hbg_runtime_create(const hbg_config *cfg, hbg_runtime **out) {
   if (!rt)
     return HBG_E_NOMEM;
   rt->cfg = *cfg;
+  rt->ops = hbg__policies[rt->cfg.policy];
   if (!rt->cfg.arena_bytes)
     rt->cfg.arena_bytes = 16u << 20;
   rt->depth = rt->cfg.pipeline_depth ? rt->cfg.pipeline_depth : 2;
