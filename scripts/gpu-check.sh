@@ -23,7 +23,8 @@
 # Steps, each with a time limit inside the 5-minute budget:
 #   1. configure + build (Release) with the cuda backend required
 #   2. nvidia-smi and `hbg devices`
-#   3. the CUDA tests (ctest -R cuda): every one must run, none may skip
+#   3. the CUDA tests (ctest -R cuda): every one must run, none may skip;
+#      hbg selfcheck (pinned vs pageable synchronous copies)
 #   4. a first tiny bind: one layer, one bind (hbg bench --layers 1)
 #   5. hbg bench --device cuda on qwen3-14b and dsv4, every policy
 #   6. compute-sanitizer memcheck on one short bench run (when installed)
@@ -263,6 +264,18 @@ bench_row() {
     row "$name" FAIL "rc $rc: $(grep '^hbg' "$lg" | head -1)" "$secs"
   fi
 }
+
+# ---- 3b. per-copy self-check: pinned vs pageable sync H2D, D2H readback ----
+step "hbg selfcheck --device cuda"
+t0=$(date +%s)
+run_to selfcheck "$(cap 30)" "$HBG" selfcheck --device cuda \
+  --iters "$([ "$MOCK" = 1 ] && echo 20 || echo 500)"
+rc=$?
+if [ $rc -eq 0 ]; then
+  row "hbg selfcheck" ok "$(grep -iE 'pinned|pageable' "$(log selfcheck)" | head -2 | tr -s ' ' | tr '\n' ';')" $(($(date +%s) - t0))
+else
+  row "hbg selfcheck" FAIL "rc $rc, see $(log selfcheck)" $(($(date +%s) - t0))
+fi
 
 # ---- 4. first tiny bind ----
 step "first tiny bind"
