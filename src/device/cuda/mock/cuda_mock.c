@@ -76,6 +76,7 @@ struct CUstream_st {
 
 struct CUevent_st {
   uint64_t rec, done;
+  struct CUevent_st *next; /* every live event, like the driver's own table */
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -92,6 +93,7 @@ static char fail_name[64];
 static CUresult fail_code;
 static int fail_nth;
 static long n_streams, n_events;
+static struct CUevent_st *events;
 
 static int env_int(const char *name, int def) {
   const char *v = getenv(name);
@@ -672,6 +674,8 @@ MOCK_EXPORT CUresult cuEventCreate(CUevent *pe, unsigned int flags) {
     return CUDA_ERROR_OUT_OF_MEMORY;
   pthread_mutex_lock(&mu);
   n_events++;
+  e->next = events;
+  events = e;
   pthread_mutex_unlock(&mu);
   *pe = e;
   return CUDA_SUCCESS;
@@ -686,6 +690,11 @@ MOCK_EXPORT CUresult cuEventDestroy_v2(CUevent e) {
   while (e->done < e->rec)
     pthread_cond_wait(&cv, &mu);
   n_events--;
+  for (struct CUevent_st **pp = &events; *pp; pp = &(*pp)->next)
+    if (*pp == e) {
+      *pp = e->next;
+      break;
+    }
   pthread_mutex_unlock(&mu);
   free(e);
   return CUDA_SUCCESS;
