@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "test.h"
 
@@ -117,6 +118,20 @@ static void test_missing(void) {
   ASSERT(strstr(hbg_last_error(), "cuInit: CUDA_ERROR_NO_DEVICE") != NULL);
   unsetenv("HBG_MOCK_CUDA_NDEV");
   ASSERT_EQ(mock_live(), 0);
+
+  /* The toolkit's link-time stub loads but is no driver. */
+  const char *stub = getenv("HBG_CUDA_STUB_LIB");
+  if (stub && *stub && access(stub, R_OK) == 0) {
+    char so[1024];
+    snprintf(so, sizeof so, "lib=%s", stub);
+    int rc = hbg_device_open("cuda", so, &d);
+    printf("  toolkit stub: %s\n", hbg_last_error());
+    ASSERT_EQ(rc, HBG_E_UNSUPPORTED);
+    ASSERT(strstr(hbg_last_error(), "cuInit: ") != NULL);
+    ASSERT(strstr(hbg_last_error(), "stub") != NULL);
+  } else {
+    printf("  toolkit stub: not found, not checked\n");
+  }
 }
 
 /* CUresult -> HBG_E_*, at open and at the ops. */
@@ -138,7 +153,7 @@ static void test_mapping(void) {
       {CU_DEVICE_UNAVAILABLE, HBG_E_UNSUPPORTED,
        "CUDA_ERROR_DEVICE_UNAVAILABLE"},
       {CU_INVALID_DEVICE, HBG_E_NOTFOUND, "CUDA_ERROR_INVALID_DEVICE"},
-      {12345, HBG_E_DEVICE, "CUDA_ERROR_?"}, /* unknown to the driver */
+      {12345, HBG_E_DEVICE, "CUresult 12345"}, /* unknown to the driver */
   };
   hbg_device *d = NULL;
   ASSERT_OK(hbg_device_open("cuda", opts, &d));

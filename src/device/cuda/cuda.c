@@ -25,18 +25,24 @@ _Static_assert(sizeof(void *) == sizeof(void (*)(void)),
 
 static hbg__cuda *impl_of(hbg_device *dev) { return hbg_device_impl(dev); }
 
-static void cu_names(const hbg__cu_fns *f, CUresult e, const char **name,
-                     const char **str) {
+/* The driver's name and text for e; fallback (32 bytes) holds the name
+ * when the library does not know e (the toolkit's stub knows none). */
+static void cu_names(const hbg__cu_fns *f, CUresult e, char *fallback,
+                     const char **name, const char **str) {
   *name = NULL;
   *str = NULL;
   if (f->cuGetErrorName && f->cuGetErrorName(e, name) != CUDA_SUCCESS)
     *name = NULL;
   if (f->cuGetErrorString && f->cuGetErrorString(e, str) != CUDA_SUCCESS)
     *str = NULL;
-  if (!*name)
-    *name = "CUDA_ERROR_?";
+  if (!*name) {
+    snprintf(fallback, 32, "CUresult %d", (int)e);
+    *name = fallback;
+  }
   if (!*str)
-    *str = "unrecognized CUresult";
+    *str = e == CUDA_ERROR_STUB_LIBRARY
+               ? "the CUDA toolkit's link-time stub, not the driver"
+               : "not known to this driver library";
 }
 
 static int cu_map(CUresult e, int oom) {
@@ -60,7 +66,8 @@ static int cu_map(CUresult e, int oom) {
 int hbg__cu_err(hbg_device *dev, CUresult e, const char *call, int oom) {
   const hbg__cuda *c = impl_of(dev);
   const char *name, *str;
-  cu_names(&c->f, e, &name, &str);
+  char fallback[32];
+  cu_names(&c->f, e, fallback, &name, &str);
   hbg_device_set_native(dev, (int64_t)e, "%s: %s: %s", call, name, str);
   return cu_map(e, oom);
 }
@@ -248,7 +255,8 @@ static int cu_describe(const hbg__cu_fns *f, const char *path, char *buf,
   }
   if (e != CUDA_SUCCESS) {
     const char *en, *es;
-    cu_names(f, e, &en, &es);
+    char fallback[32];
+    cu_names(f, e, fallback, &en, &es);
     snprintf(buf, len, "no GPU: %s: %s: %s (%s)", call, en, es, path);
     return cu_map(e, HBG_E_DEVICE);
   }
