@@ -24,11 +24,11 @@ test: all
 # Sanitizer builds in their own folders.
 asan:
 	$(MAKE) test BUILD=build-asan \
-	  CMAKE_FLAGS="-DHBG_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DHBG_WITH_CUDA=OFF"
+	  CMAKE_FLAGS="-DHBG_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug"
 
 tsan:
 	$(MAKE) test BUILD=build-tsan \
-	  CMAKE_FLAGS="-DHBG_TSAN=ON -DCMAKE_BUILD_TYPE=Debug -DHBG_WITH_CUDA=OFF"
+	  CMAKE_FLAGS="-DHBG_TSAN=ON -DCMAKE_BUILD_TYPE=Debug"
 
 # libFuzzer targets (clang), and a short run of each.
 FUZZ_SECONDS ?= 60

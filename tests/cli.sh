@@ -23,6 +23,23 @@ expect_rc 2 "$hbg" no-such-command
   fail "devices: sim profiles not listed"
 "$hbg" devices | grep '^sim ' | grep -q 'copy_us=.*free_sync=0|1' ||
   fail "devices: sim cost keys not listed"
+# cuda (when built) loads the driver at run time and says why it cannot:
+# here a library that is not there; without an installed driver, the
+# missing libcuda.so.1 (the toolkit's link stub is never picked up)
+if "$hbg" devices | grep -q '^cuda '; then
+  HBG_CUDA_LIB="$tmp/no-libcuda.so.1" "$hbg" devices >"$tmp/dev"
+  grep -q '^cuda  *unavailable' "$tmp/dev" || fail "devices: cuda available without its library"
+  grep -A1 '^cuda ' "$tmp/dev" | grep -q "reason: cannot load the CUDA driver library $tmp/no-libcuda.so.1" ||
+    fail "devices: no reason for an unloadable cuda library"
+  HBG_CUDA_LIB="$tmp/no-libcuda.so.1" "$hbg" devices --json | tr -d '\n' |
+    grep -q '"name": "cuda", "available": false, "availability": "cannot load' ||
+    fail "devices --json: cuda reason"
+  if [ -z "${HBG_CUDA_LIB:-}" ] && ! /sbin/ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
+    "$hbg" devices | grep -A1 '^cuda ' |
+      grep -q 'reason: .*libcuda.so.1: cannot open shared object file' ||
+      fail "devices: no driver, but cuda does not say libcuda.so.1 is missing"
+  fi
+fi
 expect_rc 1 "$hbg" selfcheck --options profile=tpu-v9
 grep -q "unknown profile.*'profile=tpu-v9'" "$tmp/err" || fail "selfcheck: bad profile"
 expect_rc 1 "$hbg" selfcheck --options profile=ascend-a2,h2d_gbps=fast

@@ -11,9 +11,9 @@
 #include "cuda_skip.h"
 #include "test.h"
 
-/* cudaError_t values (pinned by CUDA's ABI); the test does not include the
- * CUDA headers so that it builds without the toolkit. */
-#define CUDA_ERROR_MEMORY_ALLOCATION 2
+/* CUresult values (pinned by the driver's ABI); the test does not include
+ * the CUDA headers so that it builds without the toolkit. */
+#define CUDA_ERROR_OUT_OF_MEMORY 2
 
 static void expect_native(hbg_device *d, const char *call, int64_t code) {
   int64_t got = 0;
@@ -36,18 +36,18 @@ int main(void) {
   memset(buf, 1, sizeof buf);
   const hbg_devptr bad = 0x10;
   ASSERT_ERR(hbg_dev_copy_h2d(d, bad, buf, sizeof buf), HBG_E_DEVICE);
-  expect_native(d, "cudaMemcpy", 0);
+  expect_native(d, "cuMemcpyHtoDAsync_v2", 0);
   ASSERT_ERR(hbg_dev_copy_d2h(d, buf, bad, sizeof buf), HBG_E_DEVICE);
-  expect_native(d, "cudaMemcpy", 0);
+  expect_native(d, "cuMemcpyDtoHAsync_v2", 0);
 
   hbg_devptr p = 0;
   ASSERT_ERR(hbg_dev_mem_alloc(d, (size_t)1 << 50, &p), HBG_E_DEVMEM);
   ASSERT(p == 0);
-  expect_native(d, "cudaMalloc", CUDA_ERROR_MEMORY_ALLOCATION);
+  expect_native(d, "cuMemAlloc_v2", CUDA_ERROR_OUT_OF_MEMORY);
   void *h = NULL;
   ASSERT_ERR(hbg_dev_host_alloc(d, (size_t)1 << 50, &h), HBG_E_NOMEM);
   ASSERT(h == NULL);
-  expect_native(d, "cudaHostAlloc", CUDA_ERROR_MEMORY_ALLOCATION);
+  expect_native(d, "cuMemHostAlloc", CUDA_ERROR_OUT_OF_MEMORY);
 
   /* Misuse is caught by the backend's own registries. */
   ASSERT_ERR(hbg_dev_mem_free(d, 0x1000), HBG_E_INVAL);
@@ -59,7 +59,7 @@ int main(void) {
   hbg_dev_queue *q = NULL;
   ASSERT_OK(hbg_dev_queue_create(d, &q));
   ASSERT_ERR(hbg_dev_copy_h2d_async(d, q, bad, buf, sizeof buf), HBG_E_DEVICE);
-  expect_native(d, "cudaMemcpyAsync", 0);
+  expect_native(d, "cuMemcpyHtoDAsync_v2", 0);
   hbg_dev_launch_desc l = {.struct_size = sizeof l,
                            .window = p,
                            .window_bytes = 64,

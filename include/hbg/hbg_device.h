@@ -126,7 +126,9 @@ typedef struct hbg_dev_ops {
   const char *summary;
 
   /* Availability for `hbg devices`: 0 available, or an error with a line of
-   * text in buf saying why not. May be NULL (always available). */
+   * text in buf saying why not (a backend that loads a vendor library at
+   * open, like cuda and acl, names the library or symbol it could not load:
+   * HBG_E_LOAD). May be NULL (always available). */
   int (*probe)(char *buf, size_t len);
   /* Set private state with hbg_device_set_impl(). */
   int (*open)(hbg_device *dev, const char *options);
@@ -172,7 +174,9 @@ HBG_API const hbg_dev_ops *hbg_device_find(const char *name);
 
 /* Open a built-in backend by name with "k=v,k=v" options (may be NULL).
  * @return 0, HBG_E_INVAL, HBG_E_NOTFOUND, HBG_E_NOMEM, or the backend's error
- * (a failed open records its native error in the thread-local slot read by
+ * (HBG_E_LOAD when cuda or acl cannot load its vendor library or one of its
+ * symbols; HBG_E_UNSUPPORTED when the driver reports no usable device; a
+ * failed open records its native error in the thread-local slot read by
  * hbg_device_open_error()). */
 HBG_API int hbg_device_open(const char *name, const char *options,
                             hbg_device **out);

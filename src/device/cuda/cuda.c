@@ -1,13 +1,17 @@
 /*
- * cuda backend: the CUDA runtime API behind the hbg device ops.
+ * cuda backend: the CUDA driver API behind the hbg device ops, loaded with
+ * dlopen at open (cuda_api.h): libhbg has no link to libcuda or libcudart.
  *
- * Synchronous copies run on an internal non-blocking stream followed by a
- * stream synchronize, so they return only once the DMA has landed (a plain
- * cudaMemcpy from pageable memory may return while the DMA is still in
- * flight). Queues are non-blocking streams; events are created with timing
- * disabled. Every CUDA status is checked where it is returned and mapped
- * there, the native code and message kept on the device.
+ * The device's primary context is retained while it is open and made
+ * current on whichever thread calls an op. Synchronous copies run on an
+ * internal non-blocking stream followed by a stream synchronize, so they
+ * return only once the DMA has landed (a plain cuMemcpyHtoD from pageable
+ * memory may return while the DMA is still in flight). Queues are
+ * non-blocking streams; events are created with timing disabled. Every
+ * CUresult is checked where it is returned and mapped there, the native
+ * code and message kept on the device.
  */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,36 +20,80 @@
 #include "device/cuda/cuda_internal.h"
 #include "device/device_internal.h"
 
+_Static_assert(sizeof(void *) == sizeof(void (*)(void)),
+               "dlsym results must fit a function pointer");
+
 static hbg__cuda *impl_of(hbg_device *dev) { return hbg_device_impl(dev); }
 
-int hbg__cu_err(hbg_device *dev, cudaError_t e, const char *call, int oom) {
-  hbg_device_set_native(dev, (int64_t)e, "%s: %s: %s", call,
-                        cudaGetErrorName(e), cudaGetErrorString(e));
+/* The driver's name and text for e; fallback (32 bytes) holds the name
+ * when the library does not know e (the toolkit's stub knows none). */
+static void cu_names(const hbg__cu_fns *f, CUresult e, char *fallback,
+                     const char **name, const char **str) {
+  *name = NULL;
+  *str = NULL;
+  if (f->cuGetErrorName && f->cuGetErrorName(e, name) != CUDA_SUCCESS)
+    *name = NULL;
+  if (f->cuGetErrorString && f->cuGetErrorString(e, str) != CUDA_SUCCESS)
+    *str = NULL;
+  if (!*name) {
+    snprintf(fallback, 32, "CUresult %d", (int)e);
+    *name = fallback;
+  }
+  if (!*str)
+    *str = e == CUDA_ERROR_STUB_LIBRARY
+               ? "the CUDA toolkit's link-time stub, not the driver"
+               : "not known to this driver library";
+}
+
+static int cu_map(CUresult e, int oom) {
   switch (e) {
-  case cudaErrorMemoryAllocation:
+  case CUDA_ERROR_OUT_OF_MEMORY:
     return oom;
-  case cudaErrorNoDevice:
-  case cudaErrorInsufficientDriver:
-  case cudaErrorStubLibrary:
-  case cudaErrorNotSupported:
-  case cudaErrorCallRequiresNewerDriver:
+  case CUDA_ERROR_NO_DEVICE:
+  case CUDA_ERROR_STUB_LIBRARY:
+  case CUDA_ERROR_NOT_SUPPORTED:
+  case CUDA_ERROR_SYSTEM_DRIVER_MISMATCH:
+  case CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE:
+  case CUDA_ERROR_DEVICE_UNAVAILABLE:
     return HBG_E_UNSUPPORTED;
+  case CUDA_ERROR_INVALID_DEVICE:
+    return HBG_E_NOTFOUND;
   default:
     return HBG_E_DEVICE;
   }
 }
 
-/* Make the device current on the calling thread (per-thread in CUDA). */
-static int cu_current(hbg_device *dev, const hbg__cuda *c) {
-  cudaError_t e = cudaSetDevice(c->ordinal);
-  return e == cudaSuccess ? 0 : hbg__cu_err(dev, e, "cudaSetDevice", HBG_E_DEVMEM);
+int hbg__cu_err(hbg_device *dev, CUresult e, const char *call, int oom) {
+  const hbg__cuda *c = impl_of(dev);
+  const char *name, *str;
+  char fallback[32];
+  cu_names(&c->f, e, fallback, &name, &str);
+  hbg_device_set_native(dev, (int64_t)e, "%s: %s: %s", call, name, str);
+  return cu_map(e, oom);
+}
+
+int hbg__cu_enter(hbg_device *dev, const hbg__cuda *c) {
+  CUcontext cur = NULL;
+  CUresult e = c->f.cuCtxGetCurrent(&cur);
+  if (e == CUDA_SUCCESS && cur == c->ctx)
+    return 0;
+  e = c->f.cuCtxSetCurrent(c->ctx);
+  return e == CUDA_SUCCESS ? 0 : hbg__cu_err(dev, e, "cuCtxSetCurrent",
+                                             HBG_E_DEVICE);
 }
 
 /* For teardown paths that cannot return an error: keep the native one. */
-static void cu_note(hbg_device *dev, cudaError_t e, const char *call) {
-  if (e != cudaSuccess)
+static void cu_note(hbg_device *dev, CUresult e, const char *call) {
+  if (e != CUDA_SUCCESS)
     (void)hbg__cu_err(dev, e, call, HBG_E_DEVICE);
 }
+
+#define CU_TRY(dev, c, oom, fn, ...)                                           \
+  do {                                                                         \
+    CUresult cu__e = (c)->f.fn(__VA_ARGS__);                                   \
+    if (cu__e != CUDA_SUCCESS)                                                 \
+      return hbg__cu_err((dev), cu__e, #fn, (oom));                            \
+  } while (0)
 
 /* ---------------- address registries ---------------- */
 
@@ -88,15 +136,15 @@ static int host_pinned(const hbg__cuda *c, const void *p, size_t n) {
 /* ---------------- pinned scratch ---------------- */
 
 int hbg__cu_scratch_reserve(hbg_device *dev, hbg__cu_scratch *s, size_t need) {
+  hbg__cuda *c = impl_of(dev);
   if (need <= s->cap)
     return 0;
   size_t cap = HBG__MAX(need, s->cap * 2);
   cap = HBG__ALIGN_UP(HBG__MAX(cap, (size_t)65536), (size_t)65536);
   hbg__cu_scratch_free(dev, s);
   void *p = NULL;
-  cudaError_t e = cudaHostAlloc(&p, cap, cudaHostAllocPortable);
-  if (e != cudaSuccess)
-    return hbg__cu_err(dev, e, "cudaHostAlloc", HBG_E_NOMEM);
+  CU_TRY(dev, c, HBG_E_NOMEM, cuMemHostAlloc, &p, cap,
+         CU_MEMHOSTALLOC_PORTABLE);
   s->p = p;
   s->cap = cap;
   return 0;
@@ -104,12 +152,124 @@ int hbg__cu_scratch_reserve(hbg_device *dev, hbg__cu_scratch *s, size_t need) {
 
 void hbg__cu_scratch_free(hbg_device *dev, hbg__cu_scratch *s) {
   if (s->p)
-    cu_note(dev, cudaFreeHost(s->p), "cudaFreeHost");
+    cu_note(dev, impl_of(dev)->f.cuMemFreeHost(s->p), "cuMemFreeHost");
   s->p = NULL;
   s->cap = 0;
 }
 
+/* ---------------- loading ---------------- */
+
+/* lib= option, else HBG_CUDA_LIB, else libcuda.so.1 through the loader's
+ * search path (never the toolkit's link-time stub, which has no .so.1). */
+static int cu_lib_path(const char *options, char *path, size_t len) {
+  int found = hbg__opt_get(options, "lib", path, len);
+  if (found < 0)
+    return HBG_E_INVAL;
+  if (found && path[0])
+    return 0;
+  const char *env = getenv("HBG_CUDA_LIB");
+  if (!env || !*env)
+    env = HBG__CU_DEFAULT_LIB;
+  if (strlen(env) >= len)
+    return HBG_E_INVAL;
+  strcpy(path, env);
+  return 0;
+}
+
+/* Load path and resolve every symbol. RTLD_NODELETE: the driver starts
+ * threads of its own at cuInit, so its code must stay mapped after the last
+ * dlclose. @return 0, or HBG_E_LOAD with the reason in why. */
+static int cu_load(const char *path, void **lib, hbg__cu_fns *f, char *why,
+                   size_t len) {
+  dlerror();
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  if (!h) {
+    const char *e = dlerror();
+    snprintf(why, len,
+             "cannot load the CUDA driver library %s (no NVIDIA driver "
+             "installed? HBG_CUDA_LIB or lib= name another): %s",
+             path, e ? e : "dlopen failed");
+    return HBG_E_LOAD;
+  }
+  memset(f, 0, sizeof *f);
+  void *sym;
+  /* The prototypes in cuda_api.h must match cuda.h's (unevaluated). */
+#define HBG__CU_CHECK(ret, name, params) (void)sizeof(f->name = name);
+  HBG__CU_SYMBOLS(HBG__CU_CHECK)
+  HBG__CU_OPTIONAL_SYMBOLS(HBG__CU_CHECK)
+#undef HBG__CU_CHECK
+#define HBG__CU_LOAD(ret, name, params)                                        \
+  sym = dlsym(h, #name);                                                       \
+  if (!sym) {                                                                  \
+    snprintf(why, len, "%s: missing symbol %s", path, #name);                  \
+    dlclose(h);                                                                \
+    return HBG_E_LOAD;                                                         \
+  }                                                                            \
+  memcpy(&f->name, &sym, sizeof sym);
+  HBG__CU_SYMBOLS(HBG__CU_LOAD)
+#undef HBG__CU_LOAD
+#define HBG__CU_LOAD_OPT(ret, name, params)                                    \
+  sym = dlsym(h, #name);                                                       \
+  memcpy(&f->name, &sym, sizeof sym);
+  HBG__CU_OPTIONAL_SYMBOLS(HBG__CU_LOAD_OPT)
+#undef HBG__CU_LOAD_OPT
+  *lib = h;
+  return 0;
+}
+
 /* ---------------- probe / open / close ---------------- */
+
+/* What the driver reports, into buf. @return 0 if a GPU is usable, else a
+ * mapped driver error (< 0). */
+static int cu_describe(const hbg__cu_fns *f, const char *path, char *buf,
+                       size_t len) {
+  const char *call = "cuInit";
+  CUresult e = f->cuInit(0);
+  int n = 0;
+  if (e == CUDA_SUCCESS) {
+    call = "cuDeviceGetCount";
+    e = f->cuDeviceGetCount(&n);
+  }
+  CUdevice d = 0;
+  if (e == CUDA_SUCCESS && n > 0) {
+    call = "cuDeviceGet";
+    e = f->cuDeviceGet(&d, 0);
+  }
+  char name[128] = "";
+  int major = 0, minor = 0, drv = 0;
+  if (e == CUDA_SUCCESS && n > 0) {
+    call = "cuDeviceGetName";
+    e = f->cuDeviceGetName(name, (int)sizeof name, d);
+  }
+  if (e == CUDA_SUCCESS && n > 0) {
+    call = "cuDeviceGetAttribute";
+    e = f->cuDeviceGetAttribute(
+        &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d);
+    if (e == CUDA_SUCCESS)
+      e = f->cuDeviceGetAttribute(
+          &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d);
+  }
+  if (e == CUDA_SUCCESS && n > 0) {
+    call = "cuDriverGetVersion";
+    e = f->cuDriverGetVersion(&drv);
+  }
+  if (e != CUDA_SUCCESS) {
+    const char *en, *es;
+    char fallback[32];
+    cu_names(f, e, fallback, &en, &es);
+    snprintf(buf, len, "no GPU: %s: %s: %s (%s)", call, en, es, path);
+    return cu_map(e, HBG_E_DEVICE);
+  }
+  if (n <= 0) {
+    snprintf(buf, len, "no GPU: no CUDA-capable device is detected (%s)",
+             path);
+    return HBG_E_UNSUPPORTED;
+  }
+  name[sizeof name - 1] = '\0';
+  snprintf(buf, len, "available: %d GPU(s), %s, CC %d.%d, driver %d.%d (%s)",
+           n, name, major, minor, drv / 1000, drv % 1000 / 10, path);
+  return 0;
+}
 
 static int cu_probe(char *buf, size_t len) {
   char dummy[1];
@@ -117,75 +277,94 @@ static int cu_probe(char *buf, size_t len) {
     buf = dummy;
     len = sizeof dummy;
   }
-  int n = 0;
-  cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess) {
-    snprintf(buf, len, "no GPU: %s", cudaGetErrorString(e));
-    return HBG_E_UNSUPPORTED;
+  char path[512];
+  if (cu_lib_path(NULL, path, sizeof path) < 0) {
+    snprintf(buf, len, "HBG_CUDA_LIB is too long");
+    return HBG_E_INVAL;
   }
-  if (n <= 0) {
-    snprintf(buf, len, "no GPU: no CUDA-capable device is detected");
-    return HBG_E_UNSUPPORTED;
-  }
-  struct cudaDeviceProp p;
-  memset(&p, 0, sizeof p);
-  e = cudaGetDeviceProperties(&p, 0);
-  if (e != cudaSuccess) {
-    snprintf(buf, len, "no GPU: %s", cudaGetErrorString(e));
-    return HBG_E_UNSUPPORTED;
-  }
-  p.name[sizeof p.name - 1] = '\0';
-  snprintf(buf, len, "available: %d GPU(s), %s, CC %d.%d", n, p.name, p.major,
-           p.minor);
-  return 0;
+  void *lib = NULL;
+  hbg__cu_fns f;
+  int rc = cu_load(path, &lib, &f, buf, len);
+  if (rc < 0)
+    return rc;
+  rc = cu_describe(&f, path, buf, len);
+  dlclose(lib);
+  return rc;
 }
 
 static int cu_open(hbg_device *dev, const char *options) {
+  char path[512];
+  char why[768];
   uint64_t ord = 0;
   HBG__RETURN_IF(hbg__opt_u64(options, "device", &ord) < 0, HBG_E_INVAL);
-  int n = 0;
-  cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess) {
-    (void)hbg__cu_err(dev, e, "cudaGetDeviceCount", HBG_E_DEVICE);
-    return HBG_E_UNSUPPORTED;
-  }
-  if (n <= 0) {
-    hbg_device_set_native(dev, (int64_t)cudaErrorNoDevice,
-                          "cudaGetDeviceCount: no CUDA-capable device");
-    return HBG_E_UNSUPPORTED;
-  }
-  if (ord >= (uint64_t)n) {
-    hbg_device_set_native(dev, (int64_t)cudaErrorInvalidDevice,
-                          "device=%llu: only %d GPU(s)",
-                          (unsigned long long)ord, n);
-    return HBG_E_NOTFOUND;
-  }
+  HBG__RETURN_IF(cu_lib_path(options, path, sizeof path) < 0, HBG_E_INVAL);
   hbg__cuda *c = calloc(1, sizeof *c);
   if (!c)
     return HBG_E_NOMEM;
+  int rc = cu_load(path, &c->lib, &c->f, why, sizeof why);
+  if (rc < 0) {
+    hbg_device_set_native(dev, 0, "%s", why);
+    free(c);
+    return rc;
+  }
+  hbg_device_set_impl(dev, c); /* hbg__cu_err reads the table */
+  CUresult e = c->f.cuInit(0);
+  if (e != CUDA_SUCCESS) {
+    rc = hbg__cu_err(dev, e, "cuInit", HBG_E_DEVICE);
+    goto err_lib;
+  }
+  int n = 0;
+  e = c->f.cuDeviceGetCount(&n);
+  if (e != CUDA_SUCCESS) {
+    rc = hbg__cu_err(dev, e, "cuDeviceGetCount", HBG_E_DEVICE);
+    goto err_lib;
+  }
+  if (n <= 0) {
+    hbg_device_set_native(dev, CUDA_ERROR_NO_DEVICE,
+                          "cuDeviceGetCount: no CUDA-capable device");
+    rc = HBG_E_UNSUPPORTED;
+    goto err_lib;
+  }
+  if (ord >= (uint64_t)n) {
+    hbg_device_set_native(dev, CUDA_ERROR_INVALID_DEVICE,
+                          "device=%llu: only %d GPU(s)",
+                          (unsigned long long)ord, n);
+    rc = HBG_E_NOTFOUND;
+    goto err_lib;
+  }
   c->ordinal = (int)ord;
-  int rc;
-  e = cudaSetDevice(c->ordinal);
-  if (e != cudaSuccess) {
-    rc = hbg__cu_err(dev, e, "cudaSetDevice", HBG_E_DEVICE);
-    goto err_free;
+  e = c->f.cuDeviceGet(&c->cudev, c->ordinal);
+  if (e != CUDA_SUCCESS) {
+    rc = hbg__cu_err(dev, e, "cuDeviceGet", HBG_E_DEVICE);
+    goto err_lib;
   }
-  size_t mfree = 0, mtotal = 0;
-  e = cudaMemGetInfo(&mfree, &mtotal);
-  if (e != cudaSuccess) {
-    rc = hbg__cu_err(dev, e, "cudaMemGetInfo", HBG_E_DEVICE);
-    goto err_free;
+  e = c->f.cuDevicePrimaryCtxRetain(&c->ctx, c->cudev);
+  if (e != CUDA_SUCCESS) {
+    rc = hbg__cu_err(dev, e, "cuDevicePrimaryCtxRetain", HBG_E_DEVICE);
+    goto err_lib;
   }
-  c->mem_bytes = mtotal;
-  e = cudaStreamCreateWithFlags(&c->sync, cudaStreamNonBlocking);
-  if (e != cudaSuccess) {
-    rc = hbg__cu_err(dev, e, "cudaStreamCreateWithFlags", HBG_E_DEVICE);
-    goto err_free;
+  rc = hbg__cu_enter(dev, c);
+  if (rc < 0)
+    goto err_ctx;
+  size_t total = 0;
+  e = c->f.cuDeviceTotalMem_v2(&total, c->cudev);
+  if (e != CUDA_SUCCESS) {
+    rc = hbg__cu_err(dev, e, "cuDeviceTotalMem_v2", HBG_E_DEVICE);
+    goto err_ctx;
   }
-  hbg_device_set_impl(dev, c);
+  c->mem_bytes = total;
+  e = c->f.cuStreamCreate(&c->sync, CU_STREAM_NON_BLOCKING);
+  if (e != CUDA_SUCCESS) {
+    rc = hbg__cu_err(dev, e, "cuStreamCreate", HBG_E_DEVICE);
+    goto err_ctx;
+  }
   return 0;
 
-err_free:
+err_ctx:
+  (void)c->f.cuDevicePrimaryCtxRelease_v2(c->cudev);
+err_lib:
+  dlclose(c->lib);
+  hbg_device_set_impl(dev, NULL);
   free(c);
   return rc;
 }
@@ -194,21 +373,25 @@ static void cu_close(hbg_device *dev) {
   hbg__cuda *c = impl_of(dev);
   if (!c)
     return;
-  cu_note(dev, cudaSetDevice(c->ordinal), "cudaSetDevice");
-  cu_note(dev, cudaStreamSynchronize(c->sync), "cudaStreamSynchronize");
-  cu_note(dev, cudaStreamDestroy(c->sync), "cudaStreamDestroy");
+  (void)hbg__cu_enter(dev, c);
+  cu_note(dev, c->f.cuStreamSynchronize(c->sync), "cuStreamSynchronize");
+  cu_note(dev, c->f.cuStreamDestroy_v2(c->sync), "cuStreamDestroy_v2");
   hbg__cu_scratch_free(dev, &c->img);
   hbg__cu_scratch_free(dev, &c->win);
   /* Whatever the caller leaked, newest first. */
   for (size_t i = c->dmem.n; i-- > 0;)
-    cu_note(dev, cudaFree((void *)(uintptr_t)c->dmem.v[i].start), "cudaFree");
+    cu_note(dev, c->f.cuMemFree_v2((CUdeviceptr)c->dmem.v[i].start),
+            "cuMemFree_v2");
   for (size_t i = c->host.n; i-- > 0;) {
     void *p = (void *)(uintptr_t)c->host.v[i].start;
     if (c->host.v[i].kind == HBG__CU_HOST_ALLOC)
-      cu_note(dev, cudaFreeHost(p), "cudaFreeHost");
+      cu_note(dev, c->f.cuMemFreeHost(p), "cuMemFreeHost");
     else
-      cu_note(dev, cudaHostUnregister(p), "cudaHostUnregister");
+      cu_note(dev, c->f.cuMemHostUnregister(p), "cuMemHostUnregister");
   }
+  cu_note(dev, c->f.cuDevicePrimaryCtxRelease_v2(c->cudev),
+          "cuDevicePrimaryCtxRelease_v2");
+  dlclose(c->lib);
   hbg__rtab_free(&c->dmem);
   hbg__rtab_free(&c->host);
   free(c);
@@ -260,13 +443,13 @@ static int cu_get_stats(hbg_device *dev, hbg_dev_stats *out) {
 
 static int cu_host_alloc(hbg_device *dev, size_t bytes, void **out) {
   hbg__cuda *c = impl_of(dev);
+  HBG__TRY(hbg__cu_enter(dev, c));
   void *p = NULL;
-  cudaError_t e = cudaHostAlloc(&p, bytes, cudaHostAllocPortable);
-  if (e != cudaSuccess)
-    return hbg__cu_err(dev, e, "cudaHostAlloc", HBG_E_NOMEM);
+  CU_TRY(dev, c, HBG_E_NOMEM, cuMemHostAlloc, &p, bytes,
+         CU_MEMHOSTALLOC_PORTABLE);
   if (ranges_insert(&c->host, (uint64_t)(uintptr_t)p, bytes,
                     HBG__CU_HOST_ALLOC) < 0) {
-    cu_note(dev, cudaFreeHost(p), "cudaFreeHost");
+    cu_note(dev, c->f.cuMemFreeHost(p), "cuMemFreeHost");
     return HBG_E_NOMEM;
   }
   HBG__CU_ADD(c, host_allocs, 1);
@@ -281,9 +464,8 @@ static int cu_host_free(hbg_device *dev, void *p) {
     return 0;
   size_t i = ranges_exact(&c->host, (uint64_t)(uintptr_t)p, HBG__CU_HOST_ALLOC);
   HBG__RETURN_IF(i == c->host.n, HBG_E_INVAL);
-  cudaError_t e = cudaFreeHost(p);
-  if (e != cudaSuccess)
-    return hbg__cu_err(dev, e, "cudaFreeHost", HBG_E_DEVICE);
+  HBG__TRY(hbg__cu_enter(dev, c));
+  CU_TRY(dev, c, HBG_E_DEVICE, cuMemFreeHost, p);
   uint64_t len = c->host.v[i].len;
   hbg__rtab_remove_at(&c->host, i);
   HBG__CU_ADD(c, host_frees, 1);
@@ -296,11 +478,11 @@ static int cu_host_register(hbg_device *dev, void *p, size_t bytes) {
   uint64_t lo = (uint64_t)(uintptr_t)p;
   HBG__RETURN_IF(bytes > UINT64_MAX - lo, HBG_E_INVAL);
   HBG__RETURN_IF(ranges_overlap(&c->host, lo, bytes), HBG_E_INVAL);
-  cudaError_t e = cudaHostRegister(p, bytes, cudaHostRegisterPortable);
-  if (e != cudaSuccess)
-    return hbg__cu_err(dev, e, "cudaHostRegister", HBG_E_NOMEM);
+  HBG__TRY(hbg__cu_enter(dev, c));
+  CU_TRY(dev, c, HBG_E_NOMEM, cuMemHostRegister_v2, p, bytes,
+         CU_MEMHOSTREGISTER_PORTABLE);
   if (ranges_insert(&c->host, lo, bytes, HBG__CU_HOST_REGISTER) < 0) {
-    cu_note(dev, cudaHostUnregister(p), "cudaHostUnregister");
+    cu_note(dev, c->f.cuMemHostUnregister(p), "cuMemHostUnregister");
     return HBG_E_NOMEM;
   }
   return 0;
@@ -311,9 +493,8 @@ static int cu_host_unregister(hbg_device *dev, void *p) {
   size_t i =
       ranges_exact(&c->host, (uint64_t)(uintptr_t)p, HBG__CU_HOST_REGISTER);
   HBG__RETURN_IF(i == c->host.n, HBG_E_INVAL);
-  cudaError_t e = cudaHostUnregister(p);
-  if (e != cudaSuccess)
-    return hbg__cu_err(dev, e, "cudaHostUnregister", HBG_E_DEVICE);
+  HBG__TRY(hbg__cu_enter(dev, c));
+  CU_TRY(dev, c, HBG_E_DEVICE, cuMemHostUnregister, p);
   hbg__rtab_remove_at(&c->host, i);
   return 0;
 }
@@ -322,22 +503,16 @@ static int cu_host_unregister(hbg_device *dev, void *p) {
 
 static int cu_mem_alloc(hbg_device *dev, size_t bytes, hbg_devptr *out) {
   hbg__cuda *c = impl_of(dev);
-  int rc = cu_current(dev, c);
-  if (rc < 0)
-    return rc;
-  cudaError_t e;
-  void *p = NULL;
-  e = cudaMalloc(&p, bytes);
-  if (e != cudaSuccess)
-    return hbg__cu_err(dev, e, "cudaMalloc", HBG_E_DEVMEM);
-  if (ranges_insert(&c->dmem, (uint64_t)(uintptr_t)p, bytes,
-                    HBG__CU_DEV_ALLOC) < 0) {
-    cu_note(dev, cudaFree(p), "cudaFree");
+  HBG__TRY(hbg__cu_enter(dev, c));
+  CUdeviceptr p = 0;
+  CU_TRY(dev, c, HBG_E_DEVMEM, cuMemAlloc_v2, &p, bytes);
+  if (ranges_insert(&c->dmem, (uint64_t)p, bytes, HBG__CU_DEV_ALLOC) < 0) {
+    cu_note(dev, c->f.cuMemFree_v2(p), "cuMemFree_v2");
     return HBG_E_NOMEM;
   }
   HBG__CU_ADD(c, mem_allocs, 1);
   HBG__CU_ADD(c, mem_in_use, bytes);
-  *out = (hbg_devptr)(uintptr_t)p;
+  *out = (hbg_devptr)p;
   return 0;
 }
 
@@ -347,13 +522,8 @@ static int cu_mem_free(hbg_device *dev, hbg_devptr p) {
     return 0;
   size_t i = ranges_exact(&c->dmem, p, HBG__CU_DEV_ALLOC);
   HBG__RETURN_IF(i == c->dmem.n, HBG_E_INVAL);
-  int rc = cu_current(dev, c);
-  if (rc < 0)
-    return rc;
-  cudaError_t e;
-  e = cudaFree((void *)(uintptr_t)p);
-  if (e != cudaSuccess)
-    return hbg__cu_err(dev, e, "cudaFree", HBG_E_DEVMEM);
+  HBG__TRY(hbg__cu_enter(dev, c));
+  CU_TRY(dev, c, HBG_E_DEVMEM, cuMemFree_v2, (CUdeviceptr)p);
   uint64_t len = c->dmem.v[i].len;
   hbg__rtab_remove_at(&c->dmem, i);
   HBG__CU_ADD(c, mem_frees, 1);
@@ -373,19 +543,10 @@ static void trace_copy(hbg_device *dev, const char *name, uint64_t t0,
   hbg_device_trace(dev, &ev);
 }
 
-static int cu_copy_sync(hbg_device *dev, void *dst, const void *src,
-                        size_t bytes, enum cudaMemcpyKind kind) {
-  hbg__cuda *c = impl_of(dev);
-  const int h2d = kind == cudaMemcpyHostToDevice;
-  const int tracing = hbg_device_tracing(dev);
-  uint64_t t0 = tracing ? hbg__now_ns() : 0;
-  cudaError_t e = cudaMemcpyAsync(dst, src, bytes, kind, c->sync);
-  if (e != cudaSuccess)
-    return hbg__cu_err(dev, e, "cudaMemcpyAsync", HBG_E_DEVICE);
-  e = cudaStreamSynchronize(c->sync);
-  if (e != cudaSuccess)
-    return hbg__cu_err(dev, e, "cudaStreamSynchronize", HBG_E_DEVICE);
-  if (host_pinned(c, h2d ? src : dst, bytes))
+/* Count a finished synchronous copy; host is its host side. */
+static void sync_copied(hbg_device *dev, hbg__cuda *c, int h2d,
+                        const void *host, size_t bytes, uint64_t t0) {
+  if (host_pinned(c, host, bytes))
     HBG__CU_ADD(c, pinned_direct, 1);
   HBG__CU_ADD(c, handshakes, 1);
   if (h2d) {
@@ -395,25 +556,36 @@ static int cu_copy_sync(hbg_device *dev, void *dst, const void *src,
     HBG__CU_ADD(c, d2h_copies, 1);
     HBG__CU_ADD(c, d2h_bytes, bytes);
   }
-  if (tracing)
+  if (t0)
     trace_copy(dev, h2d ? "h2d" : "d2h", t0, bytes);
-  return 0;
 }
 
 static int cu_copy_h2d(hbg_device *dev, hbg_devptr dst, const void *src,
                        size_t bytes) {
+  hbg__cuda *c = impl_of(dev);
   if (!bytes)
     return 0;
-  return cu_copy_sync(dev, (void *)(uintptr_t)dst, src, bytes,
-                      cudaMemcpyHostToDevice);
+  uint64_t t0 = hbg_device_tracing(dev) ? hbg__now_ns() : 0;
+  HBG__TRY(hbg__cu_enter(dev, c));
+  CU_TRY(dev, c, HBG_E_DEVICE, cuMemcpyHtoDAsync_v2, (CUdeviceptr)dst, src,
+         bytes, c->sync);
+  CU_TRY(dev, c, HBG_E_DEVICE, cuStreamSynchronize, c->sync);
+  sync_copied(dev, c, 1, src, bytes, t0);
+  return 0;
 }
 
 static int cu_copy_d2h(hbg_device *dev, void *dst, hbg_devptr src,
                        size_t bytes) {
+  hbg__cuda *c = impl_of(dev);
   if (!bytes)
     return 0;
-  return cu_copy_sync(dev, dst, (const void *)(uintptr_t)src, bytes,
-                      cudaMemcpyDeviceToHost);
+  uint64_t t0 = hbg_device_tracing(dev) ? hbg__now_ns() : 0;
+  HBG__TRY(hbg__cu_enter(dev, c));
+  CU_TRY(dev, c, HBG_E_DEVICE, cuMemcpyDtoHAsync_v2, dst, (CUdeviceptr)src,
+         bytes, c->sync);
+  CU_TRY(dev, c, HBG_E_DEVICE, cuStreamSynchronize, c->sync);
+  sync_copied(dev, c, 0, dst, bytes, t0);
+  return 0;
 }
 
 /* ---------------- queues ---------------- */
@@ -423,12 +595,12 @@ static int cu_queue_create(hbg_device *dev, hbg_dev_queue **out) {
   hbg_dev_queue *q = calloc(1, sizeof *q);
   if (!q)
     return HBG_E_NOMEM;
-  int rc = cu_current(dev, c);
+  int rc = hbg__cu_enter(dev, c);
   if (rc < 0)
     goto err_free;
-  cudaError_t e = cudaStreamCreateWithFlags(&q->s, cudaStreamNonBlocking);
-  if (e != cudaSuccess) {
-    rc = hbg__cu_err(dev, e, "cudaStreamCreateWithFlags", HBG_E_DEVMEM);
+  CUresult e = c->f.cuStreamCreate(&q->s, CU_STREAM_NON_BLOCKING);
+  if (e != CUDA_SUCCESS) {
+    rc = hbg__cu_err(dev, e, "cuStreamCreate", HBG_E_DEVMEM);
     goto err_free;
   }
   *out = q;
@@ -440,20 +612,21 @@ err_free:
 }
 
 static int cu_queue_destroy(hbg_device *dev, hbg_dev_queue *q) {
+  hbg__cuda *c = impl_of(dev);
   if (!q)
     return 0;
-  int rc = 0;
+  int rc = hbg__cu_enter(dev, c);
   /* The status slot may still be the source of a queued copy. */
-  cudaError_t e = cudaStreamSynchronize(q->s);
-  if (e != cudaSuccess)
-    rc = hbg__cu_err(dev, e, "cudaStreamSynchronize", HBG_E_DEVICE);
-  e = cudaStreamDestroy(q->s);
-  if (e != cudaSuccess && rc == 0)
-    rc = hbg__cu_err(dev, e, "cudaStreamDestroy", HBG_E_DEVICE);
+  CUresult e = c->f.cuStreamSynchronize(q->s);
+  if (e != CUDA_SUCCESS && rc == 0)
+    rc = hbg__cu_err(dev, e, "cuStreamSynchronize", HBG_E_DEVICE);
+  e = c->f.cuStreamDestroy_v2(q->s);
+  if (e != CUDA_SUCCESS && rc == 0)
+    rc = hbg__cu_err(dev, e, "cuStreamDestroy_v2", HBG_E_DEVICE);
   if (q->status) {
-    e = cudaFreeHost(q->status);
-    if (e != cudaSuccess && rc == 0)
-      rc = hbg__cu_err(dev, e, "cudaFreeHost", HBG_E_DEVICE);
+    e = c->f.cuMemFreeHost(q->status);
+    if (e != CUDA_SUCCESS && rc == 0)
+      rc = hbg__cu_err(dev, e, "cuMemFreeHost", HBG_E_DEVICE);
   }
   free(q);
   return rc;
@@ -464,12 +637,11 @@ static int cu_copy_h2d_async(hbg_device *dev, hbg_dev_queue *q, hbg_devptr dst,
   hbg__cuda *c = impl_of(dev);
   if (!bytes)
     return 0;
+  HBG__TRY(hbg__cu_enter(dev, c));
   /* From pageable memory the driver stages the source before returning, so
    * the copy stays correct; it is just not asynchronous. */
-  cudaError_t e = cudaMemcpyAsync((void *)(uintptr_t)dst, src, bytes,
-                                  cudaMemcpyHostToDevice, q->s);
-  if (e != cudaSuccess)
-    return hbg__cu_err(dev, e, "cudaMemcpyAsync", HBG_E_DEVICE);
+  CU_TRY(dev, c, HBG_E_DEVICE, cuMemcpyHtoDAsync_v2, (CUdeviceptr)dst, src,
+         bytes, q->s);
   HBG__CU_ADD(c, h2d_copies, 1);
   HBG__CU_ADD(c, h2d_bytes, bytes);
   HBG__CU_ADD(c, async_copies, 1);
@@ -481,10 +653,10 @@ static int cu_copy_h2d_async(hbg_device *dev, hbg_dev_queue *q, hbg_devptr dst,
 }
 
 static int cu_queue_sync(hbg_device *dev, hbg_dev_queue *q) {
-  cudaError_t e = cudaStreamSynchronize(q->s);
-  if (e != cudaSuccess)
-    return hbg__cu_err(dev, e, "cudaStreamSynchronize", HBG_E_DEVICE);
-  HBG__CU_ADD(impl_of(dev), handshakes, 1);
+  hbg__cuda *c = impl_of(dev);
+  HBG__TRY(hbg__cu_enter(dev, c));
+  CU_TRY(dev, c, HBG_E_DEVICE, cuStreamSynchronize, q->s);
+  HBG__CU_ADD(c, handshakes, 1);
   return 0;
 }
 
@@ -495,12 +667,12 @@ static int cu_event_create(hbg_device *dev, hbg_dev_event **out) {
   hbg_dev_event *ev = calloc(1, sizeof *ev);
   if (!ev)
     return HBG_E_NOMEM;
-  int rc = cu_current(dev, c);
+  int rc = hbg__cu_enter(dev, c);
   if (rc < 0)
     goto err_free;
-  cudaError_t e = cudaEventCreateWithFlags(&ev->e, cudaEventDisableTiming);
-  if (e != cudaSuccess) {
-    rc = hbg__cu_err(dev, e, "cudaEventCreateWithFlags", HBG_E_DEVMEM);
+  CUresult e = c->f.cuEventCreate(&ev->e, CU_EVENT_DISABLE_TIMING);
+  if (e != CUDA_SUCCESS) {
+    rc = hbg__cu_err(dev, e, "cuEventCreate", HBG_E_DEVMEM);
     goto err_free;
   }
   *out = ev;
@@ -512,37 +684,41 @@ err_free:
 }
 
 static int cu_event_destroy(hbg_device *dev, hbg_dev_event *ev) {
+  hbg__cuda *c = impl_of(dev);
   if (!ev)
     return 0;
-  cudaError_t e = cudaEventDestroy(ev->e);
+  int rc = hbg__cu_enter(dev, c);
+  CUresult e = c->f.cuEventDestroy_v2(ev->e);
   free(ev);
-  if (e != cudaSuccess)
-    return hbg__cu_err(dev, e, "cudaEventDestroy", HBG_E_DEVICE);
-  return 0;
+  if (e != CUDA_SUCCESS && rc == 0)
+    rc = hbg__cu_err(dev, e, "cuEventDestroy_v2", HBG_E_DEVICE);
+  return rc;
 }
 
 static int cu_event_record(hbg_device *dev, hbg_dev_event *ev,
                            hbg_dev_queue *q) {
-  cudaError_t e = cudaEventRecord(ev->e, q->s);
-  if (e != cudaSuccess)
-    return hbg__cu_err(dev, e, "cudaEventRecord", HBG_E_DEVICE);
+  hbg__cuda *c = impl_of(dev);
+  HBG__TRY(hbg__cu_enter(dev, c));
+  CU_TRY(dev, c, HBG_E_DEVICE, cuEventRecord, ev->e, q->s);
   return 0;
 }
 
 static int cu_event_query(hbg_device *dev, hbg_dev_event *ev) {
-  cudaError_t e = cudaEventQuery(ev->e);
-  if (e == cudaSuccess)
+  hbg__cuda *c = impl_of(dev);
+  HBG__TRY(hbg__cu_enter(dev, c));
+  CUresult e = c->f.cuEventQuery(ev->e);
+  if (e == CUDA_SUCCESS)
     return 0;
-  if (e == cudaErrorNotReady)
+  if (e == CUDA_ERROR_NOT_READY)
     return HBG_E_AGAIN;
-  return hbg__cu_err(dev, e, "cudaEventQuery", HBG_E_DEVICE);
+  return hbg__cu_err(dev, e, "cuEventQuery", HBG_E_DEVICE);
 }
 
 static int cu_event_wait(hbg_device *dev, hbg_dev_event *ev) {
-  cudaError_t e = cudaEventSynchronize(ev->e);
-  if (e != cudaSuccess)
-    return hbg__cu_err(dev, e, "cudaEventSynchronize", HBG_E_DEVICE);
-  HBG__CU_ADD(impl_of(dev), handshakes, 1);
+  hbg__cuda *c = impl_of(dev);
+  HBG__TRY(hbg__cu_enter(dev, c));
+  CU_TRY(dev, c, HBG_E_DEVICE, cuEventSynchronize, ev->e);
+  HBG__CU_ADD(c, handshakes, 1);
   return 0;
 }
 
@@ -550,8 +726,9 @@ const hbg_dev_ops hbg__cuda_ops = {
     .struct_size = sizeof(hbg_dev_ops),
     .abi_version = HBG_DEV_ABI_VERSION,
     .name = "cuda",
-    .summary = "CUDA runtime (cudaMalloc, cudaMemcpy, streams, events); "
-               "launch verifies the images on the device, options device=N",
+    .summary = "CUDA driver API, loaded at open (libcuda.so.1: no CUDA "
+               "library at link time); launch verifies the images on the "
+               "device; options device=N, lib=PATH (or HBG_CUDA_LIB)",
     .probe = cu_probe,
     .open = cu_open,
     .close = cu_close,

@@ -1,6 +1,7 @@
 /*
  * cuda backend (internal): state shared by the ops (cuda.c) and the launch
- * verifier (cuda_verify.c). Built only with HBG_HAVE_CUDA.
+ * verifier (cuda_verify.c). Built only with HBG_HAVE_CUDA. The CUDA driver
+ * API is called through the table loaded at open (cuda_api.h, c->f).
  *
  * Device addresses are CUDA device pointers cast to uint64. The backend keeps
  * two address registries of its own: host ranges it pinned (host_alloc /
@@ -15,10 +16,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cuda_runtime_api.h>
 
 #include <hbg/hbg_device.h>
 
+#include "device/cuda/cuda_api.h"
 #include "device/ranges.h"
 
 enum {
@@ -34,12 +35,12 @@ typedef struct hbg__cu_scratch {
 } hbg__cu_scratch;
 
 struct hbg_dev_queue {
-  cudaStream_t s;
+  CUstream s;
   hbg_dev_status *status; /* pinned source of the status write, lazily */
 };
 
 struct hbg_dev_event {
-  cudaEvent_t e;
+  CUevent e;
 };
 
 /* Counters readable from any thread. */
@@ -51,8 +52,12 @@ typedef struct hbg__cu_stats {
 } hbg__cu_stats;
 
 typedef struct hbg__cuda {
+  void *lib; /* dlopen handle of the driver library */
+  hbg__cu_fns f;
   int ordinal;
-  cudaStream_t sync; /* internal stream for the synchronous copies */
+  CUdevice cudev;
+  CUcontext ctx; /* the device's primary context, retained while open */
+  CUstream sync; /* internal stream for the synchronous copies */
   uint64_t mem_bytes;
   /* non-overlapping ranges, kind = HBG__CU_* */
   hbg__rtab host; /* HBG__CU_HOST_ALLOC / HBG__CU_HOST_REGISTER */
@@ -66,9 +71,16 @@ typedef struct hbg__cuda {
                             memory_order_relaxed)
 
 /* Record e (with the failing call's name) as the device's native error and
- * map it: cudaErrorMemoryAllocation -> oom, no device / driver / not
- * supported -> HBG_E_UNSUPPORTED, anything else -> HBG_E_DEVICE. */
-int hbg__cu_err(hbg_device *dev, cudaError_t e, const char *call, int oom);
+ * map it: CUDA_ERROR_OUT_OF_MEMORY -> oom, no device / stub library /
+ * driver mismatch / not supported -> HBG_E_UNSUPPORTED,
+ * CUDA_ERROR_INVALID_DEVICE -> HBG_E_NOTFOUND, anything else ->
+ * HBG_E_DEVICE. */
+int hbg__cu_err(hbg_device *dev, CUresult e, const char *call, int oom);
+
+/* Make the device's context current on the calling thread (CUDA contexts
+ * are per thread; every op that reaches the driver calls this first).
+ * @return 0 or a mapped driver error. */
+int hbg__cu_enter(hbg_device *dev, const hbg__cuda *c);
 
 /* The range containing [lo, lo + len) (len 0 counts as 1), or NULL. */
 const hbg__range *hbg__cu_ranges_find(const hbg__rtab *t, uint64_t lo,

@@ -266,19 +266,19 @@ static int verify_tasks(hbg_device *dev, hbg__cuda *c, hbg_dev_queue *q,
       goto out;
     for (uint32_t k = 0; k < p.n_rb; k++) {
       const rbitem *r = &p.rb[k];
-      cudaError_t e =
-          cudaMemcpyAsync(c->img.p + r->off, (const void *)(uintptr_t)r->dev,
-                          (size_t)r->len, cudaMemcpyDeviceToHost, q->s);
-      if (e != cudaSuccess) {
-        rc = hbg__cu_err(dev, e, "cudaMemcpyAsync", HBG_E_DEVICE);
+      CUresult e = c->f.cuMemcpyDtoHAsync_v2(c->img.p + r->off,
+                                             (CUdeviceptr)r->dev,
+                                             (size_t)r->len, q->s);
+      if (e != CUDA_SUCCESS) {
+        rc = hbg__cu_err(dev, e, "cuMemcpyDtoHAsync_v2", HBG_E_DEVICE);
         break;
       }
       *rb_bytes += r->len;
     }
     /* Drain even after a failed enqueue: nothing may still write scratch. */
-    cudaError_t e = cudaStreamSynchronize(q->s);
-    if (e != cudaSuccess && rc == 0)
-      rc = hbg__cu_err(dev, e, "cudaStreamSynchronize", HBG_E_DEVICE);
+    CUresult e = c->f.cuStreamSynchronize(q->s);
+    if (e != CUDA_SUCCESS && rc == 0)
+      rc = hbg__cu_err(dev, e, "cuStreamSynchronize", HBG_E_DEVICE);
     if (rc < 0)
       goto out;
   }
@@ -323,17 +323,16 @@ static int verify(hbg_device *dev, hbg__cuda *c, hbg_dev_queue *q,
     bad = HBG_E_RANGE;
   if (!bad) {
     HBG__TRY(hbg__cu_scratch_reserve(dev, &c->win, (size_t)wlen));
-    cudaError_t e =
-        cudaMemcpyAsync(c->win.p, (const void *)(uintptr_t)l->window,
-                        (size_t)wlen, cudaMemcpyDeviceToHost, q->s);
-    if (e != cudaSuccess)
-      return hbg__cu_err(dev, e, "cudaMemcpyAsync", HBG_E_DEVICE);
+    CUresult e = c->f.cuMemcpyDtoHAsync_v2(c->win.p, (CUdeviceptr)l->window,
+                                           (size_t)wlen, q->s);
+    if (e != CUDA_SUCCESS)
+      return hbg__cu_err(dev, e, "cuMemcpyDtoHAsync_v2", HBG_E_DEVICE);
     *rb_bytes += wlen;
   }
   /* Also orders the status slot: the last launch's status copy is done. */
-  cudaError_t e = cudaStreamSynchronize(q->s);
-  if (e != cudaSuccess)
-    return hbg__cu_err(dev, e, "cudaStreamSynchronize", HBG_E_DEVICE);
+  CUresult e = c->f.cuStreamSynchronize(q->s);
+  if (e != CUDA_SUCCESS)
+    return hbg__cu_err(dev, e, "cuStreamSynchronize", HBG_E_DEVICE);
   HBG__CU_ADD(c, handshakes, 1);
   if (bad) {
     st->error = bad;
@@ -355,12 +354,14 @@ int hbg__cu_launch(hbg_device *dev, hbg_dev_queue *q,
   HBG__RETURN_IF(!live(c, l->status, sizeof(hbg_dev_status)), HBG_E_RANGE);
   const int tracing = hbg_device_tracing(dev);
   uint64_t t0 = tracing ? hbg__now_ns() : 0;
-  cudaError_t e;
+  HBG__TRY(hbg__cu_enter(dev, c));
+  CUresult e;
   if (!q->status) {
     void *p = NULL;
-    e = cudaHostAlloc(&p, sizeof(hbg_dev_status), cudaHostAllocPortable);
-    if (e != cudaSuccess)
-      return hbg__cu_err(dev, e, "cudaHostAlloc", HBG_E_NOMEM);
+    e = c->f.cuMemHostAlloc(&p, sizeof(hbg_dev_status),
+                            CU_MEMHOSTALLOC_PORTABLE);
+    if (e != CUDA_SUCCESS)
+      return hbg__cu_err(dev, e, "cuMemHostAlloc", HBG_E_NOMEM);
     q->status = p;
   }
   hbg_dev_status st;
@@ -370,10 +371,10 @@ int hbg__cu_launch(hbg_device *dev, hbg_dev_queue *q,
   uint64_t rb_bytes = 0;
   HBG__TRY(verify(dev, c, q, l, &st, &rb_bytes));
   *q->status = st;
-  e = cudaMemcpyAsync((void *)(uintptr_t)l->status, q->status, sizeof st,
-                      cudaMemcpyHostToDevice, q->s);
-  if (e != cudaSuccess)
-    return hbg__cu_err(dev, e, "cudaMemcpyAsync", HBG_E_DEVICE);
+  e = c->f.cuMemcpyHtoDAsync_v2((CUdeviceptr)l->status, q->status, sizeof st,
+                                q->s);
+  if (e != CUDA_SUCCESS)
+    return hbg__cu_err(dev, e, "cuMemcpyHtoDAsync_v2", HBG_E_DEVICE);
   HBG__CU_ADD(c, launches, 1);
   if (tracing) {
     hbg_trace_event ev = {.track = HBG_TRACK_DEVICE,

@@ -1,0 +1,87 @@
+/*
+ * The part of the CUDA driver API the cuda backend calls, resolved with
+ * dlsym from libcuda.so.1 (or the library named by lib= / HBG_CUDA_LIB) at
+ * device open, so that libhbg carries no link to libcuda or libcudart and
+ * loads where no NVIDIA driver is installed. Types and constants come from
+ * the toolkit's cuda.h (build time only); the prototypes below are checked
+ * against cuda.h's at compile time (cuda.c, cu_typecheck). Not installed.
+ *
+ * Names are the exported symbols, so versioned entry points carry their
+ * suffix (cuMemAlloc_v2, not the cuda.h macro cuMemAlloc).
+ */
+#ifndef HBG_DEVICE_CUDA_CUDA_API_H
+#define HBG_DEVICE_CUDA_CUDA_API_H
+
+#include <cuda.h>
+
+#define HBG__CU_DEFAULT_LIB "libcuda.so.1"
+
+/* X(return type, name, parameter list). Every one is resolved at open; a
+ * missing one fails the open (HBG_E_LOAD) with its name. */
+#define HBG__CU_SYMBOLS(X)                                                     \
+  X(CUresult, cuInit, (unsigned int flags))                                    \
+  X(CUresult, cuDriverGetVersion, (int *version))                              \
+  X(CUresult, cuGetErrorName, (CUresult error, const char **str))              \
+  X(CUresult, cuGetErrorString, (CUresult error, const char **str))            \
+  X(CUresult, cuDeviceGetCount, (int *count))                                  \
+  X(CUresult, cuDeviceGet, (CUdevice * device, int ordinal))                   \
+  X(CUresult, cuDeviceGetName, (char *name, int len, CUdevice dev))            \
+  X(CUresult, cuDeviceGetAttribute,                                            \
+    (int *pi, CUdevice_attribute attrib, CUdevice dev))                        \
+  X(CUresult, cuDeviceTotalMem_v2, (size_t * bytes, CUdevice dev))             \
+  X(CUresult, cuDevicePrimaryCtxRetain, (CUcontext * pctx, CUdevice dev))      \
+  X(CUresult, cuDevicePrimaryCtxRelease_v2, (CUdevice dev))                    \
+  X(CUresult, cuCtxGetCurrent, (CUcontext * pctx))                             \
+  X(CUresult, cuCtxSetCurrent, (CUcontext ctx))                                \
+  X(CUresult, cuMemAlloc_v2, (CUdeviceptr * dptr, size_t bytesize))            \
+  X(CUresult, cuMemFree_v2, (CUdeviceptr dptr))                                \
+  X(CUresult, cuMemHostAlloc, (void **pp, size_t bytesize, unsigned int flags)) \
+  X(CUresult, cuMemFreeHost, (void *p))                                        \
+  X(CUresult, cuMemHostRegister_v2,                                            \
+    (void *p, size_t bytesize, unsigned int flags))                            \
+  X(CUresult, cuMemHostUnregister, (void *p))                                  \
+  X(CUresult, cuMemcpyHtoDAsync_v2,                                            \
+    (CUdeviceptr dst, const void *src, size_t bytes, CUstream s))              \
+  X(CUresult, cuMemcpyDtoHAsync_v2,                                            \
+    (void *dst, CUdeviceptr src, size_t bytes, CUstream s))                    \
+  X(CUresult, cuStreamCreate, (CUstream * phStream, unsigned int flags))       \
+  X(CUresult, cuStreamSynchronize, (CUstream hStream))                         \
+  X(CUresult, cuStreamDestroy_v2, (CUstream hStream))                          \
+  X(CUresult, cuEventCreate, (CUevent * phEvent, unsigned int flags))          \
+  X(CUresult, cuEventRecord, (CUevent hEvent, CUstream hStream))               \
+  X(CUresult, cuEventQuery, (CUevent hEvent))                                  \
+  X(CUresult, cuEventSynchronize, (CUevent hEvent))                            \
+  X(CUresult, cuEventDestroy_v2, (CUevent hEvent))
+
+/* Resolved at open when present, NULL otherwise (the ops do not use them
+ * yet): device code loading and launch, stream capture into CUDA graphs,
+ * event timing. */
+#define HBG__CU_OPTIONAL_SYMBOLS(X)                                            \
+  X(CUresult, cuModuleLoadData, (CUmodule * module, const void *image))        \
+  X(CUresult, cuModuleUnload, (CUmodule hmod))                                 \
+  X(CUresult, cuModuleGetFunction,                                             \
+    (CUfunction * hfunc, CUmodule hmod, const char *name))                     \
+  X(CUresult, cuLaunchKernel,                                                  \
+    (CUfunction f, unsigned int gridDimX, unsigned int gridDimY,               \
+     unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,    \
+     unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,    \
+     void **kernelParams, void **extra))                                       \
+  X(CUresult, cuStreamBeginCapture_v2,                                         \
+    (CUstream hStream, CUstreamCaptureMode mode))                              \
+  X(CUresult, cuStreamEndCapture, (CUstream hStream, CUgraph * phGraph))       \
+  X(CUresult, cuGraphInstantiateWithFlags,                                     \
+    (CUgraphExec * phGraphExec, CUgraph hGraph, unsigned long long flags))     \
+  X(CUresult, cuGraphLaunch, (CUgraphExec hGraphExec, CUstream hStream))       \
+  X(CUresult, cuGraphExecDestroy, (CUgraphExec hGraphExec))                    \
+  X(CUresult, cuGraphDestroy, (CUgraph hGraph))                                \
+  X(CUresult, cuEventElapsedTime_v2,                                           \
+    (float *pMilliseconds, CUevent hStart, CUevent hEnd))
+
+typedef struct hbg__cu_fns {
+#define HBG__CU_FN_PTR(ret, name, params) ret(*name) params;
+  HBG__CU_SYMBOLS(HBG__CU_FN_PTR)
+  HBG__CU_OPTIONAL_SYMBOLS(HBG__CU_FN_PTR)
+#undef HBG__CU_FN_PTR
+} hbg__cu_fns;
+
+#endif
