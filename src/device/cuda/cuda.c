@@ -199,6 +199,7 @@ static void cu_close(hbg_device *dev) {
   cu_note(dev, cudaStreamDestroy(c->sync), "cudaStreamDestroy");
   hbg__cu_scratch_free(dev, &c->img);
   hbg__cu_scratch_free(dev, &c->win);
+  hbg__cu_verify_free(c);
   /* Whatever the caller leaked, newest first. */
   for (size_t i = c->dmem.n; i-- > 0;)
     cu_note(dev, cudaFree((void *)(uintptr_t)c->dmem.v[i].start), "cudaFree");
