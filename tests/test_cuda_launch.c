@@ -302,7 +302,7 @@ static void test_inline_defs(fx *f) {
   ASSERT_EQ(st.task, 1);
   ASSERT(st.error == HBG_E_IMG_HASH || st.error == HBG_E_IMG_FIELD);
 
-  st = run(f, &w); /* still broken: verdicts are per launch */
+  st = run(f, &w); /* still broken: a Submission is checked every launch */
   ASSERT_EQ(st.task, 1);
   free(w.p);
   for (uint32_t i = 0; i < 3; i++)

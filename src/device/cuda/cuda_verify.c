@@ -64,7 +64,6 @@ static int io_flush(void *ctx) {
   cudaError_t e = cudaStreamSynchronize(x->q->s);
   if (e != cudaSuccess)
     return hbg__cu_err(x->dev, e, "cudaStreamSynchronize", HBG_E_DEVICE);
-  HBG__CU_ADD(x->c, handshakes, 1);
   return 0;
 }
 
@@ -124,6 +123,7 @@ int hbg__cu_launch(hbg_device *dev, hbg_dev_queue *q,
                              .write_status = io_write_status};
   uint64_t rb_bytes = 0;
   HBG__TRY(hbg__verify_launch(c->ver, &io, l, &rb_bytes));
+  HBG__CU_ADD(c, handshakes, 1); /* the launch waited for its queue */
   HBG__CU_ADD(c, launches, 1);
   if (tracing) {
     hbg_trace_event ev = {.track = HBG_TRACK_DEVICE,
