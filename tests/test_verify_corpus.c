@@ -390,6 +390,7 @@ static const struct {
     {"window: in freed memory", c_win_freed, {HBG_E_RANGE, NONE, NONE}},
     {"window: bad kernel id", c_win_bad_kind, {HBG_E_IMG_FIELD, NONE, NONE}},
     {"Definition: bad hash", c_def_hash, {HBG_E_IMG_HASH, 1, NONE}},
+    {"good (the Definition's verdict cached)", c_good, {0, NONE, NONE}},
     {"Definition: body changed", c_def_body, {HBG_E_IMG_FIELD, 1, NONE}},
     {"inline Definition: bad hash", c_inline_def_hash,
      {HBG_E_IMG_HASH, 1, NONE}},
