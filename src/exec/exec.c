@@ -286,8 +286,9 @@ static int cmp_range(const void *a, const void *b) {
 static int check_writes(xrun *r, const hbg_dev_launch_desc *l) {
   HBG__TRY(add_range(&r->wr, &r->n_wr, &r->cap_wr, l->status,
                      sizeof(hbg_dev_status), NONE));
-  for (uint32_t k = 0; k < r->n_wr; k++)
-    hbg__vcache_invalidate(&r->e->vc, r->wr[k].lo, r->wr[k].hi - r->wr[k].lo);
+  if (r->n_wr)
+    hbg__vcache_invalidate_n(&r->e->vc, &r->wr[0].lo, &r->wr[0].hi, r->n_wr,
+                             sizeof *r->wr);
   if (r->n_img)
     qsort(r->img, r->n_img, sizeof *r->img, cmp_range);
   hbg_devptr span = 0;

@@ -148,16 +148,31 @@ int hbg__vcache_copy(hbg__vcache *c, hbg_devptr a, uint64_t size, void *dst,
   return hit;
 }
 
+static void vc_kill_range(hbg__vcache *c, hbg_devptr a, hbg_devptr hi) {
+  if (c->n == c->n_dead)
+    return;
+  hbg_devptr from = a > c->max_size ? a - c->max_size : 0;
+  for (uint32_t i = vc_lower(c, from); i < c->n && c->v[i].addr < hi; i++)
+    if (c->v[i].addr + c->v[i].size > a)
+      vc_kill(c, &c->v[i]);
+}
+
 void hbg__vcache_invalidate(hbg__vcache *c, hbg_devptr a, uint64_t len) {
   if (len == 0)
     return;
-  hbg_devptr hi = a + len < a ? UINT64_MAX : a + len;
   pthread_mutex_lock(&c->mu);
-  if (c->n != c->n_dead) {
-    hbg_devptr from = a > c->max_size ? a - c->max_size : 0;
-    for (uint32_t i = vc_lower(c, from); i < c->n && c->v[i].addr < hi; i++)
-      if (c->v[i].addr + c->v[i].size > a)
-        vc_kill(c, &c->v[i]);
+  vc_kill_range(c, a, a + len < a ? UINT64_MAX : a + len);
+  pthread_mutex_unlock(&c->mu);
+}
+
+void hbg__vcache_invalidate_n(hbg__vcache *c, const hbg_devptr *lo,
+                              const hbg_devptr *hi, uint32_t n, size_t stride) {
+  pthread_mutex_lock(&c->mu);
+  for (uint32_t k = 0; k < n; k++) {
+    const hbg_devptr l = *(const hbg_devptr *)((const char *)lo + k * stride);
+    const hbg_devptr h = *(const hbg_devptr *)((const char *)hi + k * stride);
+    if (h > l)
+      vc_kill_range(c, l, h);
   }
   pthread_mutex_unlock(&c->mu);
 }

@@ -61,4 +61,9 @@ int hbg__vcache_copy(hbg__vcache *c, hbg_devptr a, uint64_t size, void *dst,
 /* Device memory [a, a + len) was written or freed. */
 void hbg__vcache_invalidate(hbg__vcache *c, hbg_devptr a, uint64_t len);
 
+/* The same for n ranges [lo[i], hi[i]) (hi saturated), read from `stride`
+ * bytes apart, under one lock. */
+void hbg__vcache_invalidate_n(hbg__vcache *c, const hbg_devptr *lo,
+                              const hbg_devptr *hi, uint32_t n, size_t stride);
+
 #endif
