@@ -6,27 +6,17 @@
 
 #include "common/util.h"
 #include "exec/user_kernels.h"
+#include "exec/verdict.h"
 #include "graph/image.h"
 #include "kernels/kernels.h"
 
 #define NONE UINT32_MAX
 #define DEFAULT_WORKERS 1u
-#define MAX_VERDICTS 8192u
 #define ARENA_BLOCK (256u << 10)
 /* Ready items worth waking a sleeping worker for: kernels here take about
  * a microsecond, a wake-up several (env HBG_EXEC_WAKE_MIN). */
 #define WAKE_MIN 64u
 #define BATCH_MAX 32u
-
-/* A Definition found valid at a device address: pending until the check
- * finishes, dead once the host writes or frees memory overlapping it. */
-typedef struct verdict {
-  hbg_devptr addr;
-  uint64_t size;
-  uint64_t hash;
-  uint32_t state;  /* VC_* */
-  hbg_def_hdr hdr; /* the header as validated */
-} verdict;
 
 typedef struct ablock {
   struct ablock *next;
@@ -96,10 +86,7 @@ struct hbg__exec {
   uint32_t idle;
   int shutdown;
   xrun *cur;
-  pthread_mutex_t cache_mu;
-  verdict *vc;
-  uint32_t n_vc, cap_vc, n_vc_dead;
-  uint64_t vc_max_size;
+  hbg__vcache vc;
   ablock *spare; /* arena block kept between launches (under run_mu) */
   hbg__ukernels *uk; /* registered user kernels */
   uint64_t wake_min;
@@ -146,118 +133,9 @@ static void ar_free(xrun *r, ablock **spare) {
   *spare = keep;
 }
 
-/* ---- verdict cache ----
- * Sorted by address. Dropped entries are only marked dead and swept when
- * they are half the table, so freeing many buffers costs O(1) each. */
-
-enum { VC_PENDING = 1, VC_VALID = 2, VC_DEAD = 3 };
-
-static uint32_t vc_lower(const hbg__exec *e, hbg_devptr a) {
-  uint32_t lo = 0, hi = e->n_vc;
-  while (lo < hi) {
-    uint32_t m = lo + (hi - lo) / 2;
-    if (e->vc[m].addr < a)
-      lo = m + 1;
-    else
-      hi = m;
-  }
-  return lo;
-}
-
-static void vc_kill(hbg__exec *e, verdict *v) {
-  if (v->state != VC_DEAD) {
-    v->state = VC_DEAD;
-    e->n_vc_dead++;
-  }
-}
-
-static void vc_sweep(hbg__exec *e) {
-  uint32_t w = 0;
-  e->vc_max_size = 0;
-  for (uint32_t i = 0; i < e->n_vc; i++) {
-    if (e->vc[i].state == VC_DEAD)
-      continue;
-    e->vc[w++] = e->vc[i];
-    e->vc_max_size = HBG__MAX(e->vc_max_size, e->vc[i].size);
-  }
-  e->n_vc = w;
-  e->n_vc_dead = 0;
-}
-
-/* @return 1 when a valid verdict matches (and *hdr then holds the validated
- * header), 0 when the caller must check (a pending entry now waits). */
-static int vc_begin(hbg__exec *e, hbg_devptr a, uint64_t size,
-                    const hbg_def_hdr *cur, hbg_def_hdr *hdr) {
-  int hit = 0;
-  pthread_mutex_lock(&e->cache_mu);
-  if (e->n_vc_dead > 32 && e->n_vc_dead * 2 > e->n_vc)
-    vc_sweep(e);
-  uint32_t i = vc_lower(e, a);
-  for (uint32_t j = i; j < e->n_vc && e->vc[j].addr == a; j++) {
-    verdict *v = &e->vc[j];
-    if (v->state == VC_VALID && v->size == size && v->hash == cur->hash &&
-        memcmp(&v->hdr, cur, sizeof *cur) == 0) {
-      *hdr = v->hdr;
-      hit = 1;
-    } else {
-      vc_kill(e, v);
-    }
-  }
-  if (!hit) {
-    if (e->n_vc == MAX_VERDICTS) {
-      e->n_vc = 0;
-      e->n_vc_dead = 0;
-      e->vc_max_size = 0;
-      i = 0;
-    }
-    if (HBG__RESERVE(e->vc, e->cap_vc, (uint64_t)e->n_vc + 1) < 0)
-      goto out;
-    memmove(&e->vc[i + 1], &e->vc[i], (size_t)(e->n_vc - i) * sizeof *e->vc);
-    e->n_vc++;
-    verdict *v = &e->vc[i];
-    memset(v, 0, sizeof *v);
-    v->addr = a;
-    v->size = size;
-    v->hash = cur->hash;
-    v->state = VC_PENDING;
-    v->hdr = *cur;
-    e->vc_max_size = HBG__MAX(e->vc_max_size, size);
-  }
-out:
-  pthread_mutex_unlock(&e->cache_mu);
-  return hit;
-}
-
-static void vc_end(hbg__exec *e, hbg_devptr a, uint64_t size, uint64_t hash,
-                   int ok) {
-  pthread_mutex_lock(&e->cache_mu);
-  for (uint32_t j = vc_lower(e, a); j < e->n_vc && e->vc[j].addr == a; j++) {
-    verdict *v = &e->vc[j];
-    if (v->state == VC_PENDING && v->size == size && v->hash == hash) {
-      if (ok)
-        v->state = VC_VALID;
-      else
-        vc_kill(e, v);
-    }
-  }
-  pthread_mutex_unlock(&e->cache_mu);
-}
-
-static void vc_kill_range(hbg__exec *e, hbg_devptr lo, hbg_devptr hi) {
-  if (e->n_vc == e->n_vc_dead)
-    return;
-  hbg_devptr from = lo > e->vc_max_size ? lo - e->vc_max_size : 0;
-  for (uint32_t i = vc_lower(e, from); i < e->n_vc && e->vc[i].addr < hi; i++)
-    if (e->vc[i].addr + e->vc[i].size > lo)
-      vc_kill(e, &e->vc[i]);
-}
-
 void hbg__exec_invalidate(hbg__exec *e, hbg_devptr addr, uint64_t len) {
-  if (!e || len == 0)
-    return;
-  pthread_mutex_lock(&e->cache_mu);
-  vc_kill_range(e, addr, addr + len < addr ? UINT64_MAX : addr + len);
-  pthread_mutex_unlock(&e->cache_mu);
+  if (e)
+    hbg__vcache_invalidate(&e->vc, addr, len);
 }
 
 /* ---- tensor building ---- */
@@ -366,10 +244,9 @@ static int cmp_range(const void *a, const void *b) {
 static int check_writes(xrun *r, const hbg_dev_launch_desc *l) {
   HBG__TRY(add_range(&r->wr, &r->n_wr, &r->cap_wr, l->status,
                      sizeof(hbg_dev_status), NONE));
-  pthread_mutex_lock(&r->e->cache_mu);
-  for (uint32_t k = 0; k < r->n_wr; k++)
-    vc_kill_range(r->e, r->wr[k].lo, r->wr[k].hi);
-  pthread_mutex_unlock(&r->e->cache_mu);
+  if (r->n_wr)
+    hbg__vcache_invalidate_n(&r->e->vc, &r->wr[0].lo, &r->wr[0].hi, r->n_wr,
+                             sizeof *r->wr);
   if (r->n_img)
     qsort(r->img, r->n_img, sizeof *r->img, cmp_range);
   hbg_devptr span = 0;
@@ -411,7 +288,7 @@ static int get_def(xrun *r, hbg_devptr a, const uint8_t *p, uint64_t size,
   hbg_def_hdr cur;
   memcpy(&cur, p, sizeof cur);
   /* d->v.hdr is d->hdr, the header as validated, for the whole launch. */
-  if (vc_begin(r->e, a, size, &cur, &d->hdr)) {
+  if (hbg__vcache_begin(&r->e->vc, a, size, &cur, &d->hdr)) {
     hbg_img_def_view_trusted(p, &d->hdr, &d->v);
     HBG__TRY(hbg_img_graph_init(&d->meta, &d->v, NULL, 0));
   } else {
@@ -423,7 +300,7 @@ static int get_def(xrun *r, hbg_devptr a, const uint8_t *p, uint64_t size,
     }
     if (rc == 0)
       rc = def_kernels_check(d, &r->err_node);
-    vc_end(r->e, a, size, cur.hash, rc == 0);
+    hbg__vcache_end(&r->e->vc, a, size, cur.hash, rc == 0, NULL);
     HBG__TRY(rc);
     r->defs_verified++;
   }
@@ -884,7 +761,7 @@ int hbg__exec_create(const hbg__exec_mem *mem, uint32_t workers,
     goto err_mu;
   if (pthread_cond_init(&e->cv, NULL))
     goto err_cv;
-  if (pthread_mutex_init(&e->cache_mu, NULL))
+  if (hbg__vcache_init(&e->vc))
     goto err_cache_mu;
   if (hbg__ukernels_create(&e->uk))
     goto err_uk;
@@ -905,7 +782,7 @@ err_workers:
     pthread_join(e->threads[i], NULL);
   hbg__ukernels_destroy(e->uk);
 err_uk:
-  pthread_mutex_destroy(&e->cache_mu);
+  hbg__vcache_fini(&e->vc);
 err_cache_mu:
   pthread_cond_destroy(&e->cv);
 err_cv:
@@ -928,15 +805,42 @@ void hbg__exec_destroy(hbg__exec *e) {
   pthread_mutex_unlock(&e->mu);
   for (uint32_t i = 0; i < e->n_threads; i++)
     pthread_join(e->threads[i], NULL);
-  pthread_mutex_destroy(&e->cache_mu);
+  hbg__vcache_fini(&e->vc);
   pthread_cond_destroy(&e->cv);
   pthread_mutex_destroy(&e->mu);
   pthread_mutex_destroy(&e->run_mu);
   hbg__ukernels_destroy(e->uk);
   free(e->spare);
-  free(e->vc);
   free(e->threads);
   free(e);
 }
 
 hbg__ukernels *hbg__exec_ukernels(hbg__exec *e) { return e ? e->uk : NULL; }
+
+/* ---- shared with the launch verifier (src/device/verify.c) ---- */
+
+void hbg__exec_def_view(const void *p, const hbg_def_hdr *h,
+                        hbg_img_def_view *v) {
+  hbg_img_def_view_trusted(p, h, v);
+}
+
+int hbg__exec_def_kernels(const hbg_img_def_view *v, const hbg_def_hdr *h,
+                          uint32_t *bad) {
+  xdef d;
+  memset(&d, 0, sizeof d);
+  d.v = *v;
+  d.hdr = *h;
+  d.v.hdr = &d.hdr;
+  HBG__TRY(hbg_img_graph_init(&d.meta, &d.v, NULL, 0));
+  return def_kernels_check(&d, bad);
+}
+
+uint32_t hbg__exec_node_of_tensor(const hbg_img_def_view *v,
+                                  const hbg_def_hdr *h, uint32_t i) {
+  xdef d;
+  memset(&d, 0, sizeof d);
+  d.v = *v;
+  d.hdr = *h;
+  d.v.hdr = &d.hdr;
+  return node_of_tensor(&d, i);
+}

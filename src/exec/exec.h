@@ -15,6 +15,8 @@
 
 #include <hbg/hbg_device.h>
 
+#include "graph/image.h"
+
 typedef struct hbg__exec hbg__exec;
 
 /* How the executor reaches device memory (given by the device at creation;
@@ -55,5 +57,18 @@ struct hbg__ukernels *hbg__exec_ukernels(hbg__exec *e);
 
 /* Device memory [addr, addr+len) was written or freed. Thread-safe. */
 void hbg__exec_invalidate(hbg__exec *e, hbg_devptr addr, uint64_t len);
+
+/* The executor's Definition checks, shared with the launch verifier
+ * (src/device/verify.c) so both judge a Definition alike. For a Definition
+ * whose header h was validated: its view over the bytes at p; every node's
+ * arguments against its kernel's signature (@return 0 or the first error,
+ * *bad = that node); the node whose arguments hold tensor record i
+ * (UINT32_MAX if none). */
+void hbg__exec_def_view(const void *p, const hbg_def_hdr *h,
+                        hbg_img_def_view *v);
+int hbg__exec_def_kernels(const hbg_img_def_view *v, const hbg_def_hdr *h,
+                          uint32_t *bad);
+uint32_t hbg__exec_node_of_tensor(const hbg_img_def_view *v,
+                                  const hbg_def_hdr *h, uint32_t i);
 
 #endif

@@ -3,9 +3,12 @@
  * CANN headers or libraries at build time; see acl_api.h and docs/ACL.md).
  *
  * Device addresses are the runtime's device pointers. Launch does not
- * execute: it reads the task window and every referenced Submission and
- * Definition back and runs the graph layer's validators over them, then
- * writes an hbg_dev_status into device memory.
+ * execute: the launch verifier (src/device/verify.c) reads the task window
+ * and every referenced Submission and Definition back, checks them and
+ * every device range they name, and writes an hbg_dev_status into device
+ * memory. This backend reports each write and free of device memory to
+ * it, so a Definition verified once is not read back again until the host
+ * writes or frees it.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -18,10 +21,10 @@
 #include "device/acl/acl_api.h"
 #include "device/device_internal.h"
 #include "device/ranges.h"
+#include "device/verify.h"
 #include "graph/graph.h"
 
 #define HBG__ACL_DEFAULT_LIB "libascendcl.so"
-#define HBG__ACL_DEF_CACHE 64
 
 _Static_assert(sizeof(void *) == sizeof(void (*)(void)),
                "dlsym results must fit a function pointer");
@@ -31,15 +34,6 @@ typedef struct hbg__acl_fns {
   HBG__ACL_SYMBOLS(HBG__ACL_FN_PTR)
 #undef HBG__ACL_FN_PTR
 } hbg__acl_fns;
-
-/* A Definition verified by an earlier launch; dropped when the host writes
- * or frees any byte of it. */
-typedef struct acl_defv {
-  hbg_devptr addr;
-  uint64_t size;
-  uint8_t *img;
-  hbg__def_view view;
-} acl_defv;
 
 typedef struct acl_init {
   void *lib;
@@ -55,8 +49,7 @@ typedef struct hbg__acl {
   /* live allocations (start = address, len = bytes): sizes for the stats,
    * destMax for every copy, and the pinned-source test for async copies */
   hbg__rtab dmem, hmem;
-  acl_defv defs[HBG__ACL_DEF_CACHE];
-  uint32_t n_defs;
+  hbg__verifier ver; /* launch: its verdict cache sees every write */
   pthread_mutex_t mu; /* stats */
   hbg_dev_stats st;
 } hbg__acl;
@@ -152,16 +145,7 @@ static int dev_room(const hbg__acl *a, hbg_devptr addr, uint64_t len,
 }
 
 static void defs_drop(hbg__acl *a, hbg_devptr addr, uint64_t len) {
-  uint32_t j = 0;
-  for (uint32_t i = 0; i < a->n_defs; i++) {
-    acl_defv *d = &a->defs[i];
-    if (addr < d->addr + d->size && d->addr < addr + len) {
-      free(d->img);
-      continue;
-    }
-    a->defs[j++] = *d;
-  }
-  a->n_defs = j;
+  hbg__verify_invalidate(&a->ver, addr, len);
 }
 
 /* ---- loading ---- */
@@ -287,8 +271,10 @@ static int acl_open(hbg_device *dev, const char *options) {
     return HBG_E_NOMEM;
   a->devid = (int32_t)devid;
   int rc = HBG_E_NOMEM;
-  if (pthread_mutex_init(&a->mu, NULL) != 0)
+  if (hbg__verify_init(&a->ver) < 0)
     goto err_free;
+  if (pthread_mutex_init(&a->mu, NULL) != 0)
+    goto err_ver;
   rc = acl_load(path, &a->lib, &a->f, why, sizeof why);
   if (rc < 0) {
     hbg_device_set_native(dev, 0, "%s", why);
@@ -311,6 +297,8 @@ err_lib:
   dlclose(a->lib);
 err_mutex:
   pthread_mutex_destroy(&a->mu);
+err_ver:
+  hbg__verify_fini(&a->ver);
 err_free:
   free(a);
   return rc;
@@ -325,12 +313,12 @@ static void acl_close(hbg_device *dev) {
     a->f.aclrtFree((void *)(uintptr_t)a->dmem.v[i].start);
   for (size_t i = a->hmem.n; i-- > 0;)
     a->f.aclrtFreeHost((void *)(uintptr_t)a->hmem.v[i].start);
-  defs_drop(a, 0, UINT64_MAX);
   a->f.aclrtResetDevice(a->devid);
   acl_init_put(a);
   dlclose(a->lib);
   hbg__rtab_free(&a->dmem);
   hbg__rtab_free(&a->hmem);
+  hbg__verify_fini(&a->ver);
   pthread_mutex_destroy(&a->mu);
   free(a);
   hbg_device_set_impl(dev, NULL);
@@ -588,135 +576,45 @@ static int acl_event_wait(hbg_device *dev, hbg_dev_event *ev) {
   return 0;
 }
 
-/* ---- launch: verify what arrived ---- */
+/* ---- launch: verify what arrived (I/O for src/device/verify.c) ---- */
 
-/* Read [addr, addr + len) of device memory into a new host buffer.
- * @return < 0 on a device or host failure; otherwise 0 with *verdict set
- * (0, or the device-side error for a bad address or size). */
-static int acl_fetch(hbg_device *dev, hbg__acl *a, hbg_devptr addr,
-                     uint64_t len, uint8_t **out, int *verdict) {
+typedef struct acl_io {
+  hbg_device *dev;
+  hbg__acl *a;
+} acl_io;
+
+static int io_live(void *ctx, hbg_devptr base, uint64_t rel, uint64_t len) {
+  const acl_io *x = ctx;
+  ptrdiff_t i = hbg__rtab_floor(&x->a->dmem, base);
+  if (i < 0)
+    return 0;
+  const hbg__range *r = &x->a->dmem.v[i];
+  uint64_t off = base - r->start;
+  return off < r->len && rel <= r->len - off && len <= r->len - off - rel;
+}
+
+/* Synchronous: the queue was drained before the verifier started. */
+static int io_read(void *ctx, void *dst, hbg_devptr src, uint64_t len) {
+  acl_io *x = ctx;
+  ACL_CALL(x->dev, x->a, HBG_E_DEVICE, aclrtMemcpy, dst, (size_t)len,
+           acl_ptr(src), (size_t)len, ACL_MEMCPY_DEVICE_TO_HOST);
+  return 0;
+}
+
+static int io_flush(void *ctx) {
+  HBG__UNUSED(ctx);
+  return 0;
+}
+
+static int io_write_status(void *ctx, hbg_devptr dst,
+                           const hbg_dev_status *st) {
+  acl_io *x = ctx;
   size_t room;
-  *out = NULL;
-  *verdict = 0;
-  if (len == 0 || len > HBG_IMG_MAX_BYTES) {
-    *verdict = HBG_E_IMG_SIZE;
-    return 0;
-  }
-  if (dev_room(a, addr, len, &room) < 0) {
-    *verdict = HBG_E_RANGE;
-    return 0;
-  }
-  uint8_t *p = malloc((size_t)len);
-  if (!p)
-    return HBG_E_NOMEM;
-  aclError e = a->f.aclrtMemcpy(p, (size_t)len, acl_ptr(addr), (size_t)len,
-                                ACL_MEMCPY_DEVICE_TO_HOST);
-  if (e != ACL_SUCCESS) {
-    free(p);
-    return acl_fail(dev, a, "aclrtMemcpy", e, HBG_E_DEVICE);
-  }
-  *out = p;
+  HBG__TRY(dev_room(x->a, dst, sizeof *st, &room));
+  defs_drop(x->a, dst, sizeof *st);
+  ACL_CALL(x->dev, x->a, HBG_E_DEVICE, aclrtMemcpy, acl_ptr(dst), room, st,
+           sizeof *st, ACL_MEMCPY_HOST_TO_DEVICE);
   return 0;
-}
-
-/* A resident Definition is verified once, then reused until the host
- * writes or frees it. */
-static int acl_def_get(hbg_device *dev, hbg__acl *a, hbg_devptr addr,
-                       uint64_t size, const hbg__def_view **out, int *verdict,
-                       uint64_t *verified) {
-  for (uint32_t i = 0; i < a->n_defs; i++)
-    if (a->defs[i].addr == addr && a->defs[i].size == size) {
-      *out = &a->defs[i].view;
-      *verdict = 0;
-      return 0;
-    }
-  uint8_t *img;
-  hbg__def_view view = {0};
-  int rc = acl_fetch(dev, a, addr, size, &img, verdict);
-  if (rc < 0 || *verdict)
-    return rc;
-  *verdict = hbg__def_validate(img, size, &view);
-  if (*verdict) {
-    free(img);
-    return 0;
-  }
-  (*verified)++;
-  if (a->n_defs == HBG__ACL_DEF_CACHE) {
-    free(a->defs[0].img);
-    memmove(&a->defs[0], &a->defs[1],
-            (HBG__ACL_DEF_CACHE - 1) * sizeof a->defs[0]);
-    a->n_defs--;
-  }
-  acl_defv *d = &a->defs[a->n_defs++];
-  *d = (acl_defv){.addr = addr, .size = size, .img = img, .view = view};
-  *out = &d->view;
-  return 0;
-}
-
-static int acl_verify_graph(hbg_device *dev, hbg__acl *a,
-                            const hbg_win_task *t, int *verdict,
-                            uint64_t *verified) {
-  uint8_t *sub;
-  hbg__sub_view sv = {0};
-  hbg__def_view inl = {0};
-  const hbg__def_view *dv = NULL;
-  int rc = acl_fetch(dev, a, t->sub_addr, t->sub_size, &sub, verdict);
-  if (rc < 0 || *verdict)
-    return rc;
-  *verdict = hbg__sub_validate(sub, t->sub_size, &sv);
-  if (*verdict)
-    goto out;
-  if (sv.inline_def) {
-    uint64_t off = (uint64_t)(sv.inline_def - sub);
-    if (off > t->sub_size || sv.hdr->def_size > t->sub_size - off) {
-      *verdict = HBG_E_IMG_SIZE;
-      goto out;
-    }
-    *verdict = hbg__def_validate(sv.inline_def, sv.hdr->def_size, &inl);
-    if (*verdict)
-      goto out;
-    (*verified)++;
-    dv = &inl;
-  } else {
-    rc = acl_def_get(dev, a, t->def_addr, t->def_size, &dv, verdict,
-                     verified);
-    if (rc < 0 || *verdict)
-      goto out;
-  }
-  *verdict = hbg__sub_check_def(&sv, dv);
-out:
-  free(sub);
-  return rc;
-}
-
-static int acl_verify(hbg_device *dev, hbg__acl *a,
-                      const hbg_dev_launch_desc *l, hbg_dev_status *st) {
-  uint8_t *win;
-  hbg__win_view w;
-  int v;
-  int rc = acl_fetch(dev, a, l->window, l->window_bytes, &win, &v);
-  if (rc < 0)
-    return rc;
-  if (v) {
-    st->error = v;
-    return 0;
-  }
-  v = hbg__win_validate(win, l->window_bytes, &w);
-  for (uint32_t i = 0; !v && i < w.hdr->n_tasks; i++) {
-    const hbg_win_task *t = hbg__win_task(&w, i);
-    if (t->kind == HBG_WIN_GRAPH) {
-      rc = acl_verify_graph(dev, a, t, &v, &st->defs_verified);
-      if (rc < 0)
-        break;
-    }
-    if (v)
-      st->task = i;
-    else
-      st->tasks_done++;
-  }
-  st->error = v;
-  free(win);
-  return rc;
 }
 
 static int acl_launch(hbg_device *dev, hbg_dev_queue *q,
@@ -727,13 +625,18 @@ static int acl_launch(hbg_device *dev, hbg_dev_queue *q,
   HBG__TRY(dev_room(a, l->status, sizeof(hbg_dev_status), &room));
   uint64_t t0 = acl_t0(dev);
   ACL_CALL(dev, a, HBG_E_DEVICE, aclrtSynchronizeStream, q->s);
-  hbg_dev_status st = {.task = UINT32_MAX, .node = UINT32_MAX};
-  HBG__TRY(acl_verify(dev, a, l, &st));
-  defs_drop(a, l->status, sizeof st);
-  ACL_CALL(dev, a, HBG_E_DEVICE, aclrtMemcpy, acl_ptr(l->status), room, &st,
-           sizeof st, ACL_MEMCPY_HOST_TO_DEVICE);
+  acl_io x = {.dev = dev, .a = a};
+  const hbg__verify_io io = {.ctx = &x,
+                             .flags = HBG__VERIFY_TRACKS_WRITES,
+                             .live = io_live,
+                             .scratch = NULL,
+                             .read = io_read,
+                             .flush = io_flush,
+                             .write_status = io_write_status};
+  uint64_t rb_bytes = 0;
+  HBG__TRY(hbg__verify_launch(&a->ver, &io, l, &rb_bytes));
   ACL_STATS(a, a->st.launches++);
-  acl_trace(dev, HBG_TRACK_DEVICE, "acl_verify", t0, 0);
+  acl_trace(dev, HBG_TRACK_DEVICE, "acl_verify", t0, rb_bytes);
   return 0;
 }
 

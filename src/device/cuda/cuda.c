@@ -378,6 +378,7 @@ static void cu_close(hbg_device *dev) {
   cu_note(dev, c->f.cuStreamDestroy_v2(c->sync), "cuStreamDestroy_v2");
   hbg__cu_scratch_free(dev, &c->img);
   hbg__cu_scratch_free(dev, &c->win);
+  hbg__cu_verify_free(c);
   /* Whatever the caller leaked, newest first. */
   for (size_t i = c->dmem.n; i-- > 0;)
     cu_note(dev, c->f.cuMemFree_v2((CUdeviceptr)c->dmem.v[i].start),

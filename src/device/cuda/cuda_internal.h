@@ -63,6 +63,7 @@ typedef struct hbg__cuda {
   hbg__rtab host; /* HBG__CU_HOST_ALLOC / HBG__CU_HOST_REGISTER */
   hbg__rtab dmem; /* HBG__CU_DEV_ALLOC */
   hbg__cu_scratch win, img;
+  struct hbg__verifier *ver; /* the launch verifier, made at first launch */
   hbg__cu_stats st;
 } hbg__cuda;
 
@@ -93,5 +94,7 @@ void hbg__cu_scratch_free(hbg_device *dev, hbg__cu_scratch *s);
 /* The launch op: see cuda_verify.c. */
 int hbg__cu_launch(hbg_device *dev, hbg_dev_queue *q,
                    const hbg_dev_launch_desc *l);
+/* Release c->ver (at close). */
+void hbg__cu_verify_free(hbg__cuda *c);
 
 #endif
