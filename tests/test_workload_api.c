@@ -210,9 +210,46 @@ static void t_def_size(void) {
   hbg_runtime_destroy(rt);
 }
 
+/* Two workloads on one runtime, natural and padded: the padded one records
+ * its own Definitions instead of replaying the natural ones from the
+ * runtime's graph cache (def_size is part of the key). */
+static void t_def_size_shared_runtime(void) {
+  const uint32_t want = 130192;
+  hbg_config cfg;
+  hbg_config_init(&cfg);
+  cfg.device = "sim";
+  cfg.policy = HBG_POLICY_DEFERRED; /* every replay ships its Definition */
+  hbg_runtime *rt;
+  ASSERT_OK(hbg_runtime_create(&cfg, &rt));
+  uint64_t got[2];
+  for (int k = 0; k < 2; k++) {
+    hbg_workload_config c;
+    hbg_workload_config_init(&c);
+    c.layers = 2;
+    c.def_size = k ? want : 0;
+    hbg_workload *w;
+    ASSERT_OK(hbg_workload_create(rt, &c, &w));
+    hbg_bind *b;
+    ASSERT_OK(hbg_bind_begin(rt, &b));
+    ASSERT_OK(hbg_workload_submit(w, b, 0));
+    ASSERT_OK(hbg_bind_launch(b));
+    ASSERT_OK(hbg_bind_wait(b));
+    hbg_bind_stats st;
+    ASSERT_OK(hbg_bind_stats_get(b, &st));
+    hbg_bind_end(b);
+    ASSERT_OK(hbg_workload_verify(w, 0, NULL));
+    got[k] = st.def_bytes;
+    hbg_workload_destroy(w);
+  }
+  ASSERT(got[0] > 0 && got[0] < 2ull * want);
+  ASSERT_EQ(got[1], 2ull * want);
+  hbg_runtime_destroy(rt);
+}
+
 int main(void) {
   t_errors();
   t_def_size();
+  t_def_size_shared_runtime();
   t_detects("qwen3-14b");
   t_detects("dsv4");
   t_seed();

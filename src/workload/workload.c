@@ -252,6 +252,12 @@ hbg_task_id hbg__wl_graph(hbg__wl_em *em, uint64_t key, const hbg_tensor *bt,
     return HBG_TASK_NONE;
   if (em->mode == WL_EM_SUBMIT) {
     rec_ctx c = {em->w, body, cfg};
+    /* The pad is part of what the recording produces, so it is part of the
+     * cache key: two workloads with different def_size on one runtime must
+     * not replay each other's Definitions. */
+    if (em->w->def_size)
+      key ^= ((uint64_t)em->w->def_size << 32 | em->w->def_size) *
+             0x9E3779B97F4A7C15ull;
     hbg_graph_submit g = {.key = key,
                           .n_tensors = nbt,
                           .tensors = bt,
