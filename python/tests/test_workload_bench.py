@@ -38,6 +38,30 @@ def test_workload_errors(rt1):
         b.end()
 
 
+def test_workload_def_size_pads_definitions(rt):
+    """def_size reaches the recorder: the Definition bytes a bind ships
+    grow to the padded size, and the padded run still verifies."""
+    per_def = {}
+    for size in (0, 256 << 10):
+        with rt.workload("qwen3-14b", layers=2, def_size=size) as w:
+            with rt.bind() as b:
+                w.submit(b, 0)
+            assert w.verify(0) == 0.0
+            per_def[size] = b.stats.def_bytes
+    if rt.policy == "coalesced":  # resident: uploaded once, first bind
+        assert 0 < per_def[0] < 65536
+        assert per_def[256 << 10] == 256 << 10
+    else:  # every Submission carries its Definition
+        assert per_def[0] < 2 * 65536
+        assert per_def[256 << 10] == 2 * (256 << 10)
+
+
+def test_workload_def_size_limit(rt1):
+    with pytest.raises(hbg.ArgumentError) as ei:
+        rt1.workload("qwen3-14b", layers=1, def_size=(16 << 20) + 8)
+    assert ei.value.name == "HBG_E_LIMIT"
+
+
 def test_workload_freed_with_runtime_memory(rt1):
     base = rt1.device_stats().mem_in_use
     w = rt1.workload("qwen3-14b", layers=2)
@@ -84,6 +108,11 @@ def test_bench_policy_subset_and_errors():
                   rounds=2, warmup=0, interleave=1, pipeline=True)
     assert [p["name"] for p in r["policies"]] == ["coalesced", "deferred"]
     assert r["pipeline"] is True
+    r = hbg.bench(layers=1, policies="deferred", rounds=1, warmup=0,
+                  host_alloc="trim", def_size=65536)
+    assert r["host_alloc"] == "trim" and r["def_size"] == 65536
+    with pytest.raises(hbg.ArgumentError):
+        hbg.bench(layers=1, rounds=1, warmup=0, host_alloc="sometimes")
     with pytest.raises(hbg.ArgumentError):
         hbg.bench(policies=["no-such-policy"], rounds=1)
     with pytest.raises(hbg.ArgumentError):

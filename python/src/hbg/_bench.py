@@ -107,7 +107,8 @@ class BenchResult:
 def bench(workload="qwen3-14b", policies=None, rounds=60, warmup=5,
           layers=None, device=None, device_options=None, interleave=None,
           trim=None, chunk=None, pipeline=False, verify_every=None,
-          csv=None, svg=None, trace=None, cli=None, timeout=None):
+          host_alloc=None, def_size=None, csv=None, svg=None, trace=None,
+          cli=None, timeout=None):
     """Run the policies side by side on a built-in workload and return a
     BenchResult. Arguments mirror `hbg bench` (see ``hbg bench --help``);
     policies is a list or comma string (default: every policy the library
@@ -132,6 +133,7 @@ def bench(workload="qwen3-14b", policies=None, rounds=60, warmup=5,
                ("--device-options", device_options),
                ("--interleave", interleave), ("--trim", trim),
                ("--chunk", chunk), ("--verify-every", verify_every),
+               ("--host-alloc", host_alloc), ("--def-size", def_size),
                ("--csv", csv), ("--svg", svg), ("--trace", trace)]
         for name, v in opt:
             if v is not None:

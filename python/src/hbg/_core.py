@@ -591,9 +591,11 @@ class Runtime:
         return Bind(self)
 
     # -- workloads
-    def workload(self, name="qwen3-14b", layers=0, seed=0):
-        """Create a built-in workload (its buffers) on this runtime."""
-        return Workload(self, name, layers, seed)
+    def workload(self, name="qwen3-14b", layers=0, seed=0, def_size=0):
+        """Create a built-in workload (its buffers) on this runtime;
+        ``def_size`` pads every Definition to at least that many bytes
+        (``hbg_workload_config.def_size``, 0 = natural size)."""
+        return Workload(self, name, layers, seed, def_size)
 
     # -- tracing
     def set_trace(self, fn):
@@ -1015,13 +1017,14 @@ class Workload:
     step from C, ``verify(step)`` checks it against the host reference."""
     _order = 1
 
-    def __init__(self, rt, name="qwen3-14b", layers=0, seed=0):
+    def __init__(self, rt, name="qwen3-14b", layers=0, seed=0, def_size=0):
         cfg = L.out_struct(L.WorkloadConfig_c)
         lib.hbg_workload_config_init(ctypes.addressof(cfg))
         self._name = name.encode()
         cfg.name = self._name
         cfg.layers = int(layers)
         cfg.seed = int(seed)
+        cfg.def_size = int(def_size)
         p = c_void_p()
         _check(lib.hbg_workload_create(rt._ptr(), ctypes.addressof(cfg),
                                        byref(p)), "hbg_workload_create", rt)

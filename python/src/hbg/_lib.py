@@ -128,7 +128,8 @@ TRACE_FN = CFUNCTYPE(None, c_void_p, POINTER(TraceEvent_c))
 
 class WorkloadConfig_c(Structure):
     _fields_ = [("struct_size", c_uint32), ("layers", c_uint32),
-                ("name", c_char_p), ("seed", c_uint64)]
+                ("name", c_char_p), ("seed", c_uint64),
+                ("def_size", c_uint32)]
 
 
 class WorkloadInfo_c(Structure):
