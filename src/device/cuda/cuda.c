@@ -728,8 +728,9 @@ const hbg_dev_ops hbg__cuda_ops = {
     .abi_version = HBG_DEV_ABI_VERSION,
     .name = "cuda",
     .summary = "CUDA driver API, loaded at open (libcuda.so.1: no CUDA "
-               "library at link time); launch verifies the images on the "
-               "device; options device=N, lib=PATH (or HBG_CUDA_LIB)",
+               "library at link time); launch reads the images back and "
+               "verifies them on the host, runs no kernels yet; options "
+               "device=N, lib=PATH (or HBG_CUDA_LIB)",
     .probe = cu_probe,
     .open = cu_open,
     .close = cu_close,
