@@ -16,6 +16,7 @@
 /* Ready items worth waking a sleeping worker for: kernels here take about
  * a microsecond, a wake-up several (env HBG_EXEC_WAKE_MIN). */
 #define WAKE_MIN 64u
+#define WAKE_MIN_ENV "HBG_EXEC_WAKE_MIN"
 #define BATCH_MAX 32u
 
 typedef struct ablock {
@@ -90,6 +91,7 @@ struct hbg__exec {
   ablock *spare; /* arena block kept between launches (under run_mu) */
   hbg__ukernels *uk; /* registered user kernels */
   uint64_t wake_min;
+  uint32_t lanes; /* lanes each built-in kernel runs as */
 };
 
 /* ---- per-launch arena ---- */
@@ -221,7 +223,7 @@ static int run_kernel(hbg__exec *e, uint32_t kernel, const hbg__ktensor *t,
     HBG__TRY(hbg__kernel_check(kernel, t, nt, ns));
     return hbg__ukernels_run(e->uk, kernel, t, nt, sc, ns);
   }
-  return hbg__kernel_run(kernel, t, nt, sc, ns);
+  return hbg__kernel_run_lanes(kernel, t, nt, sc, ns, e->lanes);
 }
 
 static int add_range(xrange **v, uint32_t *n, uint32_t *cap, hbg_devptr a,
@@ -737,8 +739,24 @@ int hbg__exec_run(hbg__exec *e, const hbg_dev_launch_desc *l,
   return st->error;
 }
 
+/* HBG_EXEC_WAKE_MIN, or WAKE_MIN when unset or empty.
+ * @return 0, or HBG_E_INVAL with the thread's message naming it. */
+static int wake_min_env(uint64_t *out) {
+  const char *s = getenv(WAKE_MIN_ENV);
+  uint64_t v = WAKE_MIN;
+  if (s && *s && (hbg__parse_u64(s, &v) < 0 || v == 0 || v > UINT32_MAX)) {
+    hbg__error_set("%s='%s': want an unsigned integer 1..%u with an "
+                   "optional K, M or G suffix (ready items that wake a "
+                   "sleeping executor worker)",
+                   WAKE_MIN_ENV, s, UINT32_MAX);
+    return HBG_E_INVAL;
+  }
+  *out = v;
+  return 0;
+}
+
 int hbg__exec_create(const hbg__exec_mem *mem, uint32_t workers,
-                     hbg__exec **out) {
+                     uint32_t lanes, hbg__exec **out) {
   HBG__RETURN_IF(!mem || !mem->resolve || !out, HBG_E_INVAL);
   if (workers == 0)
     workers = DEFAULT_WORKERS;
@@ -746,12 +764,13 @@ int hbg__exec_create(const hbg__exec_mem *mem, uint32_t workers,
   if (!e)
     return HBG_E_NOMEM;
   e->mem = *mem;
-  e->wake_min = WAKE_MIN;
-  uint64_t v;
-  if (getenv("HBG_EXEC_WAKE_MIN") &&
-      hbg__env_u64("HBG_EXEC_WAKE_MIN", &v) == 0 && v > 0)
-    e->wake_min = v;
-  int rc = HBG_E_NOMEM;
+  e->lanes = lanes ? lanes : 1;
+  int rc = wake_min_env(&e->wake_min);
+  if (rc < 0) {
+    free(e);
+    return rc;
+  }
+  rc = HBG_E_NOMEM;
   e->threads = calloc(workers, sizeof *e->threads);
   if (!e->threads)
     goto err_threads;
