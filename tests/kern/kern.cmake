@@ -1,5 +1,6 @@
 # Included by tests/CMakeLists.txt. src/kernels/kern_src.h, the built-in
-# kernels' single source, on its own: as C11 (pedantic, freestanding, no libc
+# kernels' single source, and src/exec/sched_src.h, the scheduling core, on
+# their own: as C11 (pedantic, freestanding, no libc
 # headers), as C++17, and by nvcc as device code for sm_90 with the kernels'
 # IEEE flags (compile only, no GPU needed) when nvcc is found.
 set(HBG_KERN_SRC ${CMAKE_CURRENT_SOURCE_DIR}/kern)
