@@ -5,6 +5,9 @@
 #include <string.h>
 
 #include "common/util.h"
+/* The core runs only under e->mu here (step_locked, hbg__exec_run), so it
+ * needs no atomics of its own (sched_src.h). */
+#define HBG__SCHED_SERIAL 1
 #include "exec/sched_src.h"
 #include "exec/user_kernels.h"
 #include "exec/verdict.h"

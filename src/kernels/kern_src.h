@@ -98,15 +98,6 @@ typedef struct hbg__ktensor {
   uint32_t strides[HBG_IMG_MAX_DIMS];
 } hbg__ktensor;
 
-/* One built-in kernel call whose arguments passed hbg__kernel_check and
- * hbg__k_values_check. */
-typedef struct hbg__kcall {
-  uint32_t kernel;
-  uint32_t nt, ns;
-  const hbg__ktensor *t;
-  const uint64_t *sc;
-} hbg__kcall;
-
 /* ------------------------------------------------------------------ */
 /* exp, sin, cos                                                       */
 /* ------------------------------------------------------------------ */
@@ -334,6 +325,18 @@ static inline HBG__KFN int hbg__k_attn_dims(const hbg__ktensor *t,
   return 0;
 }
 
+/* One built-in kernel call whose arguments passed hbg__kernel_check and
+ * hbg__k_values_check; hbg__k_prepare fills the rest once per call (every
+ * lane's phases read it). */
+typedef struct hbg__kcall {
+  uint32_t kernel;
+  uint32_t nt, ns;
+  const hbg__ktensor *t;
+  const uint64_t *sc;
+  hbg__kattn attn; /* ATTN: its dimensions */
+  float scale;     /* ATTN: s1, or 1 / sqrt(D) */
+} hbg__kcall;
+
 /* The checks that need scalar values (known at run): ROPE's position,
  * ATTN's length. @return 0 or HBG_IMG_E_KERNEL. */
 static inline HBG__KFN int hbg__k_values_check(const hbg__kcall *c) {
@@ -357,19 +360,41 @@ static inline HBG__KFN int hbg__k_values_check(const hbg__kcall *c) {
 /* Tree level lvl (1..HBG__K_LEVELS) over s[0, HBG__K_PARTS): with
  * w = HBG__K_PARTS >> lvl, s[i] = s[i] + s[i + w] for i < w (the units of
  * this phase; no two touch the same s[i]). After the last, s[0] holds
- * ((p0 + p128) + (p64 + p192)) + ... . */
-static inline HBG__KFN void hbg__k_tree_sum(float *s, uint32_t lvl,
-                                            uint32_t lane, uint32_t n_lanes) {
-  uint32_t w = HBG__K_PARTS >> lvl;
-  for (uint32_t i = lane; i < w; i += n_lanes)
+ * ((p0 + p128) + (p64 + p192)) + ... .
+ *
+ * Only the first `used` partials hold values (n elements fill
+ * min(n, HBG__K_PARTS)); the others are empty: +0 for a sum of values >= 0
+ * (squares, exponentials), -inf for a maximum. Adding +0 to a partial
+ * (never -0 here) or taking the maximum with -inf leaves it as it is, and
+ * an empty partial only ever meets another empty one (i >= used implies
+ * i + w >= used), so empty partials are neither written nor read: the
+ * bits are the full tree's. */
+static inline HBG__KFN uint32_t hbg__k_tree_live(uint32_t used, uint32_t lvl,
+                                                 uint32_t *w) {
+  uint32_t prev = HBG__K_PARTS >> (lvl - 1);
+  uint32_t u = used < prev ? used : prev;
+  *w = HBG__K_PARTS >> lvl;
+  return u > *w ? u - *w : 0;
+}
+
+static inline HBG__KFN void hbg__k_tree_sum(float *s, uint32_t used,
+                                            uint32_t lvl, uint32_t lane,
+                                            uint32_t n_lanes) {
+  uint32_t w, live = hbg__k_tree_live(used, lvl, &w);
+  for (uint32_t i = lane; i < live; i += n_lanes)
     s[i] = s[i] + s[i + w];
 }
 
-static inline HBG__KFN void hbg__k_tree_max(float *s, uint32_t lvl,
-                                            uint32_t lane, uint32_t n_lanes) {
-  uint32_t w = HBG__K_PARTS >> lvl;
-  for (uint32_t i = lane; i < w; i += n_lanes)
+static inline HBG__KFN void hbg__k_tree_max(float *s, uint32_t used,
+                                            uint32_t lvl, uint32_t lane,
+                                            uint32_t n_lanes) {
+  uint32_t w, live = hbg__k_tree_live(used, lvl, &w);
+  for (uint32_t i = lane; i < live; i += n_lanes)
     s[i] = s[i + w] > s[i] ? s[i + w] : s[i];
+}
+
+static inline HBG__KFN uint32_t hbg__k_used(uint64_t n) {
+  return n < HBG__K_PARTS ? (uint32_t)n : HBG__K_PARTS;
 }
 
 /* ------------------------------------------------------------------ */
@@ -412,11 +437,28 @@ static inline HBG__KFN void hbg__k_ew(const hbg__kcall *c, uint32_t lane,
   const float *pa = nin > 0 ? (const float *)t[0].data : NULL;
   const float *pb = nin > 1 ? (const float *)t[1].data : NULL;
   if (fast) {
-    for (uint64_t i = lane; i < n; i += n_lanes) {
-      float a = pa ? pa[i * sa] : 0.0f, b = pb ? pb[i * sb] : 0.0f;
-      po[i * so] = hbg__k_ew_op(k, a, b, alpha);
+    /* one loop per op: the operation is not decided per element */
+#define HBG__K_EW_LOOP(expr)                                                   \
+  for (uint64_t i = lane; i < n; i += n_lanes) {                               \
+    po[i * so] = (expr);                                                       \
+  }                                                                            \
+  return
+    switch (k) {
+    case HBG__K_COPY:
+      HBG__K_EW_LOOP(pa[i * sa]);
+    case HBG__K_ADD:
+      HBG__K_EW_LOOP(pa[i * sa] + pb[i * sb]);
+    case HBG__K_MUL:
+      HBG__K_EW_LOOP(pa[i * sa] * pb[i * sb]);
+    case HBG__K_SCALE:
+      HBG__K_EW_LOOP(pa[i * sa] * alpha);
+    case HBG__K_SILU_MUL:
+      HBG__K_EW_LOOP(hbg__k_ew_op(HBG__K_SILU_MUL, pa[i * sa], pb[i * sb],
+                                  alpha));
+    default:
+      HBG__K_EW_LOOP(alpha);
     }
-    return;
+#undef HBG__K_EW_LOOP
   }
   hbg__kit io, ia = {0, {0, 0, 0, 0}}, ib = {0, {0, 0, 0, 0}};
   hbg__kit_seek(o, &io, lane);
@@ -448,8 +490,9 @@ static inline HBG__KFN void hbg__k_rmsnorm(const hbg__kcall *c, uint64_t ph,
   uint32_t sub = (uint32_t)(ph % HBG__K_RMS_PHASES);
   uint64_t si = in->strides[in->ndim - 1];
   const float *pi = hbg__k_row(in, r);
+  uint32_t used = hbg__k_used(d);
   if (sub == 0) {
-    for (uint32_t p = lane; p < HBG__K_PARTS; p += n_lanes) {
+    for (uint32_t p = lane; p < used; p += n_lanes) {
       float acc = 0.0f;
       for (uint32_t j = p; j < d; j += HBG__K_PARTS) {
         float v = pi[j * si];
@@ -458,7 +501,7 @@ static inline HBG__KFN void hbg__k_rmsnorm(const hbg__kcall *c, uint64_t ph,
       s[p] = acc;
     }
   } else if (sub <= HBG__K_LEVELS) {
-    hbg__k_tree_sum(s, sub, lane, n_lanes);
+    hbg__k_tree_sum(s, used, sub, lane, n_lanes);
   } else {
     uint64_t so = out->strides[out->ndim - 1], sw = 0;
     hbg__k_lin_stride(w, &sw);
@@ -489,19 +532,20 @@ static inline HBG__KFN void hbg__k_softmax(const hbg__kcall *c, uint64_t ph,
   uint64_t si = in->strides[in->ndim - 1], so = out->strides[out->ndim - 1];
   const float *pi = hbg__k_row(in, r);
   float *po = hbg__k_row(out, r);
+  uint32_t used = hbg__k_used(d);
   if (sub == 0) {
-    for (uint32_t p = lane; p < HBG__K_PARTS; p += n_lanes) {
-      float m = p < d ? pi[p * si] : HBG__K_NEG_INF;
+    for (uint32_t p = lane; p < used; p += n_lanes) {
+      float m = pi[p * si];
       for (uint32_t j = p + HBG__K_PARTS; j < d; j += HBG__K_PARTS)
         if (pi[j * si] > m)
           m = pi[j * si];
       s[p] = m;
     }
   } else if (sub <= HBG__K_LEVELS) {
-    hbg__k_tree_max(s, sub, lane, n_lanes);
+    hbg__k_tree_max(s, used, sub, lane, n_lanes);
   } else if (sub == HBG__K_LEVELS + 1) {
     float mx = s[0];
-    for (uint32_t p = lane; p < HBG__K_PARTS; p += n_lanes) {
+    for (uint32_t p = lane; p < used; p += n_lanes) {
       float acc = 0.0f;
       for (uint32_t j = p; j < d; j += HBG__K_PARTS) {
         float e = hbg__k_expf(pi[j * si] - mx);
@@ -511,7 +555,8 @@ static inline HBG__KFN void hbg__k_softmax(const hbg__kcall *c, uint64_t ph,
       s[HBG__K_PARTS + p] = acc;
     }
   } else if (sub <= 2 * HBG__K_LEVELS + 1) {
-    hbg__k_tree_sum(s + HBG__K_PARTS, sub - HBG__K_LEVELS - 1, lane, n_lanes);
+    hbg__k_tree_sum(s + HBG__K_PARTS, used, sub - HBG__K_LEVELS - 1, lane,
+                    n_lanes);
   } else {
     float inv = 1.0f / s[HBG__K_PARTS];
     for (uint32_t j = lane; j < d; j += n_lanes)
@@ -596,11 +641,9 @@ static inline HBG__KFN void hbg__k_gemv(const hbg__kcall *c, uint32_t lane,
 static inline HBG__KFN void hbg__k_attn(const hbg__kcall *c, uint64_t ph,
                                         uint32_t lane, uint32_t n_lanes,
                                         float *s) {
-  hbg__kattn a;
-  hbg__k_attn_dims(c->t, &a);
+  const hbg__kattn a = c->attn;
   uint32_t len = (uint32_t)c->sc[0];
-  float scale = c->ns > 1 ? hbg__k_f32(c->sc[1])
-                          : 1.0f / HBG__K_SQRTF((float)a.d);
+  float scale = c->scale;
   uint32_t h = (uint32_t)(ph / HBG__K_SM_PHASES);
   uint32_t sub = (uint32_t)(ph % HBG__K_SM_PHASES);
   uint32_t g = h / (a.hq / a.hk);
@@ -609,8 +652,9 @@ static inline HBG__KFN void hbg__k_attn(const hbg__kcall *c, uint64_t ph,
   const float *vh = (const float *)c->t[2].data + g * a.sv0;
   float *o = (float *)c->t[3].data + h * a.so0;
   float *sc = s + 2 * HBG__K_PARTS;
+  uint32_t used = hbg__k_used(len);
   if (sub == 0) {
-    for (uint32_t p0 = lane; p0 < HBG__K_PARTS; p0 += n_lanes) {
+    for (uint32_t p0 = lane; p0 < used; p0 += n_lanes) {
       float m = HBG__K_NEG_INF;
       for (uint32_t p = p0; p < len; p += HBG__K_PARTS) {
         float dot = 0.0f;
@@ -624,10 +668,10 @@ static inline HBG__KFN void hbg__k_attn(const hbg__kcall *c, uint64_t ph,
       s[p0] = m;
     }
   } else if (sub <= HBG__K_LEVELS) {
-    hbg__k_tree_max(s, sub, lane, n_lanes);
+    hbg__k_tree_max(s, used, sub, lane, n_lanes);
   } else if (sub == HBG__K_LEVELS + 1) {
     float mx = s[0];
-    for (uint32_t p0 = lane; p0 < HBG__K_PARTS; p0 += n_lanes) {
+    for (uint32_t p0 = lane; p0 < used; p0 += n_lanes) {
       float acc = 0.0f;
       for (uint32_t p = p0; p < len; p += HBG__K_PARTS) {
         float e = hbg__k_expf(sc[p] - mx);
@@ -637,7 +681,8 @@ static inline HBG__KFN void hbg__k_attn(const hbg__kcall *c, uint64_t ph,
       s[HBG__K_PARTS + p0] = acc;
     }
   } else if (sub <= 2 * HBG__K_LEVELS + 1) {
-    hbg__k_tree_sum(s + HBG__K_PARTS, sub - HBG__K_LEVELS - 1, lane, n_lanes);
+    hbg__k_tree_sum(s + HBG__K_PARTS, used, sub - HBG__K_LEVELS - 1, lane,
+                    n_lanes);
   } else {
     float inv = 1.0f / s[HBG__K_PARTS];
     for (uint32_t j = lane; j < a.d; j += n_lanes) {
@@ -653,9 +698,16 @@ static inline HBG__KFN void hbg__k_attn(const hbg__kcall *c, uint64_t ph,
 /* Entry points                                                        */
 /* ------------------------------------------------------------------ */
 
+/* Once per call, before its phases (by every lane, or once for all). */
+static inline HBG__KFN void hbg__k_prepare(hbg__kcall *c) {
+  if (c->kernel != HBG__K_ATTN || hbg__k_attn_dims(c->t, &c->attn) != 0)
+    return;
+  c->scale = c->ns > 1 ? hbg__k_f32(c->sc[1])
+                       : 1.0f / HBG__K_SQRTF((float)c->attn.d);
+}
+
 /* Phases of a call (0 for NOP). */
 static inline HBG__KFN uint64_t hbg__k_phases(const hbg__kcall *c) {
-  hbg__kattn a;
   switch (c->kernel) {
   case HBG__K_NOP:
     return 0;
@@ -664,9 +716,7 @@ static inline HBG__KFN uint64_t hbg__k_phases(const hbg__kcall *c) {
   case HBG__K_SOFTMAX:
     return hbg__k_rows(&c->t[0]) * HBG__K_SM_PHASES;
   case HBG__K_ATTN:
-    return hbg__k_attn_dims(c->t, &a) == 0
-               ? (uint64_t)a.hq * HBG__K_SM_PHASES
-               : 0;
+    return (uint64_t)c->attn.hq * HBG__K_SM_PHASES;
   default:
     return 1;
   }
@@ -723,11 +773,13 @@ static inline HBG__KFN void hbg__k_phase(const hbg__kcall *c, uint64_t ph,
 
 #if defined(__CUDACC__)
 /* One call run by the calling CTA (every thread of it calls this). */
-static inline __device__ void hbg__k_run_cta(const hbg__kcall *c,
+static inline __device__ void hbg__k_run_cta(const hbg__kcall *call,
                                              float *scratch) {
-  uint64_t n = hbg__k_phases(c);
+  hbg__kcall c = *call;
+  hbg__k_prepare(&c);
+  uint64_t n = hbg__k_phases(&c);
   for (uint64_t ph = 0; ph < n; ph++) {
-    hbg__k_phase(c, ph, threadIdx.x, blockDim.x, scratch);
+    hbg__k_phase(&c, ph, threadIdx.x, blockDim.x, scratch);
     __syncthreads();
   }
 }

@@ -225,6 +225,13 @@ int hbg__task_kernel_check(const hbg_task *t, const char *who) {
   return rc;
 }
 
+static void run_phases(const hbg__kcall *c, uint32_t n_lanes, float *s) {
+  uint64_t phases = hbg__k_phases(c);
+  for (uint64_t ph = 0; ph < phases; ph++)
+    for (uint32_t l = 0; l < n_lanes; l++)
+      hbg__k_phase(c, ph, l, n_lanes, s);
+}
+
 int hbg__kernel_run_lanes(uint32_t kernel, const hbg__ktensor *t, uint32_t nt,
                           const uint64_t *sc, uint32_t ns, uint32_t n_lanes) {
   HBG__RETURN_IF(n_lanes == 0, HBG_E_INVAL);
@@ -233,20 +240,23 @@ int hbg__kernel_run_lanes(uint32_t kernel, const hbg__ktensor *t, uint32_t nt,
   for (uint32_t i = 0; i < nt; i++)
     HBG__RETURN_IF(!t[i].data, HBG_E_KERNEL);
   HBG__RETURN_IF(kernel >= HBG_KERNEL__COUNT, HBG_E_KERNEL);
-  const hbg__kcall c = {.kernel = kernel, .nt = nt, .ns = ns, .t = t, .sc = sc};
+  hbg__kcall c = {.kernel = kernel, .nt = nt, .ns = ns, .t = t, .sc = sc};
   HBG__TRY(hbg__k_values_check(&c));
-  float stack[SCRATCH_STACK], *s = stack;
+  hbg__k_prepare(&c);
   uint64_t need = hbg__k_scratch_floats(&c);
-  if (need > SCRATCH_STACK) {
-    s = malloc((size_t)need * sizeof *s);
-    HBG__RETURN_IF(!s, HBG_E_NOMEM);
+  if (need == 0) {
+    run_phases(&c, n_lanes, NULL);
+    return 0;
   }
-  uint64_t phases = hbg__k_phases(&c);
-  for (uint64_t ph = 0; ph < phases; ph++)
-    for (uint32_t l = 0; l < n_lanes; l++)
-      hbg__k_phase(&c, ph, l, n_lanes, s);
-  if (s != stack)
-    free(s);
+  if (need <= SCRATCH_STACK) {
+    float stack[SCRATCH_STACK];
+    run_phases(&c, n_lanes, stack);
+    return 0;
+  }
+  float *s = malloc((size_t)need * sizeof *s);
+  HBG__RETURN_IF(!s, HBG_E_NOMEM);
+  run_phases(&c, n_lanes, s);
+  free(s);
   return 0;
 }
 

@@ -23,7 +23,9 @@
  * (or maximum) of the values v_i with i = p mod 256 in ascending i (empty
  * partials 0, or -inf for a maximum); then 8 levels, w = 128, 64, ..., 1,
  * s[p] = s[p] + s[p + w] (maximum: the greater, s[p] on ties and NaN
- * compares); the result is s[0]. exp is kern_src.h's hbg__k_expf (no libm),
+ * compares); the result is s[0] (partials past the element count are
+ * empty, +0 or -inf, and change nothing: kern_src.h skips them). exp is
+ * kern_src.h's hbg__k_expf (no libm),
  * sqrt the correctly rounded IEEE one; no operation is contracted (no FMA).
  *
  *   NOP      any tensors (any dtype), any scalars; does nothing

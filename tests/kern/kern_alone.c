@@ -8,7 +8,8 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-void hbg_kern_alone_run(const hbg__kcall *c, uint32_t n_lanes, float *scratch);
+void hbg_kern_alone_run(const hbg__kcall *call, uint32_t n_lanes,
+                        float *scratch);
 float hbg_kern_alone_math(float x);
 uint64_t hbg_sched_alone(void *block, const hbg_img_graph *g,
                          const uint32_t *deps);
@@ -16,13 +17,16 @@ uint64_t hbg_sched_alone(void *block, const hbg_img_graph *g,
 }
 #endif
 
-void hbg_kern_alone_run(const hbg__kcall *c, uint32_t n_lanes, float *scratch) {
-  if (hbg__k_values_check(c) != 0 || hbg__k_scratch_floats(c) > 4096)
+void hbg_kern_alone_run(const hbg__kcall *call, uint32_t n_lanes,
+                        float *scratch) {
+  hbg__kcall c = *call;
+  if (hbg__k_values_check(&c) != 0 || hbg__k_scratch_floats(&c) > 4096)
     return;
-  uint64_t n = hbg__k_phases(c);
+  hbg__k_prepare(&c);
+  uint64_t n = hbg__k_phases(&c);
   for (uint64_t ph = 0; ph < n; ph++)
     for (uint32_t l = 0; l < n_lanes; l++)
-      hbg__k_phase(c, ph, l, n_lanes, scratch);
+      hbg__k_phase(&c, ph, l, n_lanes, scratch);
 }
 
 float hbg_kern_alone_math(float x) {
