@@ -347,14 +347,21 @@ static inline HBG__SFN void hbg__sched_done(hbg__sched *s, uint64_t item) {
     hbg__sched_task_done(s, i);
     return;
   }
-  hbg_img_node n;
-  if (hbg_img_graph_node(t->g, j, &n) != 0) {
+  /* The fan-out row straight from the validated view, bounded by the
+   * header copy (hbg_img_graph_node checked the node itself at set-up). */
+  const hbg_img_graph *g = t->g;
+  if (j >= g->hdr.n_nodes) {
     hbg__sched_fail(s, HBG_IMG_E_CSR, i, j);
     return;
   }
-  for (uint32_t k = 0; k < n.n_fanout; k++) {
-    uint32_t c = n.fanout[k];
-    if (c >= t->g->hdr.n_nodes) {
+  uint32_t a = g->def.fanout_ptr[j], b = g->def.fanout_ptr[j + 1];
+  if (b < a || b > g->hdr.n_edges) {
+    hbg__sched_fail(s, HBG_IMG_E_CSR, i, j);
+    return;
+  }
+  for (uint32_t k = a; k < b; k++) {
+    uint32_t c = g->def.fanout[k];
+    if (c >= g->hdr.n_nodes) {
       hbg__sched_fail(s, HBG_IMG_E_CSR, i, j);
       return;
     }
