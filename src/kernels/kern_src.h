@@ -485,12 +485,15 @@ static inline HBG__KFN void hbg__k_rmsnorm(const hbg__kcall *c, uint64_t ph,
                                            uint32_t lane, uint32_t n_lanes,
                                            float *s) {
   const hbg__ktensor *in = &c->t[0], *w = &c->t[1], *out = &c->t[2];
-  uint32_t d = hbg__k_last_dim(in);
+  uint32_t d = hbg__k_last_dim(in), used = hbg__k_used(d);
   uint64_t r = ph / HBG__K_RMS_PHASES;
-  uint32_t sub = (uint32_t)(ph % HBG__K_RMS_PHASES);
+  uint32_t sub = (uint32_t)(ph - r * HBG__K_RMS_PHASES);
+  if (sub >= 1 && sub <= HBG__K_LEVELS) {
+    hbg__k_tree_sum(s, used, sub, lane, n_lanes);
+    return;
+  }
   uint64_t si = in->strides[in->ndim - 1];
   const float *pi = hbg__k_row(in, r);
-  uint32_t used = hbg__k_used(d);
   if (sub == 0) {
     for (uint32_t p = lane; p < used; p += n_lanes) {
       float acc = 0.0f;
@@ -500,8 +503,6 @@ static inline HBG__KFN void hbg__k_rmsnorm(const hbg__kcall *c, uint64_t ph,
       }
       s[p] = acc;
     }
-  } else if (sub <= HBG__K_LEVELS) {
-    hbg__k_tree_sum(s, used, sub, lane, n_lanes);
   } else {
     uint64_t so = out->strides[out->ndim - 1], sw = 0;
     hbg__k_lin_stride(w, &sw);
@@ -526,13 +527,21 @@ static inline HBG__KFN void hbg__k_softmax(const hbg__kcall *c, uint64_t ph,
                                            uint32_t lane, uint32_t n_lanes,
                                            float *s) {
   const hbg__ktensor *in = &c->t[0], *out = &c->t[1];
-  uint32_t d = hbg__k_last_dim(in);
+  uint32_t d = hbg__k_last_dim(in), used = hbg__k_used(d);
   uint64_t r = ph / HBG__K_SM_PHASES;
-  uint32_t sub = (uint32_t)(ph % HBG__K_SM_PHASES);
+  uint32_t sub = (uint32_t)(ph - r * HBG__K_SM_PHASES);
+  if (sub >= 1 && sub <= HBG__K_LEVELS) {
+    hbg__k_tree_max(s, used, sub, lane, n_lanes);
+    return;
+  }
+  if (sub >= HBG__K_LEVELS + 2 && sub <= 2 * HBG__K_LEVELS + 1) {
+    hbg__k_tree_sum(s + HBG__K_PARTS, used, sub - HBG__K_LEVELS - 1, lane,
+                    n_lanes);
+    return;
+  }
   uint64_t si = in->strides[in->ndim - 1], so = out->strides[out->ndim - 1];
   const float *pi = hbg__k_row(in, r);
   float *po = hbg__k_row(out, r);
-  uint32_t used = hbg__k_used(d);
   if (sub == 0) {
     for (uint32_t p = lane; p < used; p += n_lanes) {
       float m = pi[p * si];
@@ -541,8 +550,6 @@ static inline HBG__KFN void hbg__k_softmax(const hbg__kcall *c, uint64_t ph,
           m = pi[j * si];
       s[p] = m;
     }
-  } else if (sub <= HBG__K_LEVELS) {
-    hbg__k_tree_max(s, used, sub, lane, n_lanes);
   } else if (sub == HBG__K_LEVELS + 1) {
     float mx = s[0];
     for (uint32_t p = lane; p < used; p += n_lanes) {
@@ -554,9 +561,6 @@ static inline HBG__KFN void hbg__k_softmax(const hbg__kcall *c, uint64_t ph,
       }
       s[HBG__K_PARTS + p] = acc;
     }
-  } else if (sub <= 2 * HBG__K_LEVELS + 1) {
-    hbg__k_tree_sum(s + HBG__K_PARTS, used, sub - HBG__K_LEVELS - 1, lane,
-                    n_lanes);
   } else {
     float inv = 1.0f / s[HBG__K_PARTS];
     for (uint32_t j = lane; j < d; j += n_lanes)
@@ -641,25 +645,31 @@ static inline HBG__KFN void hbg__k_gemv(const hbg__kcall *c, uint32_t lane,
 static inline HBG__KFN void hbg__k_attn(const hbg__kcall *c, uint64_t ph,
                                         uint32_t lane, uint32_t n_lanes,
                                         float *s) {
-  const hbg__kattn a = c->attn;
-  uint32_t len = (uint32_t)c->sc[0];
-  float scale = c->scale;
+  uint32_t len = (uint32_t)c->sc[0], used = hbg__k_used(len);
   uint32_t h = (uint32_t)(ph / HBG__K_SM_PHASES);
-  uint32_t sub = (uint32_t)(ph % HBG__K_SM_PHASES);
-  uint32_t g = h / (a.hq / a.hk);
-  const float *q = (const float *)c->t[0].data + h * a.sq0;
-  const float *kh = (const float *)c->t[1].data + g * a.sk0;
-  const float *vh = (const float *)c->t[2].data + g * a.sv0;
-  float *o = (float *)c->t[3].data + h * a.so0;
+  uint32_t sub = (uint32_t)(ph - (uint64_t)h * HBG__K_SM_PHASES);
+  if (sub >= 1 && sub <= HBG__K_LEVELS) {
+    hbg__k_tree_max(s, used, sub, lane, n_lanes);
+    return;
+  }
+  if (sub >= HBG__K_LEVELS + 2 && sub <= 2 * HBG__K_LEVELS + 1) {
+    hbg__k_tree_sum(s + HBG__K_PARTS, used, sub - HBG__K_LEVELS - 1, lane,
+                    n_lanes);
+    return;
+  }
+  const hbg__kattn *a = &c->attn;
   float *sc = s + 2 * HBG__K_PARTS;
-  uint32_t used = hbg__k_used(len);
   if (sub == 0) {
+    const float *q = (const float *)c->t[0].data + h * a->sq0;
+    const float *kh = (const float *)c->t[1].data +
+                      (h / (a->hq / a->hk)) * a->sk0;
+    float scale = c->scale;
     for (uint32_t p0 = lane; p0 < used; p0 += n_lanes) {
       float m = HBG__K_NEG_INF;
       for (uint32_t p = p0; p < len; p += HBG__K_PARTS) {
         float dot = 0.0f;
-        for (uint32_t j = 0; j < a.d; j++)
-          dot = dot + q[j * a.sq1] * kh[p * a.sk1 + j * a.sk2];
+        for (uint32_t j = 0; j < a->d; j++)
+          dot = dot + q[j * a->sq1] * kh[p * a->sk1 + j * a->sk2];
         float v = dot * scale;
         sc[p] = v;
         if (v > m)
@@ -667,8 +677,6 @@ static inline HBG__KFN void hbg__k_attn(const hbg__kcall *c, uint64_t ph,
       }
       s[p0] = m;
     }
-  } else if (sub <= HBG__K_LEVELS) {
-    hbg__k_tree_max(s, used, sub, lane, n_lanes);
   } else if (sub == HBG__K_LEVELS + 1) {
     float mx = s[0];
     for (uint32_t p0 = lane; p0 < used; p0 += n_lanes) {
@@ -680,16 +688,16 @@ static inline HBG__KFN void hbg__k_attn(const hbg__kcall *c, uint64_t ph,
       }
       s[HBG__K_PARTS + p0] = acc;
     }
-  } else if (sub <= 2 * HBG__K_LEVELS + 1) {
-    hbg__k_tree_sum(s + HBG__K_PARTS, used, sub - HBG__K_LEVELS - 1, lane,
-                    n_lanes);
   } else {
+    const float *vh = (const float *)c->t[2].data +
+                      (h / (a->hq / a->hk)) * a->sv0;
+    float *o = (float *)c->t[3].data + h * a->so0;
     float inv = 1.0f / s[HBG__K_PARTS];
-    for (uint32_t j = lane; j < a.d; j += n_lanes) {
+    for (uint32_t j = lane; j < a->d; j += n_lanes) {
       float acc = 0.0f;
       for (uint32_t p = 0; p < len; p++)
-        acc = acc + sc[p] * vh[p * a.sv1 + j * a.sv2];
-      o[j * a.so1] = acc * inv;
+        acc = acc + sc[p] * vh[p * a->sv1 + j * a->sv2];
+      o[j * a->so1] = acc * inv;
     }
   }
 }
