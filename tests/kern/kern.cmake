@@ -28,3 +28,20 @@ if(HBG_NVCC)
                    -o ${HBG_KERN_OUT}/kern_kernel.o)
   set_tests_properties(kern_src_nvcc PROPERTIES TIMEOUT 300)
 endif()
+# The same kernels run on a GPU against the CPU, bit for bit (kern_gpu.cu):
+# built here whenever nvcc is found, skipped (77) where no GPU is present.
+if(HBG_NVCC AND NOT HBG_SANITIZE AND NOT HBG_TSAN)
+  add_custom_command(
+    OUTPUT ${HBG_KERN_OUT}/kern_gpu
+    COMMAND ${HBG_NVCC} -arch=sm_90 -std=c++17 -Werror all-warnings
+            ${HBG_KERNEL_NVCC_FLAGS} -Xcompiler -Wall,-Wextra,-Werror
+            -Xcompiler ${HBG_KERNEL_C_FLAGS} ${HBG_KERN_INC}
+            ${HBG_KERN_SRC}/kern_gpu.cu -o ${HBG_KERN_OUT}/kern_gpu
+    DEPENDS ${HBG_KERN_SRC}/kern_gpu.cu
+            ${PROJECT_SOURCE_DIR}/src/kernels/kern_src.h
+            ${PROJECT_SOURCE_DIR}/include/hbg/hbg_image.h
+    COMMENT "nvcc kern_gpu")
+  add_custom_target(kern_gpu_bin ALL DEPENDS ${HBG_KERN_OUT}/kern_gpu)
+  add_test(NAME kern_gpu COMMAND ${HBG_KERN_OUT}/kern_gpu)
+  set_tests_properties(kern_gpu PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+endif()
