@@ -1,9 +1,10 @@
 /* The scheduling core (src/exec/sched_src.h) without any lock, as GPU CTAs
  * drive it: four threads pop and complete the items of a window of 20000
  * entries (every third a graph of a real Definition, random dependencies on
- * earlier entries). Every item runs exactly once, after every item of the
- * entries it depends on and after its node's producers; the block's size
- * is the one hbg__sched_bytes computed. Run under TSan by `make tsan`. */
+ * earlier entries), twelve times over. Every item runs exactly once, after
+ * every item of the entries it depends on and after its node's producers; the
+ * block's size is the one hbg__sched_bytes computed. Run under TSan by `make
+ * tsan`. */
 #include <pthread.h>
 #include <sched.h>
 
@@ -17,6 +18,7 @@
 
 #define N_TASKS 20000u
 #define THREADS 4
+#define ROUNDS 12
 
 typedef struct world {
   hbg__sched *s;
@@ -94,38 +96,47 @@ int main(void) {
     n_items += w.items[i];
   }
   uint64_t bytes = hbg__sched_bytes(N_TASKS, n_deps, n_nodes);
-  /* a canary past the end: the core stays inside what it asked for */
-  uint8_t *block = aligned_alloc(8, (size_t)bytes + 64);
-  ASSERT(block);
-  memset(block + bytes, 0xA5, 64);
-  w.s = hbg__sched_init(block, N_TASKS, n_deps, n_nodes);
-  for (uint32_t i = 0; i < N_TASKS; i++) {
-    uint32_t bad = 0;
-    ASSERT_OK(hbg__sched_task_set(w.s, i, i % 3 == 0 ? &g : NULL, w.deps[i],
-                                  w.n_deps[i], &bad));
-  }
-  hbg__sched_start(w.s);
-  ASSERT(hbg__sched_ready(w.s) >= 1);
+  uint8_t *block = NULL;
+  /* races show up in some runs only: several rounds */
+  for (int round = 0; round < ROUNDS; round++) {
+    memset(w.ran, 0, sizeof w.ran);
+    memset(w.once, 0, sizeof w.once);
+    w.bad = 0;
+    /* a canary past the end: the core stays inside what it asked for */
+    block = aligned_alloc(8, (size_t)bytes + 64);
+    ASSERT(block);
+    memset(block + bytes, 0xA5, 64);
+    w.s = hbg__sched_init(block, N_TASKS, n_deps, n_nodes);
+    for (uint32_t i = 0; i < N_TASKS; i++) {
+      uint32_t bad = 0;
+      ASSERT_OK(hbg__sched_task_set(w.s, i, i % 3 == 0 ? &g : NULL, w.deps[i],
+                                    w.n_deps[i], &bad));
+    }
+    hbg__sched_start(w.s);
+    ASSERT(hbg__sched_ready(w.s) >= 1);
 
-  pthread_t th[THREADS];
-  for (int t = 0; t < THREADS; t++)
-    ASSERT_EQ(pthread_create(&th[t], NULL, worker, &w), 0);
-  for (int t = 0; t < THREADS; t++)
-    pthread_join(th[t], NULL);
+    pthread_t th[THREADS];
+    for (int t = 0; t < THREADS; t++)
+      ASSERT_EQ(pthread_create(&th[t], NULL, worker, &w), 0);
+    for (int t = 0; t < THREADS; t++)
+      pthread_join(th[t], NULL);
 
-  ASSERT_EQ(w.s->failed, 0);
-  ASSERT(hbg__sched_complete(w.s));
-  ASSERT_UEQ(w.s->items_done, n_items);
-  ASSERT_UEQ(w.s->q_tail, w.s->n_items);
-  ASSERT_UEQ(hbg__sched_ready(w.s), 0);
-  ASSERT_EQ(w.bad, 0);
-  for (uint32_t i = 0; i < N_TASKS; i++) {
-    ASSERT_EQ(w.ran[i], w.items[i]);
-    for (uint32_t j = 0; j < (i % 3 == 0 ? g.hdr.n_nodes : 1); j++)
-      ASSERT_EQ(w.once[i][j], 1);
+    ASSERT_EQ(w.s->failed, 0);
+    ASSERT(hbg__sched_complete(w.s));
+    ASSERT_UEQ(w.s->items_done, n_items);
+    ASSERT_UEQ(w.s->q_tail, w.s->n_items);
+    ASSERT_UEQ(hbg__sched_ready(w.s), 0);
+    ASSERT_EQ(w.bad, 0);
+    for (uint32_t i = 0; i < N_TASKS; i++) {
+      ASSERT_EQ(w.ran[i], w.items[i]);
+      for (uint32_t j = 0; j < (i % 3 == 0 ? g.hdr.n_nodes : 1); j++)
+        ASSERT_EQ(w.once[i][j], 1);
+    }
+    for (int k = 0; k < 64; k++)
+      ASSERT_EQ(block[bytes + k], 0xA5);
+    if (round + 1 < ROUNDS)
+      free(block);
   }
-  for (int k = 0; k < 64; k++)
-    ASSERT_EQ(block[bytes + k], 0xA5);
 
   /* the first failure is kept, later ones dropped */
   hbg__sched_fail(w.s, HBG_E_IMG_CSR, 5, 2);

@@ -260,15 +260,20 @@ static inline HBG__SFN void hbg__sched_push(hbg__sched *s, uint32_t task,
   HBG__SA_STORE64_REL(&s->q[at], (uint64_t)task << 32 | node);
 }
 
-/* Every node without producers of a task whose dependencies are done. */
+/* Every node without producers of a task whose dependencies are done.
+ * Roots are read from the Definition's fan-in rows, not from the live
+ * counters: once the first root is pushed, another thread may run it and
+ * bring a consumer's counter to zero (and push it) while this loop is
+ * still going. */
 static inline HBG__SFN void hbg__sched_task_ready(hbg__sched *s, uint32_t i) {
   const hbg__sched_task *t = &s->task[i];
   if (!t->g) {
     hbg__sched_push(s, i, HBG__SCHED_NONE);
     return;
   }
+  const uint32_t *fp = t->g->def.fanin_ptr; /* rows checked at task_set */
   for (uint32_t j = 0; j < t->g->hdr.n_nodes; j++)
-    if (HBG__SA_LOAD32(&s->fanin[t->node_base + j]) == 0)
+    if (fp[j + 1] == fp[j])
       hbg__sched_push(s, i, j);
 }
 
