@@ -24,6 +24,11 @@
  * reserves its slot with an atomic add on the tail and publishes the item
  * with a release store; a pop claims the head with compare-and-swap and
  * waits (briefly) until its slot is published.
+ *
+ * Under CUDA an item's outputs must be visible device-wide before its
+ * completion is: every thread of the CTA that ran it calls __threadfence()
+ * and then __syncthreads() before one thread calls hbg__sched_done (which
+ * fences again before it counts down).
  */
 #ifndef HBG_EXEC_SCHED_SRC_H
 #define HBG_EXEC_SCHED_SRC_H
@@ -61,6 +66,7 @@
     *(volatile uint64_t *)(p) = (v);                                           \
   } while (0)
 #define HBG__SA_STORE32(p, v) (*(volatile uint32_t *)(p) = (v))
+#define HBG__SA_FENCE() __threadfence()
 static inline __device__ uint64_t hbg__sa_load64_acq(const uint64_t *p) {
   uint64_t v = *(volatile const uint64_t *)p;
   __threadfence();
@@ -81,6 +87,7 @@ static inline __device__ uint64_t hbg__sa_load64_acq(const uint64_t *p) {
 #define HBG__SA_LOAD64_ACQ(p) (*(p))
 #define HBG__SA_STORE64_REL(p, v) (*(p) = (v))
 #define HBG__SA_STORE32(p, v) (*(p) = (v))
+#define HBG__SA_FENCE() ((void)0)
 static inline uint32_t hbg__ss_add32(uint32_t *p, uint32_t v) {
   uint32_t old = *p;
   *p = old + v;
@@ -116,6 +123,8 @@ static inline int hbg__ss_cas32(uint32_t *p, uint32_t expect, uint32_t want) {
 #define HBG__SA_LOAD64_ACQ(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define HBG__SA_STORE64_REL(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 #define HBG__SA_STORE32(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+/* the counts' acq_rel read-modify-writes already order what came before */
+#define HBG__SA_FENCE() ((void)0)
 static inline int hbg__sa_cas64(uint64_t *p, uint64_t expect, uint64_t want) {
   return __atomic_compare_exchange_n(p, &expect, want, 0, __ATOMIC_ACQ_REL,
                                      __ATOMIC_ACQUIRE);
@@ -346,6 +355,7 @@ static inline HBG__SFN void hbg__sched_task_done(hbg__sched *s, uint32_t i) {
  * HBG_IMG_E_CSR at this item. */
 static inline HBG__SFN void hbg__sched_done(hbg__sched *s, uint64_t item) {
   uint32_t i = (uint32_t)(item >> 32), j = (uint32_t)item;
+  HBG__SA_FENCE(); /* the item's outputs before its consumers' counts */
   HBG__SA_ADD64(&s->items_done, (uint64_t)1);
   hbg__sched_task *t = &s->task[i];
   if (j == HBG__SCHED_NONE) {

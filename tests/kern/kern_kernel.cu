@@ -42,6 +42,8 @@ __global__ void drain(hbg__sched *s, const hbg__kcall *calls, int *status) {
       if (hbg__k_values_check(c) == 0 &&
           hbg__k_scratch_floats(c) <= 2 * HBG__K_PARTS + 1024)
         hbg__k_run_cta(c, scratch);
+      __threadfence(); /* outputs visible before the completion */
+      __syncthreads();
       if (threadIdx.x == 0)
         hbg__sched_done(s, item);
     }
