@@ -471,6 +471,49 @@ static void t_order(void) {
   ASSERT(o[0] != e[0] * (1.0f / sum_seq));
 }
 
+/* ATTN in its documented order, the tree reductions over all 256
+ * partials (kern_src.h leaves the empty ones out: same bits), for lengths
+ * under and over 256. */
+static void t_attn_order(void) {
+  enum { HQ = 2, T = 300, D = 8 };
+  static float q[HQ * D], k[T * D], v[T * D], o[HQ * D];
+  fill(q, HQ * D);
+  fill(k, T * D);
+  fill(v, T * D);
+  hbg__ktensor t[4] = {mk(q, 2, DIMS(HQ, D), NULL, IN),
+                       mk(k, 3, DIMS(1, T, D), NULL, IN),
+                       mk(v, 3, DIMS(1, T, D), NULL, IN),
+                       mk(o, 2, DIMS(HQ, D), NULL, OUT)};
+  static const uint32_t lens[] = {1, 5, 255, 256, 257, 300};
+  for (size_t c = 0; c < HBG__ARRAY_LEN(lens); c++) {
+    uint32_t L = lens[c];
+    uint64_t sc[2] = {L, hbg__kernel_f32(0.7f)};
+    ASSERT_OK(hbg__kernel_run(HBG_KERNEL_ATTN, t, 4, sc, 2));
+    for (int h = 0; h < HQ; h++) {
+      static float s[T], e[T];
+      for (uint32_t p = 0; p < L; p++) {
+        float dot = 0.0f;
+        for (int j = 0; j < D; j++)
+          dot += q[h * D + j] * k[p * D + j];
+        s[p] = dot * 0.7f;
+      }
+      float mx = tree(s, L, 1, 1);
+      for (uint32_t p = 0; p < L; p++)
+        e[p] = hbg__k_expf(s[p] - mx);
+      float inv = 1.0f / tree(e, L, 1, 0);
+      for (int j = 0; j < D; j++) {
+        float acc = 0.0f;
+        for (uint32_t p = 0; p < L; p++)
+          acc += e[p] * v[p * D + j];
+        float want = acc * inv;
+        if (memcmp(&want, &o[h * D + j], 4) != 0)
+          T_FAIL("attn L=%u h=%d j=%d: %.9g, documented order %.9g", L, h, j,
+                 (double)o[h * D + j], (double)want);
+      }
+    }
+  }
+}
+
 /* Every kernel gives the same bits whatever the number of lanes sharing
  * it (1 is how the CPU runs it, 256 a CTA), including more lanes than
  * reduction partials and counts that divide nothing. */
@@ -566,6 +609,7 @@ int main(void) {
   t_attn();
   t_bad_args();
   t_order();
+  t_attn_order();
   t_lanes();
   printf("kernels: ok\n");
   return 0;
