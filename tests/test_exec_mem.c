@@ -67,10 +67,30 @@ int main(void) {
   memset(a.mem, 0, ARENA);
   hbg__exec *e;
   hbg__exec_mem none = {.resolve = NULL, .ctx = &a};
-  ASSERT_ERR(hbg__exec_create(NULL, 1, &e), HBG_E_INVAL);
-  ASSERT_ERR(hbg__exec_create(&none, 1, &e), HBG_E_INVAL);
+  ASSERT_ERR(hbg__exec_create(NULL, 1, 1, &e), HBG_E_INVAL);
+  ASSERT_ERR(hbg__exec_create(&none, 1, 1, &e), HBG_E_INVAL);
   hbg__exec_mem mem = {.resolve = arena_resolve, .ctx = &a};
-  ASSERT_OK(hbg__exec_create(&mem, 2, &e));
+  /* HBG_EXEC_WAKE_MIN: a bad value is an error naming the variable, here
+   * and through the sim's open; empty means the default */
+  static const char *bad[] = {"abc", "0", "-3", "4294967296", "12Q"};
+  for (size_t i = 0; i < HBG__ARRAY_LEN(bad); i++) {
+    ASSERT_OK(setenv("HBG_EXEC_WAKE_MIN", bad[i], 1));
+    ASSERT_ERR(hbg__exec_create(&mem, 1, 1, &e), HBG_E_INVAL);
+    ASSERT(strstr(hbg_last_error(), "HBG_EXEC_WAKE_MIN") != NULL);
+    ASSERT(strstr(hbg_last_error(), bad[i]) != NULL);
+    hbg_device *d = NULL;
+    ASSERT_ERR(hbg_device_open("sim", NULL, &d), HBG_E_INVAL);
+    ASSERT(d == NULL);
+    ASSERT(strstr(hbg_device_open_error(), "HBG_EXEC_WAKE_MIN") != NULL);
+  }
+  static const char *good[] = {"", "1", "4K"};
+  for (size_t i = 0; i < HBG__ARRAY_LEN(good); i++) {
+    ASSERT_OK(setenv("HBG_EXEC_WAKE_MIN", good[i], 1));
+    ASSERT_OK(hbg__exec_create(&mem, 1, 1, &e));
+    hbg__exec_destroy(e);
+  }
+  ASSERT_OK(unsetenv("HBG_EXEC_WAKE_MIN"));
+  ASSERT_OK(hbg__exec_create(&mem, 2, 1, &e));
 
   /* fill x = 3; y = x (after it) */
   const uint64_t x = BASE + DATA_AT, y = x + 64;

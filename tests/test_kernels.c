@@ -44,6 +44,26 @@ static void same_bits(const float *a, const float *b, size_t n) {
       T_FAIL("element %zu: %.9g vs %.9g", i, (double)a[i], (double)b[i]);
 }
 
+/* kernels.h's tree reduction of v[0..n) with stride st: 256 partials
+ * over i = p mod 256, then s[p] += s[p + w] for w = 128 .. 1. */
+static float tree(const float *v, uint32_t n, uint32_t st, int max) {
+  float s[256];
+  for (uint32_t p = 0; p < 256; p++) {
+    s[p] = max ? -INFINITY : 0.0f;
+    for (uint32_t i = p; i < n; i += 256) {
+      float x = v[i * st];
+      if (!max)
+        s[p] += x;
+      else if (i == p || x > s[p])
+        s[p] = x;
+    }
+  }
+  for (uint32_t w = 128; w >= 1; w /= 2)
+    for (uint32_t p = 0; p < w; p++)
+      s[p] = max ? (s[p + w] > s[p] ? s[p + w] : s[p]) : s[p] + s[p + w];
+  return s[0];
+}
+
 static void t_elementwise(void) {
   float a[24], b[24], o[24], r[24];
   fill(a, 24);
@@ -63,7 +83,7 @@ static void t_elementwise(void) {
         float x = a[j * 6 + i], y = b[i * 4 + j];
         r[i * 4 + j] = ks[c].op == 0   ? x + y
                        : ks[c].op == 1 ? x * y
-                                       : x / (1.0f + expf(-x)) * y;
+                                       : x / (1.0f + hbg__k_expf(-x)) * y;
       }
     same_bits(o, r, 24);
   }
@@ -122,10 +142,10 @@ static void t_rows(void) {
                        mk(o, 2, DIMS(3, 8), NULL, OUT)};
   ASSERT_OK(hbg__kernel_run(HBG_KERNEL_RMSNORM, t, 3, &eps, 1));
   for (int i = 0; i < 3; i++) {
-    float ss = 0.0f;
+    float sq[8];
     for (int j = 0; j < 8; j++)
-      ss += in[i * 10 + j] * in[i * 10 + j];
-    float inv = 1.0f / sqrtf(ss / 8.0f + 1e-5f);
+      sq[j] = in[i * 10 + j] * in[i * 10 + j];
+    float inv = 1.0f / sqrtf(tree(sq, 8, 1, 0) / 8.0f + 1e-5f);
     for (int j = 0; j < 8; j++)
       r[i * 8 + j] = in[i * 10 + j] * inv * w[j * 2];
   }
@@ -139,11 +159,10 @@ static void t_rows(void) {
                        mk(o, 2, DIMS(3, 8), NULL, OUT)};
   ASSERT_OK(hbg__kernel_run(HBG_KERNEL_SOFTMAX, s, 2, NULL, 0));
   for (int i = 0; i < 3; i++) {
-    float mx = in[i * 10], sum = 0.0f;
-    for (int j = 1; j < 8; j++)
-      mx = in[i * 10 + j] > mx ? in[i * 10 + j] : mx;
+    float mx = tree(&in[i * 10], 8, 1, 1);
     for (int j = 0; j < 8; j++)
-      sum += (r[i * 8 + j] = expf(in[i * 10 + j] - mx));
+      r[i * 8 + j] = hbg__k_expf(in[i * 10 + j] - mx);
+    float sum = tree(&r[i * 8], 8, 1, 0);
     double tot = 0;
     for (int j = 0; j < 8; j++) {
       r[i * 8 + j] *= 1.0f / sum;
@@ -413,6 +432,175 @@ static void t_bad_args(void) {
   ASSERT(hbg__kernel_to_f32(hbg__kernel_f32(3.25f)) == 3.25f);
 }
 
+/* Inputs where the documented order gives other bits than a sequential
+ * sum: a large first value swallows every later one added to it alone. */
+static void t_order(void) {
+  enum { D = 512 };
+  static float in[D], w[D], o[D], sq[D];
+  for (int j = 0; j < D; j++) {
+    in[j] = j == 0 ? 4096.0f : 1.0f; /* squares: 2^24, then 1s */
+    w[j] = 1.0f;
+    sq[j] = in[j] * in[j];
+  }
+  uint64_t eps = hbg__kernel_f32(0.0f);
+  hbg__ktensor t[3] = {mk(in, 1, DIMS(D), NULL, IN), mk(w, 1, DIMS(D), NULL, IN),
+                       mk(o, 1, DIMS(D), NULL, OUT)};
+  ASSERT_OK(hbg__kernel_run(HBG_KERNEL_RMSNORM, t, 3, &eps, 1));
+  float seq = 0.0f;
+  for (int j = 0; j < D; j++)
+    seq += sq[j];
+  float tr = tree(sq, D, 1, 0);
+  ASSERT(seq == 16777216.0f && tr == 16777216.0f + 510.0f);
+  float want = in[1] * (1.0f / sqrtf(tr / (float)D)) * w[1];
+  float seq_o = in[1] * (1.0f / sqrtf(seq / (float)D)) * w[1];
+  ASSERT(want != seq_o);
+  same_bits(&o[1], &want, 1);
+  /* softmax: e^0 = 1 then e^-17 each, below half an ulp of 1 */
+  for (int j = 0; j < D; j++)
+    in[j] = j == 0 ? 0.0f : -17.0f;
+  hbg__ktensor sm[2] = {mk(in, 1, DIMS(D), NULL, IN),
+                        mk(o, 1, DIMS(D), NULL, OUT)};
+  ASSERT_OK(hbg__kernel_run(HBG_KERNEL_SOFTMAX, sm, 2, NULL, 0));
+  float e[D], sum_seq = 0.0f;
+  for (int j = 0; j < D; j++)
+    sum_seq += (e[j] = hbg__k_expf(in[j]));
+  float sum_tree = tree(e, D, 1, 0);
+  ASSERT(sum_seq == 1.0f && sum_tree > 1.0f);
+  float want0 = e[0] * (1.0f / sum_tree);
+  same_bits(&o[0], &want0, 1);
+  ASSERT(o[0] != e[0] * (1.0f / sum_seq));
+}
+
+/* ATTN in its documented order, the tree reductions over all 256
+ * partials (kern_src.h leaves the empty ones out: same bits), for lengths
+ * under and over 256. */
+static void t_attn_order(void) {
+  enum { HQ = 2, T = 300, D = 8 };
+  static float q[HQ * D], k[T * D], v[T * D], o[HQ * D];
+  fill(q, HQ * D);
+  fill(k, T * D);
+  fill(v, T * D);
+  hbg__ktensor t[4] = {mk(q, 2, DIMS(HQ, D), NULL, IN),
+                       mk(k, 3, DIMS(1, T, D), NULL, IN),
+                       mk(v, 3, DIMS(1, T, D), NULL, IN),
+                       mk(o, 2, DIMS(HQ, D), NULL, OUT)};
+  static const uint32_t lens[] = {1, 5, 255, 256, 257, 300};
+  for (size_t c = 0; c < HBG__ARRAY_LEN(lens); c++) {
+    uint32_t L = lens[c];
+    uint64_t sc[2] = {L, hbg__kernel_f32(0.7f)};
+    ASSERT_OK(hbg__kernel_run(HBG_KERNEL_ATTN, t, 4, sc, 2));
+    for (int h = 0; h < HQ; h++) {
+      static float s[T], e[T];
+      for (uint32_t p = 0; p < L; p++) {
+        float dot = 0.0f;
+        for (int j = 0; j < D; j++)
+          dot += q[h * D + j] * k[p * D + j];
+        s[p] = dot * 0.7f;
+      }
+      float mx = tree(s, L, 1, 1);
+      for (uint32_t p = 0; p < L; p++)
+        e[p] = hbg__k_expf(s[p] - mx);
+      float inv = 1.0f / tree(e, L, 1, 0);
+      for (int j = 0; j < D; j++) {
+        float acc = 0.0f;
+        for (uint32_t p = 0; p < L; p++)
+          acc += e[p] * v[p * D + j];
+        float want = acc * inv;
+        if (memcmp(&want, &o[h * D + j], 4) != 0)
+          T_FAIL("attn L=%u h=%d j=%d: %.9g, documented order %.9g", L, h, j,
+                 (double)o[h * D + j], (double)want);
+      }
+    }
+  }
+}
+
+/* Every kernel gives the same bits whatever the number of lanes sharing
+ * it (1 is how the CPU runs it, 256 a CTA), including more lanes than
+ * reduction partials and counts that divide nothing. */
+static void t_lanes(void) {
+  enum { R = 3, D = 600, N = 37, K = 301, HQ = 4, HK = 2, T = 300, HD = 16 };
+  static float a[R * D], b[R * D], w[N * K], x[K], kc[HK * T * HD],
+      vc[HK * T * HD], cs[4 * 32], sn[4 * 32], out[R * D], ref[R * D];
+  fill(a, R * D);
+  fill(b, R * D);
+  fill(w, N * K);
+  fill(x, K);
+  fill(kc, HK * T * HD);
+  fill(vc, HK * T * HD);
+  fill(cs, 4 * 32);
+  fill(sn, 4 * 32);
+  for (int i = 0; i < R * D; i++)
+    a[i] *= 8.0f; /* exp over a wider range */
+  uint64_t f = hbg__kernel_f32(0.75f), eps = hbg__kernel_f32(1e-5f);
+  uint64_t pos = 2, attn[2] = {290, hbg__kernel_f32(0.3f)};
+  struct {
+    uint32_t k, nt, ns;
+    hbg__ktensor t[4];
+    const uint64_t *sc;
+  } cs_[] = {
+      /* general path: a viewed transposed */
+      {HBG_KERNEL_ADD, 3, 0,
+       {mk(a, 2, DIMS(D, R), DIMS(1, D), IN), mk(b, 1, DIMS(R * D), NULL, IN),
+        mk(out, 2, DIMS(D, R), NULL, OUT)},
+       NULL},
+      {HBG_KERNEL_MUL, 3, 0,
+       {mk(a, 1, DIMS(R * D), NULL, IN), mk(b, 1, DIMS(R * D), NULL, IN),
+        mk(out, 1, DIMS(R * D), NULL, OUT)},
+       NULL},
+      {HBG_KERNEL_SILU_MUL, 3, 0,
+       {mk(a, 2, DIMS(D, R), DIMS(1, D), IN), mk(b, 1, DIMS(R * D), NULL, IN),
+        mk(out, 1, DIMS(R * D), NULL, OUT)},
+       NULL},
+      {HBG_KERNEL_COPY, 2, 0,
+       {mk(a, 3, DIMS(R, 20, 30), DIMS(1, 3 * 30, 3), IN),
+        mk(out, 1, DIMS(R * D), NULL, OUT)},
+       NULL},
+      {HBG_KERNEL_SCALE, 2, 1,
+       {mk(a, 1, DIMS(D), DIMS(3), IN), mk(out, 1, DIMS(D), DIMS(2), OUT)},
+       &f},
+      {HBG_KERNEL_FILL, 1, 1, {mk(out, 2, DIMS(R, D / 2), DIMS(D, 2), OUT)}, &f},
+      {HBG_KERNEL_RMSNORM, 3, 1,
+       {mk(a, 2, DIMS(R, D), NULL, IN), mk(b, 1, DIMS(D), NULL, IN),
+        mk(out, 2, DIMS(R, D), NULL, OUT)},
+       &eps},
+      {HBG_KERNEL_SOFTMAX, 2, 0,
+       {mk(a, 2, DIMS(R, D), NULL, IN), mk(out, 2, DIMS(R, D), NULL, OUT)},
+       NULL},
+      {HBG_KERNEL_GEMV, 3, 1,
+       {mk(w, 2, DIMS(N, K), NULL, IN), mk(x, 1, DIMS(K), NULL, IN),
+        mk(out, 1, DIMS(N), DIMS(3), OUT)},
+       &f},
+      {HBG_KERNEL_ROPE, 4, 1,
+       {mk(a, 2, DIMS(5, 64), NULL, IN), mk(cs, 2, DIMS(4, 32), NULL, IN),
+        mk(sn, 2, DIMS(4, 32), NULL, IN), mk(out, 2, DIMS(5, 64), NULL, OUT)},
+       &pos},
+      {HBG_KERNEL_ATTN, 4, 2,
+       {mk(a, 2, DIMS(HQ, HD), NULL, IN),
+        mk(kc, 3, DIMS(HK, T, HD), DIMS(HD, HK * HD, 1), IN),
+        mk(vc, 3, DIMS(HK, T, HD), NULL, IN), mk(out, 2, DIMS(HQ, HD), NULL, OUT)},
+       attn},
+  };
+  static const uint32_t lanes[] = {2, 7, 32, 255, 256, 300};
+  for (size_t c = 0; c < HBG__ARRAY_LEN(cs_); c++) {
+    for (int i = 0; i < R * D; i++)
+      out[i] = 12345.0f;
+    ASSERT_OK(hbg__kernel_run_lanes(cs_[c].k, cs_[c].t, cs_[c].nt, cs_[c].sc,
+                                    cs_[c].ns, 1));
+    memcpy(ref, out, sizeof ref);
+    for (size_t l = 0; l < HBG__ARRAY_LEN(lanes); l++) {
+      for (int i = 0; i < R * D; i++)
+        out[i] = 12345.0f;
+      ASSERT_OK(hbg__kernel_run_lanes(cs_[c].k, cs_[c].t, cs_[c].nt,
+                                      cs_[c].sc, cs_[c].ns, lanes[l]));
+      if (memcmp(out, ref, sizeof ref) != 0)
+        T_FAIL("%s with %u lanes differs from 1 lane",
+               hbg__kernel_name(cs_[c].k), lanes[l]);
+    }
+  }
+  ASSERT_ERR(hbg__kernel_run_lanes(HBG_KERNEL_ADD, cs_[1].t, 3, NULL, 0, 0),
+             HBG_E_INVAL);
+}
+
 int main(void) {
   t_elementwise();
   t_rows();
@@ -420,6 +608,9 @@ int main(void) {
   t_rope();
   t_attn();
   t_bad_args();
+  t_order();
+  t_attn_order();
+  t_lanes();
   printf("kernels: ok\n");
   return 0;
 }

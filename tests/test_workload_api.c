@@ -115,11 +115,12 @@ static void t_detects(const char *name) {
 }
 
 /* Same seed, same outputs on another runtime with other worker counts,
- * waking workers for any ready item (so they run most kernels); another
- * seed, other outputs. */
+ * waking workers for any ready item (so they run most kernels), each
+ * kernel run as 7 lanes (the bits of a 7-thread CTA); another seed, other
+ * outputs. */
 static void t_seed(void) {
   float out[3][256];
-  const char *opts[3] = {"workers=1", "workers=3", "workers=2"};
+  const char *opts[3] = {"workers=1", "workers=3,lanes=7", "workers=2"};
   uint64_t seeds[3] = {7, 7, 8};
   for (int i = 0; i < 3; i++) {
     if (i == 1)

@@ -215,8 +215,13 @@ typedef uint32_t hbg_task_id;
  * order, so two flat tensors need the same element count, not the same
  * shape. Outputs must not overlap inputs, except that the element-wise
  * kernels and ROPE may run in place (output == input, same layout).
- * Reductions run in a fixed order, so results are bit-identical on any
- * thread. Wrong arity, dtype, mode, shape or scalar count is HBG_E_KERNEL.
+ * Reductions run in a fixed order that does not depend on how many threads
+ * share a kernel, and exp is hbg's own (no libm), no operation is fused,
+ * so results are bit-identical on any thread count, CPU or GPU. RMSNORM's
+ * sum of squares and SOFTMAX's and ATTN's maximum and sum are "tree"
+ * reductions: 256 partials (partial p over the elements i = p mod 256, in
+ * ascending i), then s[p] += s[p + w] for w = 128, 64, ..., 1.
+ * Wrong arity, dtype, mode, shape or scalar count is HBG_E_KERNEL.
  *
  *   NOP       any tensors of any dtype, any scalars: does nothing
  *   COPY      [in, out]                 out = in                    (flat)

@@ -5,6 +5,10 @@
 #include <string.h>
 
 #include "common/util.h"
+/* The core runs only under e->mu here (step_locked, hbg__exec_run), so it
+ * needs no atomics of its own (sched_src.h). */
+#define HBG__SCHED_SERIAL 1
+#include "exec/sched_src.h"
 #include "exec/user_kernels.h"
 #include "exec/verdict.h"
 #include "graph/image.h"
@@ -16,6 +20,7 @@
 /* Ready items worth waking a sleeping worker for: kernels here take about
  * a microsecond, a wake-up several (env HBG_EXEC_WAKE_MIN). */
 #define WAKE_MIN 64u
+#define WAKE_MIN_ENV "HBG_EXEC_WAKE_MIN"
 #define BATCH_MAX 32u
 
 typedef struct ablock {
@@ -40,8 +45,6 @@ typedef struct xrange {
 
 typedef struct xtask {
   uint32_t kind;
-  uint32_t pending;          /* unfinished task deps */
-  uint32_t first_out, n_out; /* dependents in run->dep_out */
   uint32_t kernel;
   uint32_t nt, ns;
   hbg__ktensor *t; /* ordinary: args; graph: boundary tensors */
@@ -51,22 +54,16 @@ typedef struct xtask {
   hbg_img_graph g; /* graph: node expansion of this replay */
   uint8_t *heap;
   uint64_t heap_size;
-  uint32_t *node_pending;
-  uint32_t nodes_left;
 } xtask;
 
 typedef struct xrun {
   hbg__exec *e;
   uint32_t n_tasks;
   xtask *tasks;
-  uint32_t *dep_out;
+  hbg__sched *s; /* the scheduling core's state (sched_src.h) */
   xdef **defs;
   uint32_t n_defs, cap_defs;
-  uint64_t *q;
-  uint64_t q_head, q_tail, q_cap;
   uint32_t running;
-  uint32_t tasks_done;
-  uint64_t nodes_done;
   uint64_t defs_verified;
   int error;
   uint32_t err_task, err_node;
@@ -90,6 +87,7 @@ struct hbg__exec {
   ablock *spare; /* arena block kept between launches (under run_mu) */
   hbg__ukernels *uk; /* registered user kernels */
   uint64_t wake_min;
+  uint32_t lanes; /* lanes each built-in kernel runs as */
 };
 
 /* ---- per-launch arena ---- */
@@ -221,7 +219,7 @@ static int run_kernel(hbg__exec *e, uint32_t kernel, const hbg__ktensor *t,
     HBG__TRY(hbg__kernel_check(kernel, t, nt, ns));
     return hbg__ukernels_run(e->uk, kernel, t, nt, sc, ns);
   }
-  return hbg__kernel_run(kernel, t, nt, sc, ns);
+  return hbg__kernel_run_lanes(kernel, t, nt, sc, ns, e->lanes);
 }
 
 static int add_range(xrange **v, uint32_t *n, uint32_t *cap, hbg_devptr a,
@@ -399,9 +397,7 @@ static int prep_graph(xrun *r, const hbg_win_task *wt, xtask *x) {
   x->t = ar_alloc(r, (size_t)nb * sizeof *x->t);
   x->bext = ar_alloc(r, (size_t)nb * sizeof *x->bext);
   x->sc = ar_alloc(r, (size_t)nsc * sizeof *x->sc);
-  x->node_pending = ar_alloc(r, (size_t)nn * sizeof *x->node_pending);
-  HBG__RETURN_IF((nb && (!x->t || !x->bext)) || (nsc && !x->sc) ||
-                     !x->node_pending,
+  HBG__RETURN_IF((nb && (!x->t || !x->bext)) || (nsc && !x->sc),
                  HBG_E_NOMEM);
   /* Boundary tensor i: the Definition's signature i at the Submission's
    * (addr, offset) i, each read once. */
@@ -435,9 +431,7 @@ static int prep_graph(xrun *r, const hbg_win_task *wt, xtask *x) {
   for (uint32_t j = 0; j < nn; j++) {
     hbg_img_node n;
     HBG__TRY(hbg_img_graph_node(&x->g, j, &n));
-    x->node_pending[j] = n.n_fanin;
   }
-  x->nodes_left = nn;
   return 0;
 }
 
@@ -493,52 +487,45 @@ static int prepare(xrun *r, const hbg_dev_launch_desc *l) {
   r->n_tasks = n;
   r->tasks = ar_alloc(r, (size_t)n * sizeof *r->tasks);
   HBG__RETURN_IF(n && !r->tasks, HBG_E_NOMEM);
-  uint64_t n_deps = 0, n_items = 0;
+  uint64_t n_deps = 0, n_nodes = 0;
   for (uint32_t i = 0; i < n; i++) {
     const hbg_win_task *wt = hbg_img_win_task(&wv, i);
     xtask *x = &r->tasks[i];
     r->err_task = i;
     HBG__RETURN_IF(!wt, HBG_E_IMG_REF);
     x->kind = wt->kind;
-    x->pending = wt->n_deps;
     const uint32_t *deps = hbg_img_win_task_deps(wt);
-    for (uint32_t k = 0; k < wt->n_deps; k++) {
+    for (uint32_t k = 0; k < wt->n_deps; k++)
       HBG__RETURN_IF(deps[k] >= i, HBG_E_IMG_CYCLE);
-      r->tasks[deps[k]].n_out++;
-    }
     n_deps += wt->n_deps;
     if (wt->kind == HBG_WIN_GRAPH) {
       HBG__TRY(prep_graph(r, wt, x));
-      n_items += x->nodes_left;
+      n_nodes += x->def->hdr.n_nodes;
     } else {
       HBG__RETURN_IF(wt->kind != HBG_WIN_TASK, HBG_E_IMG_FIELD);
       HBG__TRY(prep_task(r, wt, x));
-      n_items++;
     }
   }
-  r->err_task = NONE;
-  r->dep_out = ar_alloc(r, (size_t)n_deps * sizeof *r->dep_out);
-  r->q = ar_alloc(r, (size_t)n_items * sizeof *r->q);
-  HBG__RETURN_IF((n_deps && !r->dep_out) || (n_items && !r->q), HBG_E_NOMEM);
-  r->q_cap = n_items;
-  uint32_t acc = 0;
-  for (uint32_t i = 0; i < n; i++) {
-    r->tasks[i].first_out = acc;
-    acc += r->tasks[i].n_out;
-    r->tasks[i].n_out = 0;
-  }
+  /* The scheduling core's block, sized from the validated images. */
+  uint64_t bytes = hbg__sched_bytes(n, n_deps, n_nodes);
+  HBG__RETURN_IF(bytes > SIZE_MAX, HBG_E_NOMEM);
+  void *block = ar_alloc(r, (size_t)bytes);
+  HBG__RETURN_IF(!block, HBG_E_NOMEM);
+  r->s = hbg__sched_init(block, n, n_deps, n_nodes);
   for (uint32_t i = 0; i < n; i++) {
     const hbg_win_task *wt = hbg_img_win_task(&wv, i);
-    const uint32_t *deps = hbg_img_win_task_deps(wt);
-    for (uint32_t k = 0; k < wt->n_deps; k++) {
-      xtask *d = &r->tasks[deps[k]];
-      r->dep_out[d->first_out + d->n_out++] = i;
-    }
+    const xtask *x = &r->tasks[i];
+    uint32_t bad;
+    r->err_task = i;
+    HBG__TRY(hbg__sched_task_set(r->s, i, x->kind == HBG_WIN_GRAPH ? &x->g
+                                                                   : NULL,
+                                 hbg_img_win_task_deps(wt), wt->n_deps, &bad));
   }
+  r->err_task = NONE;
   return check_writes(r, l);
 }
 
-/* ---- scheduling (all under e->mu) ---- */
+/* ---- scheduling: the core (sched_src.h), driven under e->mu ---- */
 
 static void fail(xrun *r, int err, uint32_t task, uint32_t node) {
   if (r->error == 0) {
@@ -548,65 +535,14 @@ static void fail(xrun *r, int err, uint32_t task, uint32_t node) {
   }
 }
 
-static void push(xrun *r, uint32_t task, uint32_t node) {
-  if (r->q_tail == r->q_cap) {
-    fail(r, HBG_E_IMG_CSR, task, node);
-    return;
-  }
-  r->q[r->q_tail++] = (uint64_t)task << 32 | node;
-}
-
-static void task_ready(xrun *r, uint32_t i) {
-  xtask *x = &r->tasks[i];
-  if (x->kind == HBG_WIN_TASK) {
-    push(r, i, NONE);
-    return;
-  }
-  for (uint32_t j = 0; j < x->def->hdr.n_nodes; j++)
-    if (x->node_pending[j] == 0)
-      push(r, i, j);
-}
-
-static void task_done(xrun *r, uint32_t i) {
-  xtask *x = &r->tasks[i];
-  r->tasks_done++;
-  for (uint32_t k = 0; k < x->n_out; k++) {
-    uint32_t d = r->dep_out[x->first_out + k];
-    if (--r->tasks[d].pending == 0)
-      task_ready(r, d);
-  }
-}
-
-static void node_done(xrun *r, uint32_t i, uint32_t j) {
-  xtask *x = &r->tasks[i];
-  /* The fan-out row straight from the validated view (under mu: kept
-   * short), bounded by the header copy. */
-  const hbg_img_graph *g = &x->g;
-  uint32_t a = g->def.fanout_ptr[j], b = g->def.fanout_ptr[j + 1];
-  if (b < a || b > g->hdr.n_edges) {
-    fail(r, HBG_E_IMG_CSR, i, j);
-    return;
-  }
-  for (uint32_t k = a; k < b; k++) {
-    uint32_t c = g->def.fanout[k];
-    if (c >= g->hdr.n_nodes || x->node_pending[c] == 0) {
-      fail(r, HBG_E_IMG_CSR, i, j);
-      return;
-    }
-    if (--x->node_pending[c] == 0)
-      push(r, i, c);
-  }
-  if (--x->nodes_left == 0)
-    task_done(r, i);
-}
-
 static void check_finished(xrun *r) {
+  hbg__sched *s = r->s;
   if (r->finished)
     return;
-  if (r->tasks_done == r->n_tasks && r->running == 0) {
+  if (hbg__sched_complete(s) && r->running == 0) {
     r->finished = 1;
-  } else if (r->running == 0 && (r->error || r->q_head == r->q_tail)) {
-    fail(r, HBG_E_IMG_CSR, NONE, NONE);
+  } else if (r->running == 0 && (s->failed || hbg__sched_ready(s) == 0)) {
+    hbg__sched_fail(s, HBG_E_IMG_CSR, NONE, NONE);
     r->finished = 1;
   }
 }
@@ -624,42 +560,37 @@ static int run_item(xrun *r, uint64_t item) {
 }
 
 static void wake(hbg__exec *e, const xrun *r) {
-  if (e->idle && !r->error && r->q_tail - r->q_head >= e->wake_min)
+  if (e->idle && !r->s->failed && hbg__sched_ready(r->s) >= e->wake_min)
     pthread_cond_signal(&e->cv);
 }
 
 /* Pop a share of the ready items (several per lock round trip: kernels
  * are short) and run them; caller holds mu. @return 1 if it ran any. */
 static int step_locked(hbg__exec *e, xrun *r) {
-  uint64_t avail = r->q_tail - r->q_head;
-  if (r->error || avail == 0)
+  hbg__sched *s = r->s;
+  uint64_t avail = hbg__sched_ready(s);
+  if (s->failed || avail == 0)
     return 0;
   uint64_t share = (avail + e->n_threads) / (e->n_threads + 1);
   uint64_t take = HBG__MAX(HBG__MIN(share, (uint64_t)BATCH_MAX), (uint64_t)1);
-  uint64_t first = r->q_head;
-  r->q_head += take;
+  uint64_t items[BATCH_MAX];
+  uint64_t got = 0;
+  while (got < take && hbg__sched_pop(s, &items[got]))
+    got++;
+  take = got;
   r->running++;
   wake(e, r);
   pthread_mutex_unlock(&e->mu);
   uint64_t ran = 0;
   int rc = 0;
-  while (ran < take && (rc = run_item(r, r->q[first + ran])) == 0)
+  while (ran < take && (rc = run_item(r, items[ran])) == 0)
     ran++;
   pthread_mutex_lock(&e->mu);
   r->running--;
-  for (uint64_t k = 0; k < ran && !r->error; k++) {
-    uint64_t item = r->q[first + k];
-    uint32_t i = (uint32_t)(item >> 32), j = (uint32_t)item;
-    r->nodes_done++;
-    if (j == NONE)
-      task_done(r, i);
-    else
-      node_done(r, i, j);
-  }
-  if (rc < 0) {
-    uint64_t item = r->q[first + ran];
-    fail(r, rc, (uint32_t)(item >> 32), (uint32_t)item);
-  }
+  for (uint64_t k = 0; k < ran && !s->failed; k++)
+    hbg__sched_done(s, items[k]);
+  if (rc < 0)
+    hbg__sched_fail(s, rc, (uint32_t)(items[ran] >> 32), (uint32_t)items[ran]);
   wake(e, r);
   check_finished(r);
   if (r->finished)
@@ -705,9 +636,7 @@ int hbg__exec_run(hbg__exec *e, const hbg_dev_launch_desc *l,
     fail(&r, rc, r.err_task, r.err_node);
   } else if (r.n_tasks) {
     pthread_mutex_lock(&e->mu);
-    for (uint32_t i = 0; i < r.n_tasks; i++)
-      if (r.tasks[i].pending == 0)
-        task_ready(&r, i);
+    hbg__sched_start(r.s);
     e->cur = &r;
     wake(e, &r);
     check_finished(&r);
@@ -721,11 +650,13 @@ int hbg__exec_run(hbg__exec *e, const hbg_dev_launch_desc *l,
     e->cur = NULL;
     pthread_mutex_unlock(&e->mu);
   }
+  if (rc == 0 && r.s && r.s->failed)
+    fail(&r, r.s->error, r.s->err_task, r.s->err_node);
   st->error = r.error;
   st->task = r.error ? r.err_task : NONE;
   st->node = r.error ? r.err_node : NONE;
-  st->tasks_done = r.tasks_done;
-  st->nodes_done = r.nodes_done;
+  st->tasks_done = r.s ? r.s->tasks_done : 0;
+  st->nodes_done = r.s ? r.s->items_done : 0;
   st->defs_verified = r.defs_verified;
   free(r.defs);
   free(r.img);
@@ -737,8 +668,24 @@ int hbg__exec_run(hbg__exec *e, const hbg_dev_launch_desc *l,
   return st->error;
 }
 
+/* HBG_EXEC_WAKE_MIN, or WAKE_MIN when unset or empty.
+ * @return 0, or HBG_E_INVAL with the thread's message naming it. */
+static int wake_min_env(uint64_t *out) {
+  const char *s = getenv(WAKE_MIN_ENV);
+  uint64_t v = WAKE_MIN;
+  if (s && *s && (hbg__parse_u64(s, &v) < 0 || v == 0 || v > UINT32_MAX)) {
+    hbg__error_set("%s='%s': want an unsigned integer 1..%u with an "
+                   "optional K, M or G suffix (ready items that wake a "
+                   "sleeping executor worker)",
+                   WAKE_MIN_ENV, s, UINT32_MAX);
+    return HBG_E_INVAL;
+  }
+  *out = v;
+  return 0;
+}
+
 int hbg__exec_create(const hbg__exec_mem *mem, uint32_t workers,
-                     hbg__exec **out) {
+                     uint32_t lanes, hbg__exec **out) {
   HBG__RETURN_IF(!mem || !mem->resolve || !out, HBG_E_INVAL);
   if (workers == 0)
     workers = DEFAULT_WORKERS;
@@ -746,12 +693,13 @@ int hbg__exec_create(const hbg__exec_mem *mem, uint32_t workers,
   if (!e)
     return HBG_E_NOMEM;
   e->mem = *mem;
-  e->wake_min = WAKE_MIN;
-  uint64_t v;
-  if (getenv("HBG_EXEC_WAKE_MIN") &&
-      hbg__env_u64("HBG_EXEC_WAKE_MIN", &v) == 0 && v > 0)
-    e->wake_min = v;
-  int rc = HBG_E_NOMEM;
+  e->lanes = lanes ? lanes : 1;
+  int rc = wake_min_env(&e->wake_min);
+  if (rc < 0) {
+    free(e);
+    return rc;
+  }
+  rc = HBG_E_NOMEM;
   e->threads = calloc(workers, sizeof *e->threads);
   if (!e->threads)
     goto err_threads;

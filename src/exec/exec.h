@@ -33,9 +33,14 @@ typedef struct hbg__exec_mem {
 
 /* A pool of `workers` threads (0 picks 1) runs kernels next to the thread
  * that calls hbg__exec_run. Kernels are short, so a sleeping worker is
- * woken only when at least 64 items are ready (env HBG_EXEC_WAKE_MIN). */
+ * woken only when at least 64 items are ready (env HBG_EXEC_WAKE_MIN,
+ * 1..2^32-1). Each built-in kernel runs as `lanes` (0 picks 1) cooperating
+ * lanes, one after another on its thread, as a CTA of that many threads
+ * would run it (kern_src.h); the bits are the same for every count.
+ * @return 0, HBG_E_INVAL (bad arguments, or HBG_EXEC_WAKE_MIN invalid:
+ * the thread's hbg_last_error() names it), HBG_E_NOMEM, HBG_E_DEVICE. */
 int hbg__exec_create(const hbg__exec_mem *mem, uint32_t workers,
-                     hbg__exec **out);
+                     uint32_t lanes, hbg__exec **out);
 void hbg__exec_destroy(hbg__exec *e); /* accepts NULL */
 
 /* Run one launch to completion on the calling thread (plus workers) and

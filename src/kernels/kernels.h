@@ -1,9 +1,11 @@
 /*
- * Built-in CPU kernels (internal): the sim device's workers and the
- * workloads' host reference call the very same functions. The signature
- * table and hbg__kernel_check are also the host's submit- and record-time
- * checks (hbg__task_kernel_check), so both sides agree on what a kernel
- * takes.
+ * Built-in kernels (internal). Their code is kern_src.h, one source in the
+ * common subset of C11, C++17 and CUDA (the GPU compiles the same text);
+ * this header is the CPU side: the sim device's workers and the workloads'
+ * host reference call the very same functions, so the sim's results equal
+ * the reference bit for bit. The signature table and hbg__kernel_check are
+ * also the host's submit- and record-time checks (hbg__task_kernel_check),
+ * so both sides agree on what a kernel takes.
  *
  * Every tensor is float32 (HBG_DTYPE_F32), 1..HBG_MAX_DIMS dims, no zero
  * dim, strides in elements, at most HBG__KERNEL_MAX_NUMEL elements. Inputs
@@ -13,8 +15,18 @@
  * outputs HBG_ACCESS_OUT. Outputs must not overlap inputs, except that the
  * element-wise kernels and ROPE may run in place (output == input, same
  * layout). f32 scalars travel as the IEEE bits in the low 32 bits of the
- * u64. Reductions run in a fixed order (sequential unless said otherwise),
- * so results are bit-identical on whatever thread runs them.
+ * u64.
+ *
+ * Results do not depend on the number of lanes (threads of a CTA) that run
+ * a kernel: every sum runs in the fixed order given below, the same for 1
+ * lane and for 256. A "tree reduction" is: 256 partials, partial p the sum
+ * (or maximum) of the values v_i with i = p mod 256 in ascending i (empty
+ * partials 0, or -inf for a maximum); then 8 levels, w = 128, 64, ..., 1,
+ * s[p] = s[p] + s[p + w] (maximum: the greater, s[p] on ties and NaN
+ * compares); the result is s[0] (partials past the element count are
+ * empty, +0 or -inf, and change nothing: kern_src.h skips them). exp is
+ * kern_src.h's hbg__k_expf (no libm),
+ * sqrt the correctly rounded IEEE one; no operation is contracted (no FMA).
  *
  *   NOP      any tensors (any dtype), any scalars; does nothing
  *   COPY     in, out                    out = in              (flat)
@@ -22,24 +34,30 @@
  *   MUL      a, b, out                  out = a * b           (flat)
  *   SCALE    in, out; s0 = f32 alpha    out = in * alpha      (flat)
  *   RMSNORM  in[rows][d], w[d], out[rows][d]; s0 = f32 eps
- *            out = in / sqrt(mean(in^2) + eps) * w, per row (rows = the
- *            leading dims; w flat, out the same shape as in)
+ *            out = in * (1 / sqrt(ss / d + eps)) * w, per row (rows = the
+ *            leading dims; w flat, out the same shape as in); ss = the
+ *            tree reduction of in[j]^2.
  *   GEMV     W[n][k], x[k], y[n]; optional s0 = f32 alpha
  *            y[i] = (sum_j W[i][j] * x[j]) [* alpha]  (a dequant scale)
- *            (x and y flat, each of one constant stride). The sum runs in
- *            four lanes l = j % 4 over whole groups of four, the tail into
- *            lane 0, then (l0 + l1) + (l2 + l3).
+ *            (x and y flat, each of one constant stride). One lane per
+ *            row; the sum runs in four partials l = j % 4 over whole
+ *            groups of four, the tail into l0, then (l0 + l1) + (l2 + l3).
  *   ROPE     x[rows][d], cos[P][d/2], sin[P][d/2], out[rows][d];
  *            s0 = position p < P. Rotate-half (NeoX/Qwen) on each row:
  *            out[i] = x[i] c[i] - x[i+d/2] s[i],
  *            out[i+d/2] = x[i+d/2] c[i] + x[i] s[i]   (d even)
  *   SILU_MUL a, b, out                  out = a / (1 + exp(-a)) * b  (flat)
- *   SOFTMAX  in[rows][d], out[rows][d]  softmax over the last dim
+ *   SOFTMAX  in[rows][d], out[rows][d]  softmax over the last dim, per row:
+ *            m = tree maximum of in; out = exp(in - m) * (1 / the tree sum
+ *            of those exps)
  *   ATTN     q[Hq][D], K[Hk][T][D], V[Hk][T][D], out[Hq][D] (ndim 1 / 2
  *            means one head); s0 = length L (1 <= L <= T), optional s1 =
  *            f32 scale (default 1/sqrt(D)). Single-query attention of
- *            head h over K/V head h / (Hq / Hk), positions [0, L);
- *            Hq * T * D at most HBG__KERNEL_MAX_WORK.
+ *            head h over K/V head h / (Hq / Hk), positions [0, L):
+ *            s_p = (sum_j q[j] K[p][j], ascending j) * scale; m = tree
+ *            maximum of s; e_p = exp(s_p - m); out[j] = (sum_p e_p V[p][j],
+ *            ascending p) * (1 / tree sum of e). Hq * T * D at most
+ *            HBG__KERNEL_MAX_WORK.
  *   FILL     out; s0 = f32 value        out = value
  */
 #ifndef HBG_KERNELS_KERNELS_H
@@ -49,16 +67,7 @@
 
 #include <hbg/hbg.h>
 
-#define HBG__KERNEL_MAX_NUMEL (1ull << 26) /* elements per tensor */
-#define HBG__KERNEL_MAX_WORK (1ull << 28)  /* ATTN: heads * positions * dim */
-
-/* A kernel argument: tensor metadata plus the host address of element 0. */
-typedef struct hbg__ktensor {
-  void *data;
-  uint32_t dtype, ndim, mode;
-  uint32_t shape[HBG_MAX_DIMS];
-  uint32_t strides[HBG_MAX_DIMS];
-} hbg__ktensor;
+#include "kernels/kern_src.h"
 
 /* Fill k from a tensor's metadata and element-0 pointer. */
 void hbg__ktensor_from(hbg__ktensor *k, const hbg_tensor *t, void *data);
@@ -83,8 +92,17 @@ int hbg__kernel_check(uint32_t kernel, const hbg__ktensor *t, uint32_t nt,
  * @return 0 or HBG_E_KERNEL. */
 int hbg__task_kernel_check(const hbg_task *t, const char *who);
 
-/* Check everything (as check, plus scalar values) and run the kernel.
- * @return 0 or HBG_E_KERNEL (nothing written then). Thread-safe. */
+/* Check everything (as check, plus scalar values) and run the kernel on
+ * the calling thread, its phases one after another and in each the lanes
+ * 0..n_lanes-1 in turn (kern_src.h); the result is the same for every
+ * n_lanes >= 1. @return 0, HBG_E_KERNEL (nothing written then),
+ * HBG_E_NOMEM (ATTN's scratch over 4096 floats could not be allocated) or
+ * HBG_E_INVAL (n_lanes 0). Thread-safe. */
+int hbg__kernel_run_lanes(uint32_t kernel, const hbg__ktensor *t, uint32_t nt,
+                          const uint64_t *scalars, uint32_t ns,
+                          uint32_t n_lanes);
+
+/* hbg__kernel_run_lanes with one lane (the fastest on a CPU). */
 int hbg__kernel_run(uint32_t kernel, const hbg__ktensor *t, uint32_t nt,
                     const uint64_t *scalars, uint32_t ns);
 

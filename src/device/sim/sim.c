@@ -16,11 +16,12 @@
 #define SIM_DEFAULT_SPIN_US 200
 #define SIM_MAX_SPIN_US 100000
 #define SIM_MAX_WORKERS 256
+#define SIM_MAX_LANES 1024
 
 static _Atomic uint32_t sim_instances;
 
 typedef struct sim_opts {
-  uint64_t mem, chunk, workers, spin;
+  uint64_t mem, chunk, workers, spin, lanes;
   hbg__sim_model model; /* the profile's, then the cost keys over it */
   hbg__sim_model over;  /* cost keys given */
   uint32_t over_mask;   /* which */
@@ -45,6 +46,7 @@ static int parse_opts(hbg_device *dev, const char *opts, sim_opts *o) {
        HBG__SIM_CHUNK_MAX},
       {"workers", offsetof(sim_opts, workers), 1, SIM_MAX_WORKERS},
       {"spin", offsetof(sim_opts, spin), 0, SIM_MAX_SPIN_US},
+      {"lanes", offsetof(sim_opts, lanes), 1, SIM_MAX_LANES},
   };
   for (const char *p = opts; p && *p;) {
     const char *end = strchr(p, ',');
@@ -126,6 +128,7 @@ static int sim_open(hbg_device *dev, const char *options) {
                 .chunk = SIM_DEFAULT_CHUNK,
                 .workers = SIM_DEFAULT_WORKERS,
                 .spin = SIM_DEFAULT_SPIN_US,
+                .lanes = 1,
                 .profile = "none"};
   HBG__TRY(parse_opts(dev, options, &o));
   hbg__sim *s = calloc(1, sizeof *s);
@@ -150,10 +153,11 @@ static int sim_open(hbg_device *dev, const char *options) {
   if (rc < 0)
     goto err_host;
   const hbg__exec_mem mem = {.resolve = exec_resolve, .ctx = s};
-  rc = hbg__exec_create(&mem, s->workers, &s->exec);
+  rc = hbg__exec_create(&mem, s->workers, (uint32_t)o.lanes, &s->exec);
   if (rc < 0) {
+    const char *why = hbg_last_error();
     hbg_device_set_native(dev, rc, "cannot create the executor: %s",
-                          hbg_strerror(rc));
+                          why[0] ? why : hbg_strerror(rc));
     goto err_bounce;
   }
   rc = hbg__sim_engine_start(s);
@@ -235,7 +239,8 @@ const hbg_dev_ops hbg__sim_ops = {
     .abi_version = HBG_DEV_ABI_VERSION,
     .name = "sim",
     .summary = "embedded simulated device: own memory heap, copy-engine "
-               "thread, CPU scheduler (options mem=,chunk=,workers=,spin=us; "
+               "thread, CPU scheduler (options mem=,chunk=,workers=,spin=us,"
+               "lanes=; "
                "cost model profile=none|ascend-a2|h200-pcie5 with overrides "
                "copy_us=,h2d_gbps=,pageable_gbps=,chunk_us=,alloc_us=,"
                "free_us=,free_sync=0|1,launch_us=)",

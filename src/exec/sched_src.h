@@ -1,0 +1,400 @@
+/*
+ * The executor's scheduling core, written once for the CPU and the GPU
+ * (internal): the window's task graph and each graph entry's nodes, fan-in
+ * counted down with atomics, ready items handed out from one queue. Plain C
+ * in the common subset of C11, C++17 and CUDA, like kern_src.h: the sim's
+ * executor (exec.c) compiles it for its CPU workers, nvcc compiles the same
+ * text (tests/kern/). Freestanding: <stdint.h>, <stddef.h>, hbg_image.h.
+ *
+ * All state lives in one block the caller provides, of
+ * hbg__sched_bytes(n_tasks, n_deps, n_nodes) bytes (8-aligned), known
+ * once the window and its Definitions are validated; nothing here
+ * allocates. An item is one ordinary task (node HBG__SCHED_NONE) or one
+ * node of a graph entry: (task << 32) | node.
+ *
+ * Concurrency: the atomics are macros (HBG__SA_*): CUDA's under nvcc,
+ * GCC's __atomic builtins on a CPU, or plain loads and stores when the
+ * includer defines HBG__SCHED_SERIAL because it calls the core under one
+ * lock (the sim's exec.c does). With atomics, after hbg__sched_start, any
+ * number of threads may call
+ * hbg__sched_pop, hbg__sched_done and hbg__sched_fail at once. Each item is
+ * pushed exactly once: a node (a task) becomes ready when its fan-in (its
+ * dependency) count, decremented atomically, reaches zero, which one
+ * decrement alone observes. The queue is an array of n_items slots: a push
+ * reserves its slot with an atomic add on the tail and publishes the item
+ * with a release store; a pop claims the head with compare-and-swap and
+ * waits (briefly) until its slot is published.
+ *
+ * Under CUDA an item's outputs must be visible device-wide before its
+ * completion is: every thread of the CTA that ran it calls __threadfence()
+ * and then __syncthreads() before one thread calls hbg__sched_done (which
+ * fences again before it counts down).
+ */
+#ifndef HBG_EXEC_SCHED_SRC_H
+#define HBG_EXEC_SCHED_SRC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hbg/hbg_image.h>
+
+#if defined(__CUDACC__)
+#define HBG__SFN __host__ __device__
+#else
+#define HBG__SFN
+#endif
+
+/* Atomics: relaxed counters, acquire/release publication. */
+#if defined(__CUDA_ARCH__)
+#define HBG__SA_ADD32(p, v) atomicAdd((unsigned *)(p), (unsigned)(v))
+#define HBG__SA_SUB32(p, v) atomicSub((unsigned *)(p), (unsigned)(v))
+#define HBG__SA_ADD64(p, v)                                                    \
+  ((uint64_t)atomicAdd((unsigned long long *)(p), (unsigned long long)(v)))
+#define HBG__SA_CAS64(p, expect, want)                                         \
+  ((uint64_t)atomicCAS((unsigned long long *)(p),                              \
+                       (unsigned long long)(expect),                           \
+                       (unsigned long long)(want)) == (uint64_t)(expect))
+#define HBG__SA_CAS32(p, expect, want)                                         \
+  (atomicCAS((unsigned *)(p), (unsigned)(expect), (unsigned)(want)) ==         \
+   (unsigned)(expect))
+#define HBG__SA_LOAD32(p) (*(volatile uint32_t *)(p))
+#define HBG__SA_LOAD64(p) (*(volatile uint64_t *)(p))
+#define HBG__SA_LOAD64_ACQ(p) hbg__sa_load64_acq(p)
+#define HBG__SA_STORE64_REL(p, v)                                              \
+  do {                                                                         \
+    __threadfence();                                                           \
+    *(volatile uint64_t *)(p) = (v);                                           \
+  } while (0)
+#define HBG__SA_STORE32(p, v) (*(volatile uint32_t *)(p) = (v))
+#define HBG__SA_FENCE() __threadfence()
+static inline __device__ uint64_t hbg__sa_load64_acq(const uint64_t *p) {
+  uint64_t v = *(volatile const uint64_t *)p;
+  __threadfence();
+  return v;
+}
+#elif defined(HBG__SCHED_SERIAL)
+/* The includer serialises every call of the core (exec.c: under its
+ * mutex), so plain loads and stores do: x86's locked instructions cost the
+ * sim's executor a quarter of its time for nothing. Same lines, same order
+ * of operations; only the macros differ. */
+#define HBG__SA_ADD32(p, v) hbg__ss_add32((p), (v))
+#define HBG__SA_SUB32(p, v) hbg__ss_add32((p), 0u - (uint32_t)(v))
+#define HBG__SA_ADD64(p, v) hbg__ss_add64((p), (v))
+#define HBG__SA_CAS64(p, expect, want) hbg__ss_cas64((p), (expect), (want))
+#define HBG__SA_CAS32(p, expect, want) hbg__ss_cas32((p), (expect), (want))
+#define HBG__SA_LOAD32(p) (*(p))
+#define HBG__SA_LOAD64(p) (*(p))
+#define HBG__SA_LOAD64_ACQ(p) (*(p))
+#define HBG__SA_STORE64_REL(p, v) (*(p) = (v))
+#define HBG__SA_STORE32(p, v) (*(p) = (v))
+#define HBG__SA_FENCE() ((void)0)
+static inline uint32_t hbg__ss_add32(uint32_t *p, uint32_t v) {
+  uint32_t old = *p;
+  *p = old + v;
+  return old;
+}
+static inline uint64_t hbg__ss_add64(uint64_t *p, uint64_t v) {
+  uint64_t old = *p;
+  *p = old + v;
+  return old;
+}
+static inline int hbg__ss_cas64(uint64_t *p, uint64_t expect, uint64_t want) {
+  if (*p != expect)
+    return 0;
+  *p = want;
+  return 1;
+}
+static inline int hbg__ss_cas32(uint32_t *p, uint32_t expect, uint32_t want) {
+  if (*p != expect)
+    return 0;
+  *p = want;
+  return 1;
+}
+#else
+#define HBG__SA_ADD32(p, v) __atomic_fetch_add((p), (v), __ATOMIC_ACQ_REL)
+#define HBG__SA_SUB32(p, v) __atomic_fetch_sub((p), (v), __ATOMIC_ACQ_REL)
+#define HBG__SA_ADD64(p, v) __atomic_fetch_add((p), (v), __ATOMIC_ACQ_REL)
+#define HBG__SA_CAS64(p, expect, want)                                         \
+  hbg__sa_cas64((p), (expect), (want))
+#define HBG__SA_CAS32(p, expect, want)                                         \
+  hbg__sa_cas32((p), (expect), (want))
+#define HBG__SA_LOAD32(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define HBG__SA_LOAD64(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define HBG__SA_LOAD64_ACQ(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define HBG__SA_STORE64_REL(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define HBG__SA_STORE32(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+/* the counts' acq_rel read-modify-writes already order what came before */
+#define HBG__SA_FENCE() ((void)0)
+static inline int hbg__sa_cas64(uint64_t *p, uint64_t expect, uint64_t want) {
+  return __atomic_compare_exchange_n(p, &expect, want, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE);
+}
+static inline int hbg__sa_cas32(uint32_t *p, uint32_t expect, uint32_t want) {
+  return __atomic_compare_exchange_n(p, &expect, want, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE);
+}
+#endif
+
+#define HBG__SCHED_NONE 0xffffffffu
+#define HBG__SCHED_EMPTY 0xffffffffffffffffull /* a queue slot not yet set */
+
+/* Per window entry. */
+typedef struct hbg__sched_task {
+  const hbg_img_graph *g; /* graph entry: its node expansion; NULL: task */
+  const uint32_t *deps;   /* window entries it waits for (all < its id) */
+  uint32_t n_deps;
+  uint32_t pending;    /* unfinished dependencies (atomic) */
+  uint32_t nodes_left; /* graph: unfinished nodes (atomic) */
+  uint32_t first_out, n_out; /* dependents: out[first_out, + n_out) */
+  uint32_t reserved;
+  uint64_t node_base; /* graph: its nodes' fan-in counters at fanin[base] */
+} hbg__sched_task;
+
+typedef struct hbg__sched {
+  uint32_t n_tasks;
+  uint32_t n_deps;
+  uint64_t n_nodes; /* graph nodes of every entry */
+  uint64_t n_items; /* ordinary tasks + graph nodes: queue slots */
+  uint64_t q_head, q_tail; /* atomic */
+  uint64_t items_done;     /* atomic */
+  uint32_t tasks_done;     /* atomic */
+  uint32_t failed;         /* atomic: 0, then 1 once an error is kept */
+  int32_t error;           /* the first error, with its entry and node */
+  uint32_t err_task, err_node;
+  uint32_t reserved;
+  hbg__sched_task *task; /* [n_tasks] */
+  uint32_t *out;         /* [n_deps] dependents, per task in a row */
+  uint32_t *fanin;       /* [n_nodes] unfinished producers (atomic) */
+  uint64_t *q;           /* [n_items] */
+} hbg__sched;
+
+static inline HBG__SFN uint64_t hbg__sched_al8(uint64_t n) {
+  return (n + 7) & ~(uint64_t)7;
+}
+
+/* Bytes of the block for a window of n_tasks entries, n_deps dependencies
+ * in all and n_nodes graph nodes in all (n_items <= n_tasks + n_nodes). */
+static inline HBG__SFN uint64_t hbg__sched_bytes(uint32_t n_tasks,
+                                                 uint64_t n_deps,
+                                                 uint64_t n_nodes) {
+  return hbg__sched_al8(sizeof(hbg__sched)) +
+         hbg__sched_al8((uint64_t)n_tasks * sizeof(hbg__sched_task)) +
+         hbg__sched_al8(n_deps * 4) + hbg__sched_al8(n_nodes * 4) +
+         ((uint64_t)n_tasks + n_nodes) * 8;
+}
+
+/* Lay the block out (every counter zero). Then hbg__sched_task_set for
+ * each entry in order, then hbg__sched_start. */
+static inline HBG__SFN hbg__sched *hbg__sched_init(void *block,
+                                                   uint32_t n_tasks,
+                                                   uint64_t n_deps,
+                                                   uint64_t n_nodes) {
+  uint8_t *p = (uint8_t *)block;
+  uint64_t *w = (uint64_t *)block; /* 8-aligned, a multiple of 8 bytes */
+  uint64_t words = hbg__sched_bytes(n_tasks, n_deps, n_nodes) / 8;
+  for (uint64_t i = 0; i < words; i++)
+    w[i] = 0;
+  hbg__sched *s = (hbg__sched *)block;
+  p += hbg__sched_al8(sizeof *s);
+  s->task = (hbg__sched_task *)p;
+  p += hbg__sched_al8((uint64_t)n_tasks * sizeof(hbg__sched_task));
+  s->out = (uint32_t *)p;
+  p += hbg__sched_al8(n_deps * 4);
+  s->fanin = (uint32_t *)p;
+  p += hbg__sched_al8(n_nodes * 4);
+  s->q = (uint64_t *)p;
+  s->n_tasks = n_tasks;
+  s->err_task = HBG__SCHED_NONE;
+  s->err_node = HBG__SCHED_NONE;
+  return s;
+}
+
+/* Keep the first error (and where); later ones are dropped. */
+static inline HBG__SFN void hbg__sched_fail(hbg__sched *s, int err,
+                                            uint32_t task, uint32_t node) {
+  if (HBG__SA_CAS32(&s->failed, 0u, 1u)) {
+    s->error = err;
+    s->err_task = task;
+    s->err_node = node;
+  }
+}
+
+/* Entry i (in order): g its node expansion (NULL: an ordinary task),
+ * deps its window dependencies. Counts every node's fan-in through
+ * hbg_image.h's iterator. @return 0 or an HBG_IMG_E_* code (the failing
+ * node in *bad_node). */
+static inline HBG__SFN int hbg__sched_task_set(hbg__sched *s, uint32_t i,
+                                               const hbg_img_graph *g,
+                                               const uint32_t *deps,
+                                               uint32_t n_deps,
+                                               uint32_t *bad_node) {
+  hbg__sched_task *t = &s->task[i];
+  t->g = g;
+  t->deps = deps;
+  t->n_deps = n_deps;
+  t->pending = n_deps;
+  for (uint32_t k = 0; k < n_deps; k++) {
+    if (deps[k] >= i)
+      return HBG_IMG_E_CYCLE;
+    s->task[deps[k]].n_out++;
+  }
+  s->n_deps += n_deps;
+  if (!g) {
+    s->n_items++;
+    return 0;
+  }
+  t->node_base = s->n_nodes;
+  t->nodes_left = g->hdr.n_nodes;
+  for (uint32_t j = 0; j < g->hdr.n_nodes; j++) {
+    hbg_img_node n;
+    int rc = hbg_img_graph_node(g, j, &n);
+    if (rc != 0) {
+      *bad_node = j;
+      return rc;
+    }
+    s->fanin[t->node_base + j] = n.n_fanin;
+  }
+  s->n_nodes += g->hdr.n_nodes;
+  s->n_items += g->hdr.n_nodes;
+  return 0;
+}
+
+static inline HBG__SFN void hbg__sched_push(hbg__sched *s, uint32_t task,
+                                            uint32_t node) {
+  uint64_t at = HBG__SA_ADD64(&s->q_tail, (uint64_t)1);
+  if (at >= s->n_items) {
+    hbg__sched_fail(s, HBG_IMG_E_CSR, task, node);
+    return;
+  }
+  HBG__SA_STORE64_REL(&s->q[at], (uint64_t)task << 32 | node);
+}
+
+/* Every node without producers of a task whose dependencies are done.
+ * Roots are read from the Definition's fan-in rows, not from the live
+ * counters: once the first root is pushed, another thread may run it and
+ * bring a consumer's counter to zero (and push it) while this loop is
+ * still going. */
+static inline HBG__SFN void hbg__sched_task_ready(hbg__sched *s, uint32_t i) {
+  const hbg__sched_task *t = &s->task[i];
+  if (!t->g) {
+    hbg__sched_push(s, i, HBG__SCHED_NONE);
+    return;
+  }
+  const uint32_t *fp = t->g->def.fanin_ptr; /* rows checked at task_set */
+  for (uint32_t j = 0; j < t->g->hdr.n_nodes; j++)
+    if (fp[j + 1] == fp[j])
+      hbg__sched_push(s, i, j);
+}
+
+/* After every hbg__sched_task_set: dependents' rows, queue slots, and the
+ * entries without dependencies made ready. Single-threaded. */
+static inline HBG__SFN void hbg__sched_start(hbg__sched *s) {
+  uint32_t acc = 0;
+  for (uint32_t i = 0; i < s->n_tasks; i++) {
+    s->task[i].first_out = acc;
+    acc += s->task[i].n_out;
+    s->task[i].n_out = 0;
+  }
+  for (uint32_t i = 0; i < s->n_tasks; i++) {
+    const hbg__sched_task *t = &s->task[i];
+    for (uint32_t k = 0; k < t->n_deps; k++) {
+      hbg__sched_task *d = &s->task[t->deps[k]];
+      s->out[d->first_out + d->n_out++] = i;
+    }
+  }
+  for (uint64_t k = 0; k < s->n_items; k++)
+    s->q[k] = HBG__SCHED_EMPTY;
+  for (uint32_t i = 0; i < s->n_tasks; i++)
+    if (s->task[i].pending == 0)
+      hbg__sched_task_ready(s, i);
+}
+
+/* Items ready and not yet popped (a snapshot). */
+static inline HBG__SFN uint64_t hbg__sched_ready(const hbg__sched *s) {
+  uint64_t t = HBG__SA_LOAD64(&s->q_tail), h = HBG__SA_LOAD64(&s->q_head);
+  if (t > s->n_items)
+    t = s->n_items;
+  return t > h ? t - h : 0;
+}
+
+/* Claim the next ready item. @return 1 and *item, or 0 when none is
+ * ready now. */
+static inline HBG__SFN int hbg__sched_pop(hbg__sched *s, uint64_t *item) {
+  uint64_t h = HBG__SA_LOAD64(&s->q_head);
+  for (;;) {
+    uint64_t t = HBG__SA_LOAD64(&s->q_tail);
+    if (t > s->n_items)
+      t = s->n_items;
+    if (h >= t)
+      return 0;
+    if (HBG__SA_CAS64(&s->q_head, h, h + 1))
+      break;
+    h = HBG__SA_LOAD64(&s->q_head);
+  }
+  uint64_t v;
+  while ((v = HBG__SA_LOAD64_ACQ(&s->q[h])) == HBG__SCHED_EMPTY) {
+  }
+  *item = v;
+  return 1;
+}
+
+static inline HBG__SFN void hbg__sched_task_done(hbg__sched *s, uint32_t i) {
+  const hbg__sched_task *t = &s->task[i];
+  HBG__SA_ADD32(&s->tasks_done, 1u);
+  for (uint32_t k = 0; k < t->n_out; k++) {
+    uint32_t d = s->out[t->first_out + k];
+    if (HBG__SA_SUB32(&s->task[d].pending, 1u) == 1u)
+      hbg__sched_task_ready(s, d);
+  }
+}
+
+/* Item ran: its consumers' fan-in counts down, the ones reaching zero are
+ * pushed; a graph entry whose last node ran completes, and its dependents
+ * count down in turn. A fan-out row that does not match the fan-in counts
+ * (possible only if the Definition changed under a cached verdict) is
+ * HBG_IMG_E_CSR at this item. */
+static inline HBG__SFN void hbg__sched_done(hbg__sched *s, uint64_t item) {
+  uint32_t i = (uint32_t)(item >> 32), j = (uint32_t)item;
+  HBG__SA_FENCE(); /* the item's outputs before its consumers' counts */
+  HBG__SA_ADD64(&s->items_done, (uint64_t)1);
+  hbg__sched_task *t = &s->task[i];
+  if (j == HBG__SCHED_NONE) {
+    hbg__sched_task_done(s, i);
+    return;
+  }
+  /* The fan-out row straight from the validated view, bounded by the
+   * header copy (hbg_img_graph_node checked the node itself at set-up). */
+  const hbg_img_graph *g = t->g;
+  if (j >= g->hdr.n_nodes) {
+    hbg__sched_fail(s, HBG_IMG_E_CSR, i, j);
+    return;
+  }
+  uint32_t a = g->def.fanout_ptr[j], b = g->def.fanout_ptr[j + 1];
+  if (b < a || b > g->hdr.n_edges) {
+    hbg__sched_fail(s, HBG_IMG_E_CSR, i, j);
+    return;
+  }
+  for (uint32_t k = a; k < b; k++) {
+    uint32_t c = g->def.fanout[k];
+    if (c >= g->hdr.n_nodes) {
+      hbg__sched_fail(s, HBG_IMG_E_CSR, i, j);
+      return;
+    }
+    uint32_t old = HBG__SA_SUB32(&s->fanin[t->node_base + c], 1u);
+    if (old == 0) {
+      hbg__sched_fail(s, HBG_IMG_E_CSR, i, j);
+      return;
+    }
+    if (old == 1)
+      hbg__sched_push(s, i, c);
+  }
+  if (HBG__SA_SUB32(&t->nodes_left, 1u) == 1u)
+    hbg__sched_task_done(s, i);
+}
+
+/* Every entry has completed. */
+static inline HBG__SFN int hbg__sched_complete(const hbg__sched *s) {
+  return HBG__SA_LOAD32(&s->tasks_done) == s->n_tasks;
+}
+
+#endif

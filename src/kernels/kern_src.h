@@ -1,0 +1,796 @@
+/*
+ * The built-in kernels, written once for the CPU and the GPU (internal).
+ *
+ * This file is the kernels' only implementation. It is plain C in the
+ * common subset of C11, C++17 and CUDA: kernels.c includes it for the sim's
+ * workers and the workloads' host reference, and nvcc compiles the same
+ * text as device code (tests/kern/ checks all three). Freestanding: it
+ * includes <stdint.h>, <stddef.h> and hbg_image.h only and calls no C
+ * library function (sqrt is the one hardware operation it names, through
+ * HBG__K_SQRTF; exp, sin and cos are its own, below).
+ *
+ * Bit-exact on both sides requires IEEE binary32/64 arithmetic with every
+ * operation rounded on its own: host compilers build it with
+ * -ffp-contract=off (no fused multiply-add) and FLT_EVAL_METHOD 0 (SSE, not
+ * x87); nvcc needs -fmad=false and its IEEE defaults (-prec-div=true,
+ * -prec-sqrt=true, -ftz=false, no --use_fast_math). CMake keeps these flags
+ * in HBG_KERNEL_C_FLAGS and HBG_KERNEL_NVCC_FLAGS.
+ *
+ * Execution model: a kernel call is a sequence of phases; every phase is
+ * run by n_lanes cooperating lanes (the threads of one CTA), with a barrier
+ * between phases, and all lanes see the same scratch memory
+ * (hbg__k_scratch_floats floats). A lane's share of a phase is
+ * hbg__k_phase(call, phase, lane, n_lanes, scratch). Each phase's result
+ * does not depend on n_lanes or on the order the lanes run in: work is
+ * split into units whose arithmetic is fixed (an output element, a GEMV
+ * row, one of HBG__K_PARTS reduction partials, one node of a reduction
+ * tree), and lanes only choose which units they compute. So the CPU may
+ * run the lanes of a phase one after another (hbg__kernel_run_lanes), and a
+ * CTA runs them at once (hbg__k_run_cta), with the same bits.
+ */
+#ifndef HBG_KERNELS_KERN_SRC_H
+#define HBG_KERNELS_KERN_SRC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hbg/hbg_image.h>
+
+#if defined(__CUDACC__)
+#define HBG__KFN __host__ __device__
+#else
+#define HBG__KFN
+#endif
+
+#if defined(__FLT_EVAL_METHOD__) && __FLT_EVAL_METHOD__ != 0 &&               \
+    !defined(__CUDA_ARCH__)
+#error "the kernels need FLT_EVAL_METHOD 0 (build with SSE math, not x87)"
+#endif
+
+/* Bit casts and the correctly rounded square root of each side. */
+#if defined(__CUDA_ARCH__)
+#define HBG__K_F2U(f) __float_as_uint(f)
+#define HBG__K_U2F(u) __uint_as_float(u)
+#define HBG__K_SQRTF(x) __fsqrt_rn(x)
+#else
+static inline uint32_t hbg__k_f2u(float f) {
+  uint32_t u;
+  __builtin_memcpy(&u, &f, sizeof u);
+  return u;
+}
+static inline float hbg__k_u2f(uint32_t u) {
+  float f;
+  __builtin_memcpy(&f, &u, sizeof f);
+  return f;
+}
+#define HBG__K_F2U(f) hbg__k_f2u(f)
+#define HBG__K_U2F(u) hbg__k_u2f(u)
+#define HBG__K_SQRTF(x) __builtin_sqrtf(x)
+#endif
+
+/* Kernel ids: equal to hbg.h's HBG_KERNEL_* (kernels.c checks). */
+enum {
+  HBG__K_NOP = 0,
+  HBG__K_COPY = 1,
+  HBG__K_ADD = 2,
+  HBG__K_MUL = 3,
+  HBG__K_SCALE = 4,
+  HBG__K_RMSNORM = 5,
+  HBG__K_GEMV = 6,
+  HBG__K_ROPE = 7,
+  HBG__K_SILU_MUL = 8,
+  HBG__K_SOFTMAX = 9,
+  HBG__K_ATTN = 10,
+  HBG__K_FILL = 11
+};
+
+#define HBG__K_PARTS 256u /* partials of every reduction */
+#define HBG__K_LEVELS 8u  /* log2(HBG__K_PARTS): levels of its tree */
+/* Phases per row (RMSNORM), per row (SOFTMAX), per query head (ATTN). */
+#define HBG__K_RMS_PHASES (2u + HBG__K_LEVELS)
+#define HBG__K_SM_PHASES (3u + 2u * HBG__K_LEVELS)
+
+/* A kernel argument: tensor metadata plus the address of element 0. */
+typedef struct hbg__ktensor {
+  void *data;
+  uint32_t dtype, ndim, mode;
+  uint32_t shape[HBG_IMG_MAX_DIMS];
+  uint32_t strides[HBG_IMG_MAX_DIMS];
+} hbg__ktensor;
+
+/* ------------------------------------------------------------------ */
+/* exp, sin, cos                                                       */
+/* ------------------------------------------------------------------ */
+
+/* 2^k for -126 <= k <= 127. */
+static inline HBG__KFN float hbg__k_pow2(int k) {
+  return HBG__K_U2F((uint32_t)(k + 127) << 23);
+}
+
+/* e^x in binary32 arithmetic: k = round(x / ln 2); r = x - k ln2 with ln 2
+ * in two parts (the first of 15 bits, so k * hi is exact); the degree-7
+ * Taylor polynomial of e^r (|r| <= 0.35, truncation below 6e-9
+ * relative); then 2^k in two exact steps, so a subnormal result is rounded
+ * once. Within 1 ulp of the true value for normal results (tests/test_kmath.c
+ * measures it against libm). */
+static inline HBG__KFN float hbg__k_expf(float x) {
+  if (!(x == x))
+    return x + x;
+  if (x > 100.0f)
+    return HBG__K_U2F(0x7f800000u);
+  if (x < -110.0f)
+    return 0.0f;
+  float kf = x * 1.44269502f;
+  int k = (int)(kf + (kf >= 0.0f ? 0.5f : -0.5f));
+  float r = x - (float)k * 0.693145751953125f;
+  r = r - (float)k * 1.42860677e-06f;
+  float q = 1.98412698e-04f;
+  q = q * r + 1.38888889e-03f;
+  q = q * r + 8.33333377e-03f;
+  q = q * r + 4.16666679e-02f;
+  q = q * r + 1.66666672e-01f;
+  q = q * r + 0.5f;
+  float p = 1.0f + (r + (r * r) * q);
+  int k1 = k / 2, k2 = k - k1;
+  return p * hbg__k_pow2(k1) * hbg__k_pow2(k2);
+}
+
+/* sin (cos when want_cos) in binary64 arithmetic, rounded once to float:
+ * k = round(x / (pi/2)); r = x - k pi/2 with pi/2 in three parts (33, 33
+ * and 53 bits: exact products for |k| < 2^20); Taylor polynomials of sin
+ * and cos on |r| <= pi/4 through r^15 and r^16. Within 1 ulp for
+ * |x| <= 2^20; NaN for larger |x| (no long reduction: no kernel needs it),
+ * for infinities and NaN. */
+static inline HBG__KFN float hbg__k_sincosf(float x, int want_cos) {
+  double dx = (double)x;
+  if (!(dx == dx) || dx > 1048576.0 || dx < -1048576.0)
+    return HBG__K_U2F(0x7fc00000u);
+  if (dx == 0.0) /* keeps the sign of a zero */
+    return want_cos ? 1.0f : x;
+  double kd = dx * 0.63661977236758138;
+  int64_t k = (int64_t)(kd + (kd >= 0.0 ? 0.5 : -0.5));
+  double fk = (double)k;
+  double r = dx - fk * 1.5707963267341256;
+  r = r - fk * 6.077100506303966e-11;
+  r = r - fk * 2.0222662487959506e-21;
+  double r2 = r * r;
+  double s = 7.647163731819816e-13;
+  s = s * r2 - 1.6059043836821613e-10;
+  s = s * r2 + 2.505210838544172e-08;
+  s = s * r2 - 2.755731922398589e-06;
+  s = s * r2 + 1.984126984126984e-04;
+  s = s * r2 - 8.333333333333333e-03;
+  s = s * r2 + 1.6666666666666666e-01;
+  double sn = r - r * r2 * s;
+  double c = 4.779477332387385e-14;
+  c = c * r2 - 1.1470745597729725e-11;
+  c = c * r2 + 2.08767569878681e-09;
+  c = c * r2 - 2.755731922398589e-07;
+  c = c * r2 + 2.48015873015873e-05;
+  c = c * r2 - 1.388888888888889e-03;
+  c = c * r2 + 4.1666666666666664e-02;
+  c = c * r2 - 0.5;
+  double cs = 1.0 + r2 * c;
+  uint32_t quad = (uint32_t)(k & 3) + (want_cos ? 1u : 0u);
+  double v = (quad & 1u) ? cs : sn;
+  return (float)((quad & 2u) ? -v : v);
+}
+
+static inline HBG__KFN float hbg__k_sinf(float x) {
+  return hbg__k_sincosf(x, 0);
+}
+static inline HBG__KFN float hbg__k_cosf(float x) {
+  return hbg__k_sincosf(x, 1);
+}
+
+/* ------------------------------------------------------------------ */
+/* Tensor helpers                                                      */
+/* ------------------------------------------------------------------ */
+
+static inline HBG__KFN float hbg__k_f32(uint64_t v) {
+  return HBG__K_U2F((uint32_t)v);
+}
+
+static inline HBG__KFN uint64_t hbg__k_numel(const hbg__ktensor *t) {
+  uint64_t n = 1;
+  for (uint32_t i = 0; i < t->ndim; i++)
+    n *= t->shape[i];
+  return n;
+}
+
+static inline HBG__KFN uint32_t hbg__k_last_dim(const hbg__ktensor *t) {
+  return t->shape[t->ndim - 1];
+}
+
+static inline HBG__KFN int hbg__k_same_shape(const hbg__ktensor *a,
+                                             const hbg__ktensor *b) {
+  if (a->ndim != b->ndim)
+    return 0;
+  for (uint32_t i = 0; i < a->ndim; i++)
+    if (a->shape[i] != b->shape[i])
+      return 0;
+  return 1;
+}
+
+/* One constant stride walks the tensor in row-major order. */
+static inline HBG__KFN int hbg__k_lin_stride(const hbg__ktensor *t,
+                                             uint64_t *stride) {
+  uint64_t s = 0, expect = 0;
+  int seen = 0;
+  for (uint32_t i = t->ndim; i-- > 0;) {
+    if (t->shape[i] == 1)
+      continue;
+    if (!seen) {
+      s = t->strides[i];
+      expect = s * t->shape[i];
+      seen = 1;
+    } else {
+      if (t->strides[i] != expect)
+        return 0;
+      expect *= t->shape[i];
+    }
+  }
+  *stride = seen ? s : 1;
+  return 1;
+}
+
+/* Element 0 of row r (rows: the leading dims, in row-major order). */
+static inline HBG__KFN float *hbg__k_row(const hbg__ktensor *t, uint64_t r) {
+  uint64_t off = 0;
+  for (uint32_t d = t->ndim - 1; d-- > 0;) {
+    off += (r % t->shape[d]) * t->strides[d];
+    r /= t->shape[d];
+  }
+  return (float *)t->data + off;
+}
+
+static inline HBG__KFN uint64_t hbg__k_rows(const hbg__ktensor *t) {
+  return hbg__k_numel(t) / hbg__k_last_dim(t);
+}
+
+/* A position in a tensor's row-major order. */
+typedef struct hbg__kit {
+  uint64_t off;
+  uint32_t ix[HBG_IMG_MAX_DIMS];
+} hbg__kit;
+
+static inline HBG__KFN void hbg__kit_seek(const hbg__ktensor *t, hbg__kit *it,
+                                          uint64_t i) {
+  it->off = 0;
+  for (uint32_t d = t->ndim; d-- > 0;) {
+    it->ix[d] = (uint32_t)(i % t->shape[d]);
+    it->off += (uint64_t)it->ix[d] * t->strides[d];
+    i /= t->shape[d];
+  }
+}
+
+/* Advance by n elements (past the end it wraps; callers stop by count). */
+static inline HBG__KFN void hbg__kit_step(const hbg__ktensor *t, hbg__kit *it,
+                                          uint32_t n) {
+  uint64_t carry = n;
+  for (uint32_t d = t->ndim; d-- > 0 && carry;) {
+    uint64_t v = it->ix[d] + carry;
+    if (v < t->shape[d]) {
+      it->ix[d] = (uint32_t)v;
+      carry = 0;
+    } else {
+      it->ix[d] = (uint32_t)(v % t->shape[d]);
+      carry = v / t->shape[d];
+    }
+  }
+  it->off = 0;
+  for (uint32_t d = 0; d < t->ndim; d++)
+    it->off += (uint64_t)it->ix[d] * t->strides[d];
+}
+
+/* ATTN's dimensions; the one kernel whose work is not linear in its
+ * arguments. @return 0 or HBG_IMG_E_KERNEL. */
+typedef struct hbg__kattn {
+  uint32_t hq, hk, t, d;
+  uint64_t sq0, sq1, so0, so1;
+  uint64_t sk0, sk1, sk2, sv0, sv1, sv2;
+} hbg__kattn;
+
+#define HBG__KERNEL_MAX_NUMEL (1ull << 26) /* elements per tensor */
+#define HBG__KERNEL_MAX_WORK (1ull << 28)  /* ATTN: heads * positions * dim */
+
+static inline HBG__KFN int hbg__k_attn_dims(const hbg__ktensor *t,
+                                            hbg__kattn *a) {
+  const hbg__ktensor *q = &t[0], *k = &t[1], *v = &t[2], *o = &t[3];
+  if (q->ndim < 1 || q->ndim > 2 || k->ndim < 2 || k->ndim > 3)
+    return HBG_IMG_E_KERNEL;
+  if (q->ndim + 1 != k->ndim || !hbg__k_same_shape(k, v) ||
+      !hbg__k_same_shape(q, o))
+    return HBG_IMG_E_KERNEL;
+  int two = q->ndim == 2;
+  a->hq = two ? q->shape[0] : 1;
+  a->d = q->shape[q->ndim - 1];
+  a->sq0 = two ? q->strides[0] : 0;
+  a->sq1 = q->strides[q->ndim - 1];
+  a->so0 = two ? o->strides[0] : 0;
+  a->so1 = o->strides[o->ndim - 1];
+  a->hk = two ? k->shape[0] : 1;
+  a->t = k->shape[k->ndim - 2];
+  a->sk0 = two ? k->strides[0] : 0;
+  a->sk1 = k->strides[k->ndim - 2];
+  a->sk2 = k->strides[k->ndim - 1];
+  a->sv0 = two ? v->strides[0] : 0;
+  a->sv1 = v->strides[v->ndim - 2];
+  a->sv2 = v->strides[v->ndim - 1];
+  if (k->shape[k->ndim - 1] != a->d || a->hq % a->hk != 0)
+    return HBG_IMG_E_KERNEL;
+  if ((uint64_t)a->hq * a->d > HBG__KERNEL_MAX_NUMEL ||
+      (uint64_t)a->hq * a->d * a->t > HBG__KERNEL_MAX_WORK)
+    return HBG_IMG_E_KERNEL;
+  return 0;
+}
+
+/* One built-in kernel call whose arguments passed hbg__kernel_check and
+ * hbg__k_values_check; hbg__k_prepare fills the rest once per call (every
+ * lane's phases read it). */
+typedef struct hbg__kcall {
+  uint32_t kernel;
+  uint32_t nt, ns;
+  const hbg__ktensor *t;
+  const uint64_t *sc;
+  hbg__kattn attn; /* ATTN: its dimensions */
+  float scale;     /* ATTN: s1, or 1 / sqrt(D) */
+} hbg__kcall;
+
+/* The checks that need scalar values (known at run): ROPE's position,
+ * ATTN's length. @return 0 or HBG_IMG_E_KERNEL. */
+static inline HBG__KFN int hbg__k_values_check(const hbg__kcall *c) {
+  hbg__kattn a;
+  switch (c->kernel) {
+  case HBG__K_ROPE:
+    return c->sc[0] < c->t[1].shape[0] ? 0 : HBG_IMG_E_KERNEL;
+  case HBG__K_ATTN:
+    if (hbg__k_attn_dims(c->t, &a) != 0)
+      return HBG_IMG_E_KERNEL;
+    return c->sc[0] >= 1 && c->sc[0] <= a.t ? 0 : HBG_IMG_E_KERNEL;
+  default:
+    return 0;
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* Reductions: HBG__K_PARTS partials, then a fixed tree                */
+/* ------------------------------------------------------------------ */
+
+/* Tree level lvl (1..HBG__K_LEVELS) over s[0, HBG__K_PARTS): with
+ * w = HBG__K_PARTS >> lvl, s[i] = s[i] + s[i + w] for i < w (the units of
+ * this phase; no two touch the same s[i]). After the last, s[0] holds
+ * ((p0 + p128) + (p64 + p192)) + ... .
+ *
+ * Only the first `used` partials hold values (n elements fill
+ * min(n, HBG__K_PARTS)); the others are empty: +0 for a sum of values >= 0
+ * (squares, exponentials), -inf for a maximum. Adding +0 to a partial
+ * (never -0 here) or taking the maximum with -inf leaves it as it is, and
+ * an empty partial only ever meets another empty one (i >= used implies
+ * i + w >= used), so empty partials are neither written nor read: the
+ * bits are the full tree's. */
+static inline HBG__KFN uint32_t hbg__k_tree_live(uint32_t used, uint32_t lvl,
+                                                 uint32_t *w) {
+  uint32_t prev = HBG__K_PARTS >> (lvl - 1);
+  uint32_t u = used < prev ? used : prev;
+  *w = HBG__K_PARTS >> lvl;
+  return u > *w ? u - *w : 0;
+}
+
+static inline HBG__KFN void hbg__k_tree_sum(float *s, uint32_t used,
+                                            uint32_t lvl, uint32_t lane,
+                                            uint32_t n_lanes) {
+  uint32_t w, live = hbg__k_tree_live(used, lvl, &w);
+  for (uint32_t i = lane; i < live; i += n_lanes)
+    s[i] = s[i] + s[i + w];
+}
+
+static inline HBG__KFN void hbg__k_tree_max(float *s, uint32_t used,
+                                            uint32_t lvl, uint32_t lane,
+                                            uint32_t n_lanes) {
+  uint32_t w, live = hbg__k_tree_live(used, lvl, &w);
+  for (uint32_t i = lane; i < live; i += n_lanes)
+    s[i] = s[i + w] > s[i] ? s[i + w] : s[i];
+}
+
+static inline HBG__KFN uint32_t hbg__k_used(uint64_t n) {
+  return n < HBG__K_PARTS ? (uint32_t)n : HBG__K_PARTS;
+}
+
+/* ------------------------------------------------------------------ */
+/* Kernels                                                             */
+/* ------------------------------------------------------------------ */
+
+/* Element-wise (COPY, ADD, MUL, SCALE, SILU_MUL, FILL): t[0..nin) inputs,
+ * t[nin] the output; unit: one output element. */
+static inline HBG__KFN float hbg__k_ew_op(uint32_t k, float a, float b,
+                                          float alpha) {
+  switch (k) {
+  case HBG__K_COPY:
+    return a;
+  case HBG__K_ADD:
+    return a + b;
+  case HBG__K_MUL:
+    return a * b;
+  case HBG__K_SCALE:
+    return a * alpha;
+  case HBG__K_SILU_MUL:
+    return a / (1.0f + hbg__k_expf(-a)) * b;
+  default:
+    return alpha;
+  }
+}
+
+static inline HBG__KFN void hbg__k_ew(const hbg__kcall *c, uint32_t lane,
+                                      uint32_t n_lanes) {
+  uint32_t k = c->kernel;
+  uint32_t nin = c->nt - 1;
+  const hbg__ktensor *t = c->t, *o = &c->t[nin];
+  float alpha = c->ns ? hbg__k_f32(c->sc[0]) : 0.0f;
+  uint64_t n = hbg__k_numel(o), so = 0, sa = 0, sb = 0;
+  int fast = hbg__k_lin_stride(o, &so);
+  if (nin > 0)
+    fast = fast && hbg__k_lin_stride(&t[0], &sa);
+  if (nin > 1)
+    fast = fast && hbg__k_lin_stride(&t[1], &sb);
+  float *po = (float *)o->data;
+  const float *pa = nin > 0 ? (const float *)t[0].data : NULL;
+  const float *pb = nin > 1 ? (const float *)t[1].data : NULL;
+  if (fast) {
+    /* one loop per op: the operation is not decided per element */
+#define HBG__K_EW_LOOP(expr)                                                   \
+  for (uint64_t i = lane; i < n; i += n_lanes) {                               \
+    po[i * so] = (expr);                                                       \
+  }                                                                            \
+  return
+    switch (k) {
+    case HBG__K_COPY:
+      HBG__K_EW_LOOP(pa[i * sa]);
+    case HBG__K_ADD:
+      HBG__K_EW_LOOP(pa[i * sa] + pb[i * sb]);
+    case HBG__K_MUL:
+      HBG__K_EW_LOOP(pa[i * sa] * pb[i * sb]);
+    case HBG__K_SCALE:
+      HBG__K_EW_LOOP(pa[i * sa] * alpha);
+    case HBG__K_SILU_MUL:
+      HBG__K_EW_LOOP(hbg__k_ew_op(HBG__K_SILU_MUL, pa[i * sa], pb[i * sb],
+                                  alpha));
+    default:
+      HBG__K_EW_LOOP(alpha);
+    }
+#undef HBG__K_EW_LOOP
+  }
+  hbg__kit io, ia = {0, {0, 0, 0, 0}}, ib = {0, {0, 0, 0, 0}};
+  hbg__kit_seek(o, &io, lane);
+  if (nin > 0)
+    hbg__kit_seek(&t[0], &ia, lane);
+  if (nin > 1)
+    hbg__kit_seek(&t[1], &ib, lane);
+  for (uint64_t i = lane; i < n; i += n_lanes) {
+    float a = nin > 0 ? pa[ia.off] : 0.0f;
+    float b = nin > 1 ? pb[ib.off] : 0.0f;
+    po[io.off] = hbg__k_ew_op(k, a, b, alpha);
+    hbg__kit_step(o, &io, n_lanes);
+    if (nin > 0)
+      hbg__kit_step(&t[0], &ia, n_lanes);
+    if (nin > 1)
+      hbg__kit_step(&t[1], &ib, n_lanes);
+  }
+}
+
+/* RMSNORM, per row: phase 0, partial p = sum of x[j]^2 over j = p mod 256
+ * in ascending j; phases 1..8, the sum tree; phase 9, out[j] = x[j] * inv
+ * * w[j] with inv = 1 / sqrt(s / d + eps). Unit of phase 9: an element. */
+static inline HBG__KFN void hbg__k_rmsnorm(const hbg__kcall *c, uint64_t ph,
+                                           uint32_t lane, uint32_t n_lanes,
+                                           float *s) {
+  const hbg__ktensor *in = &c->t[0], *w = &c->t[1], *out = &c->t[2];
+  uint32_t d = hbg__k_last_dim(in), used = hbg__k_used(d);
+  uint64_t r = ph / HBG__K_RMS_PHASES;
+  uint32_t sub = (uint32_t)(ph - r * HBG__K_RMS_PHASES);
+  if (sub >= 1 && sub <= HBG__K_LEVELS) {
+    hbg__k_tree_sum(s, used, sub, lane, n_lanes);
+    return;
+  }
+  uint64_t si = in->strides[in->ndim - 1];
+  const float *pi = hbg__k_row(in, r);
+  if (sub == 0) {
+    for (uint32_t p = lane; p < used; p += n_lanes) {
+      float acc = 0.0f;
+      for (uint32_t j = p; j < d; j += HBG__K_PARTS) {
+        float v = pi[j * si];
+        acc = acc + v * v;
+      }
+      s[p] = acc;
+    }
+  } else {
+    uint64_t so = out->strides[out->ndim - 1], sw = 0;
+    hbg__k_lin_stride(w, &sw);
+    const float *pw = (const float *)w->data;
+    float *po = hbg__k_row(out, r);
+    float inv = 1.0f / HBG__K_SQRTF(s[0] / (float)d + hbg__k_f32(c->sc[0]));
+    for (uint32_t j = lane; j < d; j += n_lanes)
+      po[j * so] = pi[j * si] * inv * pw[j * sw];
+  }
+}
+
+/* Max partials (phase base) and the max tree (base+1..base+8) over
+ * v(p), the values of one row or head; shared by SOFTMAX and ATTN. */
+#define HBG__K_NEG_INF HBG__K_U2F(0xff800000u)
+
+/* SOFTMAX, per row: phase 0, partial max of x[j] over j = p mod 256
+ * (first element, then each greater one); 1..8, the max tree (m = s[0]);
+ * 9, out[j] = e^(x[j] - m) and partial sums of them (same partition,
+ * ascending j) into s[256 + p]; 10..17, the sum tree; 18, out[j] *= 1 /
+ * sum. */
+static inline HBG__KFN void hbg__k_softmax(const hbg__kcall *c, uint64_t ph,
+                                           uint32_t lane, uint32_t n_lanes,
+                                           float *s) {
+  const hbg__ktensor *in = &c->t[0], *out = &c->t[1];
+  uint32_t d = hbg__k_last_dim(in), used = hbg__k_used(d);
+  uint64_t r = ph / HBG__K_SM_PHASES;
+  uint32_t sub = (uint32_t)(ph - r * HBG__K_SM_PHASES);
+  if (sub >= 1 && sub <= HBG__K_LEVELS) {
+    hbg__k_tree_max(s, used, sub, lane, n_lanes);
+    return;
+  }
+  if (sub >= HBG__K_LEVELS + 2 && sub <= 2 * HBG__K_LEVELS + 1) {
+    hbg__k_tree_sum(s + HBG__K_PARTS, used, sub - HBG__K_LEVELS - 1, lane,
+                    n_lanes);
+    return;
+  }
+  uint64_t si = in->strides[in->ndim - 1], so = out->strides[out->ndim - 1];
+  const float *pi = hbg__k_row(in, r);
+  float *po = hbg__k_row(out, r);
+  if (sub == 0) {
+    for (uint32_t p = lane; p < used; p += n_lanes) {
+      float m = pi[p * si];
+      for (uint32_t j = p + HBG__K_PARTS; j < d; j += HBG__K_PARTS)
+        if (pi[j * si] > m)
+          m = pi[j * si];
+      s[p] = m;
+    }
+  } else if (sub == HBG__K_LEVELS + 1) {
+    float mx = s[0];
+    for (uint32_t p = lane; p < used; p += n_lanes) {
+      float acc = 0.0f;
+      for (uint32_t j = p; j < d; j += HBG__K_PARTS) {
+        float e = hbg__k_expf(pi[j * si] - mx);
+        po[j * so] = e;
+        acc = acc + e;
+      }
+      s[HBG__K_PARTS + p] = acc;
+    }
+  } else {
+    float inv = 1.0f / s[HBG__K_PARTS];
+    for (uint32_t j = lane; j < d; j += n_lanes)
+      po[j * so] = po[j * so] * inv;
+  }
+}
+
+/* ROPE: unit, one pair (row, i < d/2). */
+static inline HBG__KFN void hbg__k_rope(const hbg__kcall *c, uint32_t lane,
+                                        uint32_t n_lanes) {
+  const hbg__ktensor *x = &c->t[0], *ct = &c->t[1], *st = &c->t[2],
+                     *out = &c->t[3];
+  uint32_t d = hbg__k_last_dim(x), h = d / 2;
+  uint64_t n = hbg__k_rows(x) * h, pos = c->sc[0];
+  uint64_t sx = x->strides[x->ndim - 1], so = out->strides[out->ndim - 1];
+  const float *pc = (const float *)ct->data + pos * ct->strides[0];
+  const float *ps = (const float *)st->data + pos * st->strides[0];
+  uint64_t sc = ct->strides[1], ss = st->strides[1], row = UINT64_MAX;
+  const float *pi = NULL;
+  float *po = NULL;
+  for (uint64_t u = lane; u < n; u += n_lanes) {
+    uint64_t r = u / h;
+    uint32_t i = (uint32_t)(u - r * h);
+    if (r != row) {
+      row = r;
+      pi = hbg__k_row(x, r);
+      po = hbg__k_row(out, r);
+    }
+    float x0 = pi[i * sx], x1 = pi[(i + h) * sx];
+    float cv = pc[i * sc], sv = ps[i * ss];
+    po[i * so] = x0 * cv - x1 * sv;
+    po[(i + h) * so] = x1 * cv + x0 * sv;
+  }
+}
+
+/* GEMV: unit, one output row; its dot product in four partials
+ * l = j mod 4 over whole groups of four, the tail into l0, then
+ * (l0 + l1) + (l2 + l3). */
+static inline HBG__KFN void hbg__k_gemv(const hbg__kcall *c, uint32_t lane,
+                                        uint32_t n_lanes) {
+  const hbg__ktensor *w = &c->t[0], *x = &c->t[1], *y = &c->t[2];
+  uint32_t n = w->shape[0], k = w->shape[1];
+  uint64_t sw0 = w->strides[0], sw1 = w->strides[1], sx = 0, sy = 0;
+  hbg__k_lin_stride(x, &sx);
+  hbg__k_lin_stride(y, &sy);
+  const float *pw = (const float *)w->data, *px = (const float *)x->data;
+  float *py = (float *)y->data;
+  int scaled = c->ns != 0;
+  float alpha = scaled ? hbg__k_f32(c->sc[0]) : 0.0f;
+  for (uint32_t i = lane; i < n; i += n_lanes) {
+    const float *row = pw + i * sw0;
+    float l0 = 0.0f, l1 = 0.0f, l2 = 0.0f, l3 = 0.0f;
+    uint32_t j = 0;
+    if (sw1 == 1 && sx == 1) {
+      for (; j + 4 <= k; j += 4) {
+        l0 = l0 + row[j] * px[j];
+        l1 = l1 + row[j + 1] * px[j + 1];
+        l2 = l2 + row[j + 2] * px[j + 2];
+        l3 = l3 + row[j + 3] * px[j + 3];
+      }
+    } else {
+      for (; j + 4 <= k; j += 4) {
+        l0 = l0 + row[j * sw1] * px[j * sx];
+        l1 = l1 + row[(j + 1) * sw1] * px[(j + 1) * sx];
+        l2 = l2 + row[(j + 2) * sw1] * px[(j + 2) * sx];
+        l3 = l3 + row[(j + 3) * sw1] * px[(j + 3) * sx];
+      }
+    }
+    for (; j < k; j++)
+      l0 = l0 + row[j * sw1] * px[j * sx];
+    float acc = (l0 + l1) + (l2 + l3);
+    py[i * sy] = scaled ? acc * alpha : acc;
+  }
+}
+
+/* ATTN, per query head h (kv head h / (Hq / Hk)), length L: phase 0,
+ * scores s_p = (sum_j q[j] k_p[j], ascending j) * scale into s[512 + p]
+ * and partial maxima over p = q mod 256 into s[q]; 1..8, the max tree
+ * (m = s[0]); 9, e_p = e^(s_p - m) into s[512 + p] and partial sums
+ * (ascending p) into s[256 + q]; 10..17, the sum tree; 18, out[j] =
+ * (sum_p e_p v_p[j], ascending p) * (1 / sum), unit: one j. */
+static inline HBG__KFN void hbg__k_attn(const hbg__kcall *c, uint64_t ph,
+                                        uint32_t lane, uint32_t n_lanes,
+                                        float *s) {
+  uint32_t len = (uint32_t)c->sc[0], used = hbg__k_used(len);
+  uint32_t h = (uint32_t)(ph / HBG__K_SM_PHASES);
+  uint32_t sub = (uint32_t)(ph - (uint64_t)h * HBG__K_SM_PHASES);
+  if (sub >= 1 && sub <= HBG__K_LEVELS) {
+    hbg__k_tree_max(s, used, sub, lane, n_lanes);
+    return;
+  }
+  if (sub >= HBG__K_LEVELS + 2 && sub <= 2 * HBG__K_LEVELS + 1) {
+    hbg__k_tree_sum(s + HBG__K_PARTS, used, sub - HBG__K_LEVELS - 1, lane,
+                    n_lanes);
+    return;
+  }
+  const hbg__kattn *a = &c->attn;
+  float *sc = s + 2 * HBG__K_PARTS;
+  if (sub == 0) {
+    const float *q = (const float *)c->t[0].data + h * a->sq0;
+    const float *kh = (const float *)c->t[1].data +
+                      (h / (a->hq / a->hk)) * a->sk0;
+    float scale = c->scale;
+    for (uint32_t p0 = lane; p0 < used; p0 += n_lanes) {
+      float m = HBG__K_NEG_INF;
+      for (uint32_t p = p0; p < len; p += HBG__K_PARTS) {
+        float dot = 0.0f;
+        for (uint32_t j = 0; j < a->d; j++)
+          dot = dot + q[j * a->sq1] * kh[p * a->sk1 + j * a->sk2];
+        float v = dot * scale;
+        sc[p] = v;
+        if (v > m)
+          m = v;
+      }
+      s[p0] = m;
+    }
+  } else if (sub == HBG__K_LEVELS + 1) {
+    float mx = s[0];
+    for (uint32_t p0 = lane; p0 < used; p0 += n_lanes) {
+      float acc = 0.0f;
+      for (uint32_t p = p0; p < len; p += HBG__K_PARTS) {
+        float e = hbg__k_expf(sc[p] - mx);
+        sc[p] = e;
+        acc = acc + e;
+      }
+      s[HBG__K_PARTS + p0] = acc;
+    }
+  } else {
+    const float *vh = (const float *)c->t[2].data +
+                      (h / (a->hq / a->hk)) * a->sv0;
+    float *o = (float *)c->t[3].data + h * a->so0;
+    float inv = 1.0f / s[HBG__K_PARTS];
+    for (uint32_t j = lane; j < a->d; j += n_lanes) {
+      float acc = 0.0f;
+      for (uint32_t p = 0; p < len; p++)
+        acc = acc + sc[p] * vh[p * a->sv1 + j * a->sv2];
+      o[j * a->so1] = acc * inv;
+    }
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* Entry points                                                        */
+/* ------------------------------------------------------------------ */
+
+/* Once per call, before its phases (by every lane, or once for all). */
+static inline HBG__KFN void hbg__k_prepare(hbg__kcall *c) {
+  if (c->kernel != HBG__K_ATTN || hbg__k_attn_dims(c->t, &c->attn) != 0)
+    return;
+  c->scale = c->ns > 1 ? hbg__k_f32(c->sc[1])
+                       : 1.0f / HBG__K_SQRTF((float)c->attn.d);
+}
+
+/* Phases of a call (0 for NOP). */
+static inline HBG__KFN uint64_t hbg__k_phases(const hbg__kcall *c) {
+  switch (c->kernel) {
+  case HBG__K_NOP:
+    return 0;
+  case HBG__K_RMSNORM:
+    return hbg__k_rows(&c->t[0]) * HBG__K_RMS_PHASES;
+  case HBG__K_SOFTMAX:
+    return hbg__k_rows(&c->t[0]) * HBG__K_SM_PHASES;
+  case HBG__K_ATTN:
+    return (uint64_t)c->attn.hq * HBG__K_SM_PHASES;
+  default:
+    return 1;
+  }
+}
+
+/* Floats of scratch a call needs (shared by its lanes; from the tensor
+ * shapes alone, so an executor can size it before any scalar is known). */
+static inline HBG__KFN uint64_t hbg__k_scratch_floats(const hbg__kcall *c) {
+  hbg__kattn a;
+  switch (c->kernel) {
+  case HBG__K_RMSNORM:
+    return HBG__K_PARTS;
+  case HBG__K_SOFTMAX:
+    return 2 * HBG__K_PARTS;
+  case HBG__K_ATTN:
+    return hbg__k_attn_dims(c->t, &a) == 0 ? 2 * HBG__K_PARTS + a.t : 0;
+  default:
+    return 0;
+  }
+}
+
+/* Lane `lane` of n_lanes (>= 1) does its share of phase ph. */
+static inline HBG__KFN void hbg__k_phase(const hbg__kcall *c, uint64_t ph,
+                                         uint32_t lane, uint32_t n_lanes,
+                                         float *scratch) {
+  switch (c->kernel) {
+  case HBG__K_COPY:
+  case HBG__K_ADD:
+  case HBG__K_MUL:
+  case HBG__K_SCALE:
+  case HBG__K_SILU_MUL:
+  case HBG__K_FILL:
+    hbg__k_ew(c, lane, n_lanes);
+    return;
+  case HBG__K_RMSNORM:
+    hbg__k_rmsnorm(c, ph, lane, n_lanes, scratch);
+    return;
+  case HBG__K_SOFTMAX:
+    hbg__k_softmax(c, ph, lane, n_lanes, scratch);
+    return;
+  case HBG__K_ROPE:
+    hbg__k_rope(c, lane, n_lanes);
+    return;
+  case HBG__K_GEMV:
+    hbg__k_gemv(c, lane, n_lanes);
+    return;
+  case HBG__K_ATTN:
+    hbg__k_attn(c, ph, lane, n_lanes, scratch);
+    return;
+  default:
+    return;
+  }
+}
+
+#if defined(__CUDACC__)
+/* One call run by the calling CTA (every thread of it calls this). */
+static inline __device__ void hbg__k_run_cta(const hbg__kcall *call,
+                                             float *scratch) {
+  hbg__kcall c = *call;
+  hbg__k_prepare(&c);
+  uint64_t n = hbg__k_phases(&c);
+  for (uint64_t ph = 0; ph < n; ph++) {
+    hbg__k_phase(&c, ph, threadIdx.x, blockDim.x, scratch);
+    __syncthreads();
+  }
+}
+#endif
+
+#endif
