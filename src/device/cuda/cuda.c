@@ -2,7 +2,9 @@
  * cuda backend: the CUDA driver API behind the hbg device ops, loaded with
  * dlopen at open (cuda_api.h): libhbg has no link to libcuda or libcudart.
  *
- * The device's primary context is retained while it is open and made
+ * At open the embedded device module is loaded (cuda_module.c) and
+ * unloaded at close. The device's primary context is retained while it is
+ * open and made
  * current on whichever thread calls an op. Synchronous copies run on an
  * internal non-blocking stream followed by a stream synchronize, so they
  * return only once the DMA has landed (a plain cuMemcpyHtoD from pageable
@@ -55,6 +57,12 @@ static int cu_map(CUresult e, int oom) {
   case CUDA_ERROR_SYSTEM_DRIVER_MISMATCH:
   case CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE:
   case CUDA_ERROR_DEVICE_UNAVAILABLE:
+  /* the device cannot run the embedded module (cuModuleLoadData) */
+  case CUDA_ERROR_NO_BINARY_FOR_GPU:
+  case CUDA_ERROR_INVALID_PTX:
+  case CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
+  case CUDA_ERROR_JIT_COMPILER_NOT_FOUND:
+  case CUDA_ERROR_JIT_COMPILATION_DISABLED:
     return HBG_E_UNSUPPORTED;
   case CUDA_ERROR_INVALID_DEVICE:
     return HBG_E_NOTFOUND;
@@ -63,13 +71,19 @@ static int cu_map(CUresult e, int oom) {
   }
 }
 
-int hbg__cu_err(hbg_device *dev, CUresult e, const char *call, int oom) {
+int hbg__cu_err_why(hbg_device *dev, CUresult e, const char *call, int oom,
+                    const char *why) {
   const hbg__cuda *c = impl_of(dev);
   const char *name, *str;
   char fallback[32];
   cu_names(&c->f, e, fallback, &name, &str);
-  hbg_device_set_native(dev, (int64_t)e, "%s: %s: %s", call, name, str);
+  hbg_device_set_native(dev, (int64_t)e, "%s: %s: %s%s%s", call, name, str,
+                        why ? "; " : "", why ? why : "");
   return cu_map(e, oom);
+}
+
+int hbg__cu_err(hbg_device *dev, CUresult e, const char *call, int oom) {
+  return hbg__cu_err_why(dev, e, call, oom, NULL);
 }
 
 int hbg__cu_enter(hbg_device *dev, const hbg__cuda *c) {
@@ -358,8 +372,13 @@ static int cu_open(hbg_device *dev, const char *options) {
     rc = hbg__cu_err(dev, e, "cuStreamCreate", HBG_E_DEVICE);
     goto err_ctx;
   }
+  rc = hbg__cu_module_load(dev, c);
+  if (rc < 0)
+    goto err_sync;
   return 0;
 
+err_sync:
+  (void)c->f.cuStreamDestroy_v2(c->sync);
 err_ctx:
   (void)c->f.cuDevicePrimaryCtxRelease_v2(c->cudev);
 err_lib:
@@ -390,6 +409,7 @@ static void cu_close(hbg_device *dev) {
     else
       cu_note(dev, c->f.cuMemHostUnregister(p), "cuMemHostUnregister");
   }
+  hbg__cu_module_unload(dev, c);
   cu_note(dev, c->f.cuDevicePrimaryCtxRelease_v2(c->cudev),
           "cuDevicePrimaryCtxRelease_v2");
   dlclose(c->lib);
@@ -728,8 +748,9 @@ const hbg_dev_ops hbg__cuda_ops = {
     .abi_version = HBG_DEV_ABI_VERSION,
     .name = "cuda",
     .summary = "CUDA driver API, loaded at open (libcuda.so.1: no CUDA "
-               "library at link time); launch reads the images back and "
-               "verifies them on the host, runs no kernels yet; options "
+               "library at link time) with hbg's embedded sm_90 device "
+               "module; launch reads the images back and verifies them on "
+               "the host, runs no kernels yet; options "
                "device=N, lib=PATH (or HBG_CUDA_LIB)",
     .probe = cu_probe,
     .open = cu_open,
