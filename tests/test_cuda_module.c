@@ -373,11 +373,20 @@ static void test_module_load(void) {
                 "cuModuleLoadData: CUDA_ERROR_NO_BINARY_FOR_GPU") != NULL);
   ASSERT(strstr(hbg_last_error(), "compute capability 8.0") != NULL);
   ASSERT_EQ(mock_live(), 0);
+  char why[512];
+  ASSERT_ERR(hbg_device_find("cuda")->probe(why, sizeof why),
+             HBG_E_UNSUPPORTED); /* hbg devices says why */
+  printf("  CC 8.0, probe: %s\n", why);
+  ASSERT(strstr(why, "cuModuleLoadData: CUDA_ERROR_NO_BINARY_FOR_GPU"));
+  ASSERT(strstr(why, "CC 8.0"));
+  ASSERT_EQ(mock_live(), 0);
   /* A newer device JIT-compiles the PTX. */
   setenv("HBG_MOCK_CUDA_CC", "100", 1);
   ASSERT_OK(hbg_device_open("cuda", NULL, &d));
   hbg_device_close(d);
   unsetenv("HBG_MOCK_CUDA_CC");
+  ASSERT_OK(hbg_device_find("cuda")->probe(why, sizeof why));
+  ASSERT_EQ(mock_live(), 0);
 
   mock_fail("cuModuleLoadData", CUDA_ERROR_INVALID_PTX, 0);
   ASSERT_ERR(hbg_device_open("cuda", NULL, &d), HBG_E_UNSUPPORTED);

@@ -285,6 +285,46 @@ static int cu_describe(const hbg__cu_fns *f, const char *path, char *buf,
   return 0;
 }
 
+/* Device 0 loads hbg's device module (after cu_describe succeeded): else
+ * buf says why not. @return 0 or a mapped driver error. */
+static int cu_probe_module(const hbg__cu_fns *f, char *buf, size_t len) {
+  CUdevice d = 0;
+  CUcontext ctx = NULL, prev = NULL;
+  CUmodule m = NULL;
+  const char *call = "cuDeviceGet";
+  CUresult e = f->cuDeviceGet(&d, 0);
+  if (e == CUDA_SUCCESS) {
+    call = "cuDevicePrimaryCtxRetain";
+    e = f->cuDevicePrimaryCtxRetain(&ctx, d);
+  }
+  if (e == CUDA_SUCCESS) {
+    (void)f->cuCtxGetCurrent(&prev);
+    call = "cuCtxSetCurrent";
+    e = f->cuCtxSetCurrent(ctx);
+    if (e == CUDA_SUCCESS) {
+      call = "cuModuleLoadData";
+      e = f->cuModuleLoadData(&m, hbg__cu_fatbin);
+      if (e == CUDA_SUCCESS)
+        (void)f->cuModuleUnload(m);
+      (void)f->cuCtxSetCurrent(prev);
+    }
+    (void)f->cuDevicePrimaryCtxRelease_v2(d);
+  }
+  if (e == CUDA_SUCCESS)
+    return 0;
+  const char *en, *es;
+  char fallback[32], was[512];
+  cu_names(f, e, fallback, &en, &es);
+  const char *avail = "available: ";
+  snprintf(was, sizeof was, "%s",
+           strncmp(buf, avail, strlen(avail)) ? buf : buf + strlen(avail));
+  snprintf(buf, len,
+           "no usable GPU: %s: %s: %s (hbg's device module: sm_90 cubin + "
+           "compute_90 PTX); %s",
+           call, en, es, was);
+  return cu_map(e, HBG_E_DEVICE);
+}
+
 static int cu_probe(char *buf, size_t len) {
   char dummy[1];
   if (!buf || !len) {
@@ -302,6 +342,8 @@ static int cu_probe(char *buf, size_t len) {
   if (rc < 0)
     return rc;
   rc = cu_describe(&f, path, buf, len);
+  if (rc == 0)
+    rc = cu_probe_module(&f, buf, len);
   dlclose(lib);
   return rc;
 }
