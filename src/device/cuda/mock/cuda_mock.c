@@ -100,6 +100,7 @@ typedef struct op {
 
 struct CUmod_st {
   int loaded;
+  struct CUmod_st *next; /* every loaded module, like the driver's table */
 };
 
 struct CUgraph_st {
@@ -146,6 +147,7 @@ static long n_streams, n_events, n_modules, n_graphs, n_execs;
 static long kernels_run;
 static int held;
 static struct CUevent_st *events;
+static struct CUmod_st *modules;
 
 static int env_int(const char *name, int def) {
   const char *v = getenv(name);
@@ -925,6 +927,8 @@ MOCK_EXPORT CUresult cuModuleLoadData(CUmodule *m, const void *image) {
   mod->loaded = 1;
   pthread_mutex_lock(&mu);
   n_modules++;
+  mod->next = modules;
+  modules = mod;
   pthread_mutex_unlock(&mu);
   *m = mod;
   return CUDA_SUCCESS;
@@ -936,6 +940,11 @@ MOCK_EXPORT CUresult cuModuleUnload(CUmodule m) {
     return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&mu);
   n_modules--;
+  for (struct CUmod_st **pp = &modules; *pp; pp = &(*pp)->next)
+    if (*pp == m) {
+      *pp = m->next;
+      break;
+    }
   pthread_mutex_unlock(&mu);
   free(m);
   return CUDA_SUCCESS;
