@@ -18,7 +18,8 @@
 #   LD_LIBRARY_PATH. --carried forces that path even where the system has
 #   the packages (how it is checked on a machine without a GPU).
 #   Needs there: cmake, a C compiler, pkg-config, dpkg, the CUDA toolkit
-#   (headers; /usr/local/cuda) and the NVIDIA driver (libcuda.so.1).
+#   (headers, and nvcc for the embedded device module; /usr/local/cuda) and
+#   the NVIDIA driver (libcuda.so.1).
 #
 # Steps, each with a time limit inside the 5-minute budget:
 #   1. configure + build (Release) with the cuda backend required
