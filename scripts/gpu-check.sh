@@ -18,13 +18,18 @@
 #   LD_LIBRARY_PATH. --carried forces that path even where the system has
 #   the packages (how it is checked on a machine without a GPU).
 #   Needs there: cmake, a C compiler, pkg-config, dpkg, the CUDA toolkit
-#   (headers; /usr/local/cuda) and the NVIDIA driver (libcuda.so.1).
+#   (headers, and nvcc for the embedded device module; /usr/local/cuda) and
+#   the NVIDIA driver (libcuda.so.1).
 #
 # Steps, each with a time limit inside the 5-minute budget:
 #   1. configure + build (Release) with the cuda backend required
 #   2. nvidia-smi and `hbg devices`
 #   3. the CUDA tests (ctest -R cuda): every one must run, none may skip;
-#      hbg selfcheck (pinned vs pageable synchronous copies)
+#      the device module on the GPU (tests/test_cuda_module: the embedded
+#      sm_90 module loads at open, its image-check kernel gives the expected
+#      verdicts, a captured CUDA graph of it replays);
+#      hbg selfcheck (pinned vs pageable synchronous copies at 2.5 KB,
+#      130 KB and 5 MB: a Submission, a baseline Submission, a whole bind)
 #   4. a first tiny bind: one layer, one bind (hbg bench --layers 1)
 #   5. hbg bench --device cuda on qwen3-14b and dsv4, every policy
 #   6. compute-sanitizer memcheck on one short bench run (when installed)
@@ -248,6 +253,19 @@ else
   row "ctest -R cuda" FAIL "${line:-rc $rc}, see $(log ctest)" $(($(date +%s) - t0))
 fi
 
+# ---- 3a. the device module on the device ----
+step "device module (test_cuda_module)"
+t0=$(date +%s)
+run_to module "$(cap 60)" "$BUILD/tests/test_cuda_module"
+rc=$?
+if [ $rc -eq 0 ]; then
+  row "device module" ok "$(grep -m1 'cuda device module on' "$(log module)"); $(grep -c '^  ' "$(log module)") checks passed" $(($(date +%s) - t0))
+elif [ $rc -eq 77 ]; then
+  row "device module" SKIPPED "$(head -1 "$(log module)")" $(($(date +%s) - t0))
+else
+  row "device module" FAIL "rc $rc: $(grep -m1 -e 'test_cuda_module.c' -e SKIP "$(log module)")" $(($(date +%s) - t0))
+fi
+
 # bench_row NAME LOG JSON RC SECONDS
 bench_row() {
   local name=$1 lg=$2 js=$3 rc=$4 secs=$5
@@ -266,16 +284,18 @@ bench_row() {
 }
 
 # ---- 3b. per-copy self-check: pinned vs pageable sync H2D, D2H readback ----
-step "hbg selfcheck --device cuda"
-t0=$(date +%s)
-run_to selfcheck "$(cap 30)" "$HBG" selfcheck --device cuda \
-  --iters "$([ "$MOCK" = 1 ] && echo 20 || echo 500)"
-rc=$?
-if [ $rc -eq 0 ]; then
-  row "hbg selfcheck" ok "$(grep -iE 'pinned|pageable' "$(log selfcheck)" | head -2 | tr -s ' ' | tr '\n' ';')" $(($(date +%s) - t0))
-else
-  row "hbg selfcheck" FAIL "rc $rc, see $(log selfcheck)" $(($(date +%s) - t0))
-fi
+for size in 2560 130K 5M; do
+  step "hbg selfcheck --device cuda --size $size"
+  t0=$(date +%s)
+  run_to "selfcheck-$size" "$(cap 30)" "$HBG" selfcheck --device cuda \
+    --size "$size" --iters "$([ "$MOCK" = 1 ] && echo 20 || echo 500)"
+  rc=$?
+  if [ $rc -eq 0 ]; then
+    row "hbg selfcheck $size" ok "$(grep -iE 'pinned|pageable' "$(log "selfcheck-$size")" | head -2 | tr -s ' ' | tr '\n' ';')" $(($(date +%s) - t0))
+  else
+    row "hbg selfcheck $size" FAIL "rc $rc, see $(log "selfcheck-$size")" $(($(date +%s) - t0))
+  fi
+done
 
 # ---- 4. first tiny bind ----
 step "first tiny bind"

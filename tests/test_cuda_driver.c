@@ -3,8 +3,9 @@
  * to its HBG_E_* with the native code and message kept (device and
  * runtime); ops work from any thread (the context is made current); a
  * failure injected at each driver call the ops make is reported naming the
- * call and leaks nothing. Skips (77) unless HBG_CUDA_LIB names the
- * stand-in. */
+ * call and leaks nothing (the device module's load, entry lookup, check
+ * kernel launch and unload included). Skips (77) unless HBG_CUDA_LIB names
+ * the stand-in. */
 #include <hbg/hbg.h>
 #include <hbg/hbg_device.h>
 
@@ -17,6 +18,10 @@
 #include <unistd.h>
 
 #include "test.h"
+
+#ifdef HBG_HAVE_CUDA
+#include "device/cuda/cuda_internal.h" /* hbg__cu_check_window */
+#endif
 
 /* CUresult values (pinned by the driver's ABI). */
 #define CU_INVALID_VALUE 1
@@ -258,7 +263,11 @@ static const char *const calls[] = {
     "cuStreamSynchronize", "cuEventCreate", "cuEventRecord", "cuEventQuery",
     "cuEventSynchronize", "cuEventDestroy_v2", "cuMemFree_v2",
     "cuMemHostUnregister", "cuMemFreeHost", "cuStreamDestroy_v2",
-    "cuDevicePrimaryCtxRelease_v2",
+    "cuDevicePrimaryCtxRelease_v2", "cuModuleLoadData", "cuModuleGetFunction",
+    "cuModuleUnload",
+#ifdef HBG_HAVE_CUDA
+    "cuLaunchKernel",
+#endif
 };
 
 static char first_msg[512];
@@ -313,6 +322,10 @@ static int scenario(const char **where, hbg_device **dout) {
                                .window_bytes = 8,
                                .status = st};
       STEP("launch", hbg_dev_launch(d, q, &l));
+#ifdef HBG_HAVE_CUDA
+      /* The device module's check kernel (a verdict, not an error). */
+      STEP("check_window", hbg__cu_check_window(d, q, p, 8, st));
+#endif
     }
   }
   if (q && ev) {
@@ -350,6 +363,7 @@ static int run(const char **where) {
  * user allocations whose free failed stay registered and close frees them. */
 static int leaks_by_design(const char *call) {
   return !strcmp(call, "cuStreamDestroy_v2") ||
+         !strcmp(call, "cuModuleUnload") ||
          !strcmp(call, "cuMemFreeHost") ||
          !strcmp(call, "cuEventDestroy_v2") ||
          !strcmp(call, "cuDevicePrimaryCtxRelease_v2");

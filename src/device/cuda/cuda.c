@@ -2,7 +2,9 @@
  * cuda backend: the CUDA driver API behind the hbg device ops, loaded with
  * dlopen at open (cuda_api.h): libhbg has no link to libcuda or libcudart.
  *
- * The device's primary context is retained while it is open and made
+ * At open the embedded device module is loaded (cuda_module.c) and
+ * unloaded at close. The device's primary context is retained while it is
+ * open and made
  * current on whichever thread calls an op. Synchronous copies run on an
  * internal non-blocking stream followed by a stream synchronize, so they
  * return only once the DMA has landed (a plain cuMemcpyHtoD from pageable
@@ -55,6 +57,12 @@ static int cu_map(CUresult e, int oom) {
   case CUDA_ERROR_SYSTEM_DRIVER_MISMATCH:
   case CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE:
   case CUDA_ERROR_DEVICE_UNAVAILABLE:
+  /* the device cannot run the embedded module (cuModuleLoadData) */
+  case CUDA_ERROR_NO_BINARY_FOR_GPU:
+  case CUDA_ERROR_INVALID_PTX:
+  case CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
+  case CUDA_ERROR_JIT_COMPILER_NOT_FOUND:
+  case CUDA_ERROR_JIT_COMPILATION_DISABLED:
     return HBG_E_UNSUPPORTED;
   case CUDA_ERROR_INVALID_DEVICE:
     return HBG_E_NOTFOUND;
@@ -63,13 +71,19 @@ static int cu_map(CUresult e, int oom) {
   }
 }
 
-int hbg__cu_err(hbg_device *dev, CUresult e, const char *call, int oom) {
+int hbg__cu_err_why(hbg_device *dev, CUresult e, const char *call, int oom,
+                    const char *why) {
   const hbg__cuda *c = impl_of(dev);
   const char *name, *str;
   char fallback[32];
   cu_names(&c->f, e, fallback, &name, &str);
-  hbg_device_set_native(dev, (int64_t)e, "%s: %s: %s", call, name, str);
+  hbg_device_set_native(dev, (int64_t)e, "%s: %s: %s%s%s", call, name, str,
+                        why ? "; " : "", why ? why : "");
   return cu_map(e, oom);
+}
+
+int hbg__cu_err(hbg_device *dev, CUresult e, const char *call, int oom) {
+  return hbg__cu_err_why(dev, e, call, oom, NULL);
 }
 
 int hbg__cu_enter(hbg_device *dev, const hbg__cuda *c) {
@@ -271,6 +285,46 @@ static int cu_describe(const hbg__cu_fns *f, const char *path, char *buf,
   return 0;
 }
 
+/* Device 0 loads hbg's device module (after cu_describe succeeded): else
+ * buf says why not. @return 0 or a mapped driver error. */
+static int cu_probe_module(const hbg__cu_fns *f, char *buf, size_t len) {
+  CUdevice d = 0;
+  CUcontext ctx = NULL, prev = NULL;
+  CUmodule m = NULL;
+  const char *call = "cuDeviceGet";
+  CUresult e = f->cuDeviceGet(&d, 0);
+  if (e == CUDA_SUCCESS) {
+    call = "cuDevicePrimaryCtxRetain";
+    e = f->cuDevicePrimaryCtxRetain(&ctx, d);
+  }
+  if (e == CUDA_SUCCESS) {
+    (void)f->cuCtxGetCurrent(&prev);
+    call = "cuCtxSetCurrent";
+    e = f->cuCtxSetCurrent(ctx);
+    if (e == CUDA_SUCCESS) {
+      call = "cuModuleLoadData";
+      e = f->cuModuleLoadData(&m, hbg__cu_fatbin);
+      if (e == CUDA_SUCCESS)
+        (void)f->cuModuleUnload(m);
+      (void)f->cuCtxSetCurrent(prev);
+    }
+    (void)f->cuDevicePrimaryCtxRelease_v2(d);
+  }
+  if (e == CUDA_SUCCESS)
+    return 0;
+  const char *en, *es;
+  char fallback[32], was[512];
+  cu_names(f, e, fallback, &en, &es);
+  const char *avail = "available: ";
+  snprintf(was, sizeof was, "%s",
+           strncmp(buf, avail, strlen(avail)) ? buf : buf + strlen(avail));
+  snprintf(buf, len,
+           "no usable GPU: %s: %s: %s (hbg's device module: sm_90 cubin + "
+           "compute_90 PTX); %s",
+           call, en, es, was);
+  return cu_map(e, HBG_E_DEVICE);
+}
+
 static int cu_probe(char *buf, size_t len) {
   char dummy[1];
   if (!buf || !len) {
@@ -288,6 +342,8 @@ static int cu_probe(char *buf, size_t len) {
   if (rc < 0)
     return rc;
   rc = cu_describe(&f, path, buf, len);
+  if (rc == 0)
+    rc = cu_probe_module(&f, buf, len);
   dlclose(lib);
   return rc;
 }
@@ -358,8 +414,13 @@ static int cu_open(hbg_device *dev, const char *options) {
     rc = hbg__cu_err(dev, e, "cuStreamCreate", HBG_E_DEVICE);
     goto err_ctx;
   }
+  rc = hbg__cu_module_load(dev, c);
+  if (rc < 0)
+    goto err_sync;
   return 0;
 
+err_sync:
+  (void)c->f.cuStreamDestroy_v2(c->sync);
 err_ctx:
   (void)c->f.cuDevicePrimaryCtxRelease_v2(c->cudev);
 err_lib:
@@ -390,6 +451,7 @@ static void cu_close(hbg_device *dev) {
     else
       cu_note(dev, c->f.cuMemHostUnregister(p), "cuMemHostUnregister");
   }
+  hbg__cu_module_unload(dev, c);
   cu_note(dev, c->f.cuDevicePrimaryCtxRelease_v2(c->cudev),
           "cuDevicePrimaryCtxRelease_v2");
   dlclose(c->lib);
@@ -728,8 +790,9 @@ const hbg_dev_ops hbg__cuda_ops = {
     .abi_version = HBG_DEV_ABI_VERSION,
     .name = "cuda",
     .summary = "CUDA driver API, loaded at open (libcuda.so.1: no CUDA "
-               "library at link time); launch reads the images back and "
-               "verifies them on the host, runs no kernels yet; options "
+               "library at link time) with hbg's embedded sm_90 device "
+               "module; launch reads the images back and verifies them on "
+               "the host, runs no kernels yet; options "
                "device=N, lib=PATH (or HBG_CUDA_LIB)",
     .probe = cu_probe,
     .open = cu_open,

@@ -51,12 +51,8 @@
   X(CUresult, cuEventRecord, (CUevent hEvent, CUstream hStream))               \
   X(CUresult, cuEventQuery, (CUevent hEvent))                                  \
   X(CUresult, cuEventSynchronize, (CUevent hEvent))                            \
-  X(CUresult, cuEventDestroy_v2, (CUevent hEvent))
-
-/* Resolved at open when present, NULL otherwise (the ops do not use them
- * yet): device code loading and launch, stream capture into CUDA graphs,
- * event timing. */
-#define HBG__CU_OPTIONAL_SYMBOLS(X)                                            \
+  X(CUresult, cuEventDestroy_v2, (CUevent hEvent))                            \
+  /* the embedded device module (cuda_module.c) */                             \
   X(CUresult, cuModuleLoadData, (CUmodule * module, const void *image))        \
   X(CUresult, cuModuleUnload, (CUmodule hmod))                                 \
   X(CUresult, cuModuleGetFunction,                                             \
@@ -66,6 +62,7 @@
      unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,    \
      unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,    \
      void **kernelParams, void **extra))                                       \
+  /* stream capture into CUDA graphs (the cuda-graph bench arm) */             \
   X(CUresult, cuStreamBeginCapture_v2,                                         \
     (CUstream hStream, CUstreamCaptureMode mode))                              \
   X(CUresult, cuStreamEndCapture, (CUstream hStream, CUgraph * phGraph))       \
@@ -73,7 +70,10 @@
     (CUgraphExec * phGraphExec, CUgraph hGraph, unsigned long long flags))     \
   X(CUresult, cuGraphLaunch, (CUgraphExec hGraphExec, CUstream hStream))       \
   X(CUresult, cuGraphExecDestroy, (CUgraphExec hGraphExec))                    \
-  X(CUresult, cuGraphDestroy, (CUgraph hGraph))                                \
+  X(CUresult, cuGraphDestroy, (CUgraph hGraph))
+
+/* Resolved at open when present, NULL otherwise (not used yet). */
+#define HBG__CU_OPTIONAL_SYMBOLS(X)                                            \
   X(CUresult, cuEventElapsedTime_v2,                                           \
     (float *pMilliseconds, CUevent hStart, CUevent hEnd))
 

@@ -58,6 +58,8 @@ typedef struct hbg__cuda {
   CUdevice cudev;
   CUcontext ctx; /* the device's primary context, retained while open */
   CUstream sync; /* internal stream for the synchronous copies */
+  CUmodule mod;  /* the embedded device module, loaded while open */
+  CUfunction fn_check; /* its hbg_dc_check_window */
   uint64_t mem_bytes;
   /* non-overlapping ranges, kind = HBG__CU_* */
   hbg__rtab host; /* HBG__CU_HOST_ALLOC / HBG__CU_HOST_REGISTER */
@@ -77,6 +79,9 @@ typedef struct hbg__cuda {
  * CUDA_ERROR_INVALID_DEVICE -> HBG_E_NOTFOUND, anything else ->
  * HBG_E_DEVICE. */
 int hbg__cu_err(hbg_device *dev, CUresult e, const char *call, int oom);
+/* The same, with why appended to the native message. */
+int hbg__cu_err_why(hbg_device *dev, CUresult e, const char *call, int oom,
+                    const char *why);
 
 /* Make the device's context current on the calling thread (CUDA contexts
  * are per thread; every op that reaches the driver calls this first).
@@ -96,5 +101,30 @@ int hbg__cu_launch(hbg_device *dev, hbg_dev_queue *q,
                    const hbg_dev_launch_desc *l);
 /* Release c->ver (at close). */
 void hbg__cu_verify_free(hbg__cuda *c);
+
+/* The device module libhbg embeds (generated at build time from
+ * src/device/cuda/devcode by nvcc and cmake/embed.cmake): a fatbin with an
+ * sm_90 cubin and compute_90 PTX. */
+extern const unsigned char hbg__cu_fatbin[];
+extern const size_t hbg__cu_fatbin_size;
+
+/* Load the embedded module into the device's context and resolve its
+ * entry points (at open; the context is current). @return 0, or the mapped
+ * error of the failing call (HBG_E_UNSUPPORTED when the device can run
+ * neither the cubin nor the PTX), the native message naming the call. */
+int hbg__cu_module_load(hbg_device *dev, hbg__cuda *c);
+/* Unload it (at close); a failure is kept as the native error. */
+void hbg__cu_module_unload(hbg_device *dev, hbg__cuda *c);
+
+/* Launch the device-side image check (hbg_dc_check_window) on q: it
+ * validates the window of `bytes` bytes at `window` and each graph entry's
+ * Submission and Definition, then writes an hbg_dev_status at `status`,
+ * after everything queued on q before it. Asynchronous: returns once the
+ * kernel is queued; the status is there when q is synchronised (or an
+ * event recorded after it completes). Not yet the backend's launch op.
+ * @return 0, HBG_E_RANGE when window or status is not inside a live
+ * allocation of this device, or the mapped cuLaunchKernel error. */
+int hbg__cu_check_window(hbg_device *dev, hbg_dev_queue *q, hbg_devptr window,
+                         uint64_t bytes, hbg_devptr status);
 
 #endif

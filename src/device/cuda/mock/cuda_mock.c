@@ -17,13 +17,30 @@
  * for a while; an async H2D copy from pageable memory stages the source
  * before returning; D2H into pageable memory is synchronous.
  *
+ * Device code: cuModuleLoadData accepts a fatbin (its magic checked) and,
+ * like the driver, needs in it an ELF for the device's compute capability
+ * or PTX for it or an older one (CUDA_ERROR_NO_BINARY_FOR_GPU otherwise);
+ * cuModuleGetFunction finds the entry points of hbg's device module
+ * (src/device/cuda/devcode), which this library compiles as host C: a
+ * launch queues the entry's host build on the stream, where it runs after
+ * the work queued before it, on the stream's thread, as one thread
+ * (launches of more than one thread are refused). Stream capture records
+ * kernel launches into a graph (other work on a capturing stream is
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED); an instantiated graph launch
+ * queues them again, in order.
+ *
  * Fault injection for the tests: hbgmock_fail(name, code, nth) makes the
  * nth next call (0 = the next one) of the entry point called name return
  * code, once; name NULL disarms. Built with HBGMOCK_OMIT_MEMCPY_HTOD_ASYNC
  * it lacks cuMemcpyHtoDAsync_v2 (the missing-symbol test).
  *
+ * hbgmock_hold(1) keeps every stream from starting queued work until
+ * hbgmock_hold(0) (the asynchrony tests); hbgmock_kernels_run() counts the
+ * kernels that have run, hbgmock_modules() the modules loaded now.
+ *
  * Environment: HBG_MOCK_CUDA_NDEV (default 1; 0 = no device),
- * HBG_MOCK_CUDA_DELAY_US (per queued op, default 50).
+ * HBG_MOCK_CUDA_DELAY_US (per queued op, default 50), HBG_MOCK_CUDA_CC
+ * (compute capability as major * 10 + minor, default 90).
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -34,6 +51,8 @@
 #include <time.h>
 
 #include <cuda.h>
+
+#include "device/cuda/devcode/devcode.h"
 
 #define MOCK_EXPORT __attribute__((visibility("default")))
 
@@ -53,6 +72,21 @@ typedef struct hreg {
   struct hreg *next;
 } hreg;
 
+#define ARGS_MAX 64 /* bytes of a kernel's argument struct */
+
+/* An entry point of the device module, built for the host. */
+struct CUfunc_st {
+  const char *name;
+  void (*run)(const void *args);
+  size_t args_size;
+};
+
+/* A kernel launch: the entry and a copy of its arguments. */
+typedef struct kcall {
+  const struct CUfunc_st *fn;
+  uint64_t args[ARGS_MAX / 8];
+} kcall;
+
 typedef struct op {
   void *dst;
   const void *src;
@@ -60,8 +94,24 @@ typedef struct op {
   void *owned; /* staging to free after the copy */
   struct CUevent_st *ev;
   uint64_t gen;
+  kcall k; /* k.fn set: a kernel */
   struct op *next;
 } op;
+
+struct CUmod_st {
+  int loaded;
+  struct CUmod_st *next; /* every loaded module, like the driver's table */
+};
+
+struct CUgraph_st {
+  kcall *v;
+  size_t n, cap;
+};
+
+struct CUgraphExec_st {
+  kcall *v;
+  size_t n;
+};
 
 struct CUctx_st {
   int dev;
@@ -71,6 +121,7 @@ struct CUctx_st {
 struct CUstream_st {
   op *head, *tail;
   int busy, stop;
+  struct CUgraph_st *capture; /* the graph being captured, or NULL */
   pthread_t th;
 };
 
@@ -92,8 +143,11 @@ static _Thread_local CUcontext cur_ctx;
 static char fail_name[64];
 static CUresult fail_code;
 static int fail_nth;
-static long n_streams, n_events;
+static long n_streams, n_events, n_modules, n_graphs, n_execs;
+static long kernels_run;
+static int held;
 static struct CUevent_st *events;
+static struct CUmod_st *modules;
 
 static int env_int(const char *name, int def) {
   const char *v = getenv(name);
@@ -101,6 +155,8 @@ static int env_int(const char *name, int def) {
 }
 
 static int ndev(void) { return env_int("HBG_MOCK_CUDA_NDEV", 1); }
+
+static int cc(void) { return env_int("HBG_MOCK_CUDA_CC", 90); }
 
 static void delay(void) {
   int us = env_int("HBG_MOCK_CUDA_DELAY_US", 50);
@@ -127,11 +183,32 @@ static hreg *host_find(const void *p, size_t n) {
   return NULL;
 }
 
+/* The device module's entry points, compiled into this library. */
+#define MOCK_RUNNER(name, args)                                                \
+  static void run_##name(const void *p) {                                      \
+    args a;                                                                    \
+    memcpy(&a, p, sizeof a);                                                   \
+    name(a);                                                                   \
+  }
+HBG_DC_ENTRIES(MOCK_RUNNER)
+#undef MOCK_RUNNER
+
+static const struct CUfunc_st funcs[] = {
+#define MOCK_FUNC(name, args) {#name, run_##name, sizeof(args)},
+    HBG_DC_ENTRIES(MOCK_FUNC)
+#undef MOCK_FUNC
+};
+
+#define MOCK_ARGS_FIT(name, args)                                              \
+  _Static_assert(sizeof(args) <= ARGS_MAX, #args " fits a kcall");
+HBG_DC_ENTRIES(MOCK_ARGS_FIT)
+#undef MOCK_ARGS_FIT
+
 static void *worker(void *arg) {
   struct CUstream_st *s = arg;
   pthread_mutex_lock(&mu);
   for (;;) {
-    while (!s->head && !s->stop)
+    while ((!s->head || held) && !s->stop)
       pthread_cond_wait(&cv, &mu);
     if (!s->head)
       break;
@@ -141,8 +218,12 @@ static void *worker(void *arg) {
     delay();
     if (o->n)
       memcpy(o->dst, o->src, o->n);
+    if (o->k.fn)
+      o->k.fn->run(o->k.args);
     free(o->owned);
     pthread_mutex_lock(&mu);
+    if (o->k.fn)
+      kernels_run++;
     s->head = o->next;
     if (!s->head)
       s->tail = NULL;
@@ -171,6 +252,15 @@ static void drain(struct CUstream_st *s) {
 }
 
 
+/* Host memory behind device range [addr, addr + len) for the device
+ * module's host build (devcode.h), or NULL. */
+void *hbg_dc_host_ptr(uint64_t addr, uint64_t len) {
+  pthread_mutex_lock(&mu);
+  uint8_t *p = dev_ptr((const void *)(uintptr_t)addr, len);
+  pthread_mutex_unlock(&mu);
+  return p;
+}
+
 /* ---- fault injection ---- */
 
 MOCK_EXPORT void hbgmock_fail(const char *name, int code, int nth) {
@@ -198,9 +288,30 @@ MOCK_EXPORT long hbgmock_live(void) {
     n++;
   for (hreg *h = hregs; h; h = h->next)
     n++;
-  n += n_streams + n_events;
+  n += n_streams + n_events + n_modules + n_graphs + n_execs;
   for (int i = 0; i < 8; i++)
     n += primary[i].refs;
+  pthread_mutex_unlock(&mu);
+  return n;
+}
+
+MOCK_EXPORT void hbgmock_hold(int on) {
+  pthread_mutex_lock(&mu);
+  held = on;
+  pthread_cond_broadcast(&cv);
+  pthread_mutex_unlock(&mu);
+}
+
+MOCK_EXPORT long hbgmock_kernels_run(void) {
+  pthread_mutex_lock(&mu);
+  long n = kernels_run;
+  pthread_mutex_unlock(&mu);
+  return n;
+}
+
+MOCK_EXPORT long hbgmock_modules(void) {
+  pthread_mutex_lock(&mu);
+  long n = n_modules;
   pthread_mutex_unlock(&mu);
   return n;
 }
@@ -271,6 +382,18 @@ static const struct {
      "operation not supported"},
     {CUDA_ERROR_SYSTEM_DRIVER_MISMATCH, "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
      "system has unsupported display driver / cuda driver combination"},
+    {CUDA_ERROR_INVALID_IMAGE, "CUDA_ERROR_INVALID_IMAGE",
+     "device kernel image is invalid"},
+    {CUDA_ERROR_NO_BINARY_FOR_GPU, "CUDA_ERROR_NO_BINARY_FOR_GPU",
+     "no kernel image is available for execution on the device"},
+    {CUDA_ERROR_INVALID_PTX, "CUDA_ERROR_INVALID_PTX",
+     "a PTX JIT compilation failed"},
+    {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {CUDA_ERROR_ILLEGAL_STATE, "CUDA_ERROR_ILLEGAL_STATE",
+     "the operation is not permitted in the current state"},
+    {CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+     "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED",
+     "operation not permitted when stream is capturing"},
     {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
 };
 
@@ -359,10 +482,10 @@ MOCK_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute a,
     return CUDA_ERROR_INVALID_DEVICE;
   switch (a) {
   case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
-    *pi = 9;
+    *pi = cc() / 10;
     return CUDA_SUCCESS;
   case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
-    *pi = 0;
+    *pi = cc() % 10;
     return CUDA_SUCCESS;
   case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
     *pi = 4;
@@ -573,6 +696,8 @@ MOCK_EXPORT CUresult cuStreamSynchronize(CUstream s) {
   ENTER_CTX("cuStreamSynchronize");
   if (!s)
     return CUDA_ERROR_INVALID_HANDLE;
+  if (s->capture)
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   pthread_mutex_lock(&mu);
   drain(s);
   pthread_mutex_unlock(&mu);
@@ -591,7 +716,12 @@ MOCK_EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
   pthread_join(s->th, NULL);
   pthread_mutex_lock(&mu);
   n_streams--;
+  if (s->capture)
+    n_graphs--;
   pthread_mutex_unlock(&mu);
+  if (s->capture)
+    free(s->capture->v);
+  free(s->capture);
   free(s);
   return CUDA_SUCCESS;
 }
@@ -602,6 +732,8 @@ MOCK_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src,
   ENTER_CTX("cuMemcpyHtoDAsync_v2");
   if (!s)
     return CUDA_ERROR_INVALID_HANDLE;
+  if (s->capture)
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   if (n == 0)
     return CUDA_SUCCESS;
   if (!src)
@@ -640,6 +772,8 @@ MOCK_EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n,
   ENTER_CTX("cuMemcpyDtoHAsync_v2");
   if (!s)
     return CUDA_ERROR_INVALID_HANDLE;
+  if (s->capture)
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   if (n == 0)
     return CUDA_SUCCESS;
   if (!dst)
@@ -704,6 +838,8 @@ MOCK_EXPORT CUresult cuEventRecord(CUevent e, CUstream s) {
   ENTER("cuEventRecord");
   if (!e || !s)
     return CUDA_ERROR_INVALID_HANDLE;
+  if (s->capture)
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   op *o = calloc(1, sizeof *o);
   if (!o)
     return CUDA_ERROR_OUT_OF_MEMORY;
@@ -734,5 +870,242 @@ MOCK_EXPORT CUresult cuEventSynchronize(CUevent e) {
   while (e->done < want)
     pthread_cond_wait(&cv, &mu);
   pthread_mutex_unlock(&mu);
+  return CUDA_SUCCESS;
+}
+
+/* ---- device code ---- */
+
+#define FATBIN_MAGIC 0xBA55ED50u
+
+static uint32_t rd32(const uint8_t *p) {
+  uint32_t v;
+  memcpy(&v, p, 4);
+  return v;
+}
+
+static uint64_t rd64(const uint8_t *p) {
+  uint64_t v;
+  memcpy(&v, p, 8);
+  return v;
+}
+
+/* The fatbin's entries (16-byte header: magic, version, header size, body
+ * size; each entry: u16 kind (1 PTX, 2 ELF) at 0, u32 header size at 4,
+ * u64 payload size at 8, u32 arch at 28): an ELF for cc, or PTX for cc or
+ * an older one. */
+static CUresult fatbin_check(const uint8_t *b) {
+  if (rd32(b) != FATBIN_MAGIC)
+    return CUDA_ERROR_INVALID_IMAGE;
+  uint64_t hs = (uint16_t)(b[6] | b[7] << 8), body = rd64(b + 8);
+  if (hs < 16 || body > (1ull << 30))
+    return CUDA_ERROR_INVALID_IMAGE;
+  int ok = 0;
+  for (uint64_t off = hs; off < hs + body;) {
+    const uint8_t *e = b + off;
+    uint32_t kind = (uint32_t)(e[0] | e[1] << 8), ehs = rd32(e + 4);
+    uint64_t size = rd64(e + 8);
+    if (ehs < 32 || size > body || off + ehs + size > hs + body)
+      return CUDA_ERROR_INVALID_IMAGE;
+    uint32_t arch = rd32(e + 28);
+    if ((kind == 2 && (int)arch == cc()) || (kind == 1 && (int)arch <= cc()))
+      ok = 1;
+    off += ehs + size;
+  }
+  return ok ? CUDA_SUCCESS : CUDA_ERROR_NO_BINARY_FOR_GPU;
+}
+
+MOCK_EXPORT CUresult cuModuleLoadData(CUmodule *m, const void *image) {
+  ENTER_CTX("cuModuleLoadData");
+  if (!m || !image)
+    return CUDA_ERROR_INVALID_VALUE;
+  CUresult r = fatbin_check(image);
+  if (r != CUDA_SUCCESS)
+    return r;
+  struct CUmod_st *mod = calloc(1, sizeof *mod);
+  if (!mod)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  mod->loaded = 1;
+  pthread_mutex_lock(&mu);
+  n_modules++;
+  mod->next = modules;
+  modules = mod;
+  pthread_mutex_unlock(&mu);
+  *m = mod;
+  return CUDA_SUCCESS;
+}
+
+MOCK_EXPORT CUresult cuModuleUnload(CUmodule m) {
+  ENTER_CTX("cuModuleUnload");
+  if (!m || !m->loaded)
+    return CUDA_ERROR_INVALID_HANDLE;
+  pthread_mutex_lock(&mu);
+  n_modules--;
+  for (struct CUmod_st **pp = &modules; *pp; pp = &(*pp)->next)
+    if (*pp == m) {
+      *pp = m->next;
+      break;
+    }
+  pthread_mutex_unlock(&mu);
+  free(m);
+  return CUDA_SUCCESS;
+}
+
+MOCK_EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule m,
+                                         const char *name) {
+  ENTER_CTX("cuModuleGetFunction");
+  if (!m || !m->loaded)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (!f || !name)
+    return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < sizeof funcs / sizeof funcs[0]; i++)
+    if (strcmp(funcs[i].name, name) == 0) {
+      *f = (CUfunction)&funcs[i];
+      return CUDA_SUCCESS;
+    }
+  return CUDA_ERROR_NOT_FOUND;
+}
+
+static CUresult graph_add(struct CUgraph_st *g, const kcall *k) {
+  if (g->n == g->cap) {
+    size_t cap = g->cap ? g->cap * 2 : 8;
+    kcall *v = realloc(g->v, cap * sizeof *v);
+    if (!v)
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    g->v = v;
+    g->cap = cap;
+  }
+  g->v[g->n++] = *k;
+  return CUDA_SUCCESS;
+}
+
+/* Queue the kernels k[0..n) on s, in order. mu held. */
+static CUresult queue_kernels(struct CUstream_st *s, const kcall *k, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    op *o = calloc(1, sizeof *o);
+    if (!o)
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    o->k = k[i];
+    push(s, o);
+  }
+  return CUDA_SUCCESS;
+}
+
+MOCK_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gx,
+                                    unsigned int gy, unsigned int gz,
+                                    unsigned int bx, unsigned int by,
+                                    unsigned int bz, unsigned int shmem,
+                                    CUstream s, void **params, void **extra) {
+  ENTER_CTX("cuLaunchKernel");
+  if (!f || !s)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (!params || extra || !params[0] || shmem)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (gx != 1 || gy != 1 || gz != 1 || bx != 1 || by != 1 || bz != 1)
+    return CUDA_ERROR_INVALID_VALUE; /* the host builds run one thread */
+  kcall k;
+  memset(&k, 0, sizeof k);
+  k.fn = f;
+  memcpy(k.args, params[0], f->args_size); /* parameters are copied now */
+  pthread_mutex_lock(&mu);
+  CUresult r = s->capture ? graph_add(s->capture, &k) : queue_kernels(s, &k, 1);
+  pthread_mutex_unlock(&mu);
+  return r;
+}
+
+MOCK_EXPORT CUresult cuStreamBeginCapture_v2(CUstream s,
+                                             CUstreamCaptureMode mode) {
+  (void)mode;
+  ENTER_CTX("cuStreamBeginCapture_v2");
+  if (!s)
+    return CUDA_ERROR_INVALID_HANDLE;
+  struct CUgraph_st *g = calloc(1, sizeof *g);
+  if (!g)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  pthread_mutex_lock(&mu);
+  if (s->capture) {
+    pthread_mutex_unlock(&mu);
+    free(g);
+    return CUDA_ERROR_ILLEGAL_STATE;
+  }
+  s->capture = g;
+  n_graphs++;
+  pthread_mutex_unlock(&mu);
+  return CUDA_SUCCESS;
+}
+
+MOCK_EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph *pg) {
+  ENTER_CTX("cuStreamEndCapture");
+  if (!s)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (!pg)
+    return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&mu);
+  struct CUgraph_st *g = s->capture;
+  s->capture = NULL;
+  pthread_mutex_unlock(&mu);
+  if (!g)
+    return CUDA_ERROR_ILLEGAL_STATE;
+  *pg = g;
+  return CUDA_SUCCESS;
+}
+
+MOCK_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *pe, CUgraph g,
+                                                 unsigned long long flags) {
+  ENTER_CTX("cuGraphInstantiateWithFlags");
+  if (!g)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (!pe || flags)
+    return CUDA_ERROR_INVALID_VALUE;
+  struct CUgraphExec_st *x = calloc(1, sizeof *x);
+  kcall *v = malloc((g->n ? g->n : 1) * sizeof *v);
+  if (!x || !v) {
+    free(x);
+    free(v);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  if (g->n)
+    memcpy(v, g->v, g->n * sizeof *v);
+  x->v = v;
+  x->n = g->n;
+  pthread_mutex_lock(&mu);
+  n_execs++;
+  pthread_mutex_unlock(&mu);
+  *pe = x;
+  return CUDA_SUCCESS;
+}
+
+MOCK_EXPORT CUresult cuGraphLaunch(CUgraphExec x, CUstream s) {
+  ENTER_CTX("cuGraphLaunch");
+  if (!x || !s)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (s->capture)
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  pthread_mutex_lock(&mu);
+  CUresult r = queue_kernels(s, x->v, x->n);
+  pthread_mutex_unlock(&mu);
+  return r;
+}
+
+MOCK_EXPORT CUresult cuGraphExecDestroy(CUgraphExec x) {
+  ENTER_CTX("cuGraphExecDestroy");
+  if (!x)
+    return CUDA_ERROR_INVALID_HANDLE;
+  pthread_mutex_lock(&mu);
+  n_execs--;
+  pthread_mutex_unlock(&mu);
+  free(x->v);
+  free(x);
+  return CUDA_SUCCESS;
+}
+
+MOCK_EXPORT CUresult cuGraphDestroy(CUgraph g) {
+  ENTER_CTX("cuGraphDestroy");
+  if (!g)
+    return CUDA_ERROR_INVALID_HANDLE;
+  pthread_mutex_lock(&mu);
+  n_graphs--;
+  pthread_mutex_unlock(&mu);
+  free(g->v);
+  free(g);
   return CUDA_SUCCESS;
 }

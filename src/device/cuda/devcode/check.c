@@ -1,0 +1,133 @@
+/*
+ * Device-side image check (see devcode.h): the window, then each graph
+ * entry's Submission and Definition, in entry order, the first failure
+ * being the verdict. The content hashes are not checked (the validators'
+ * hash callback is NULL: there is no XXH3 on the device yet), nor are
+ * kernel signatures or device ranges against live allocations: the host
+ * launch verifier (src/device/verify.c) still does those, and the
+ * single-source executor that replaces this kernel will.
+ */
+#include "devcode.h"
+
+#define DC_NONE 0xffffffffu
+#define DC_SEEN 16 /* Definitions remembered, so each counts once */
+#define DC_TRY(expr)                                                           \
+  do {                                                                         \
+    int dc__rc = (expr);                                                       \
+    if (dc__rc)                                                                \
+      return dc__rc;                                                           \
+  } while (0)
+
+HBG_DC_FN void *dc_ptr(uint64_t addr, uint64_t len) {
+  if (addr == 0 || len > UINT64_MAX - addr)
+    return NULL;
+#if defined(HBG_DC_HOST)
+  return hbg_dc_host_ptr(addr, len);
+#else
+  return (void *)(uintptr_t)addr;
+#endif
+}
+
+/* The node whose tensor records hold record t, or DC_NONE. */
+HBG_DC_FN uint32_t dc_node_of_tensor(const hbg_img_def_view *d, uint32_t t) {
+  if (t == DC_NONE)
+    return DC_NONE;
+  for (uint32_t i = 0; i < d->hdr->n_nodes; i++)
+    if (t >= d->nodes[i].first_tensor &&
+        t - d->nodes[i].first_tensor < d->nodes[i].n_tensors)
+      return i;
+  return DC_NONE;
+}
+
+typedef struct dc_seen {
+  uint64_t addr[DC_SEEN], size[DC_SEEN];
+  uint32_t n;
+} dc_seen;
+
+HBG_DC_FN int dc_seen_add(dc_seen *s, uint64_t addr, uint64_t size) {
+  uint32_t n = s->n < DC_SEEN ? s->n : DC_SEEN;
+  for (uint32_t i = 0; i < n; i++)
+    if (s->addr[i] == addr && s->size[i] == size)
+      return 0;
+  s->addr[s->n % DC_SEEN] = addr;
+  s->size[s->n % DC_SEEN] = size;
+  s->n++;
+  return 1;
+}
+
+HBG_DC_FN int dc_check_graph(const hbg_win_task *t, hbg_dc_status *st,
+                             dc_seen *seen, uint32_t *node) {
+  if (t->sub_addr % HBG_IMG_ALIGN)
+    return HBG_IMG_E_ALIGN;
+  const void *sp = dc_ptr(t->sub_addr, t->sub_size);
+  if (!sp)
+    return HBG_IMG_E_RANGE;
+  hbg_img_sub_view sv;
+  DC_TRY(hbg_img_sub_validate(sp, t->sub_size, NULL, NULL, &sv));
+  const void *dp;
+  uint64_t da, dsize;
+  if (sv.inline_def) {
+    dp = sv.inline_def;
+    da = t->sub_addr + sv.hdr->off_def;
+    dsize = sv.hdr->def_size;
+  } else {
+    da = t->def_addr;
+    dsize = t->def_size;
+    if (dsize < sizeof(hbg_def_hdr))
+      return HBG_IMG_E_TRUNCATED;
+    if (da % HBG_IMG_ALIGN)
+      return HBG_IMG_E_ALIGN;
+    dp = dc_ptr(da, dsize);
+    if (!dp)
+      return HBG_IMG_E_RANGE;
+  }
+  hbg_img_def_view dv;
+  DC_TRY(hbg_img_def_validate(dp, dsize, NULL, NULL, &dv));
+  if (dc_seen_add(seen, da, dsize))
+    st->defs_verified++;
+  int rc = hbg_img_sub_check_def(&sv, &dv);
+  if (rc == HBG_IMG_E_TENSOR_ALIGN) {
+    uint32_t bad = DC_NONE;
+    hbg_img_sub_check_align(&sv, &dv, &bad);
+    *node = dc_node_of_tensor(&dv, bad);
+  }
+  if (rc)
+    return rc;
+  if (t->heap_addr % HBG_IMG_HEAP_ALIGN)
+    return HBG_IMG_E_TENSOR_ALIGN;
+  return 0;
+}
+
+HBG_DC_ENTRY(hbg_dc_check_window, hbg_dc_check_args) {
+  hbg_dc_status st;
+  st.error = 0;
+  st.task = DC_NONE;
+  st.node = DC_NONE;
+  st.tasks_done = 0;
+  st.nodes_done = 0;
+  st.defs_verified = 0;
+  dc_seen seen;
+  seen.n = 0;
+  const void *w = dc_ptr(a.window, a.bytes);
+  hbg_img_win_view wv;
+  int rc = w ? hbg_img_win_validate(w, a.bytes, &wv) : HBG_IMG_E_RANGE;
+  if (rc) {
+    st.error = rc;
+  } else {
+    for (uint32_t i = 0; i < wv.hdr->n_tasks; i++) {
+      const hbg_win_task *t = hbg_img_win_task(&wv, i);
+      uint32_t node = DC_NONE;
+      rc = t->kind == HBG_WIN_GRAPH ? dc_check_graph(t, &st, &seen, &node) : 0;
+      if (rc) {
+        st.error = rc;
+        st.task = i;
+        st.node = node;
+        break;
+      }
+      st.tasks_done = i + 1;
+    }
+  }
+  hbg_dc_status *out = (hbg_dc_status *)dc_ptr(a.status, sizeof st);
+  if (out)
+    *out = st;
+}

@@ -1,0 +1,78 @@
+/*
+ * hbg device code (internal): the kernels the cuda backend embeds, written
+ * once in the common subset of C11, C++ and CUDA. nvcc compiles the .c
+ * files in this folder as CUDA (-x cu) into the fatbin libhbg embeds
+ * (sm_90 cubin + compute_90 PTX, see CMakeLists.txt); the stand-in driver
+ * library (src/device/cuda/mock) compiles the same files as plain C and
+ * runs them on its stream threads, so every line that runs on the GPU also
+ * runs in the tests here.
+ *
+ * Every entry point takes one argument struct by value (one kernel
+ * parameter), so a host runner needs only its size: HBG_DC_ENTRIES lists
+ * them. Includes only hbg_image.h (freestanding).
+ *
+ * Device addresses: on the GPU an address in an image is a pointer. A host
+ * build has no such memory; it defines HBG_DC_HOST and provides
+ * hbg_dc_host_ptr(), which maps a device range to host memory or returns
+ * NULL (the kernel then reports HBG_IMG_E_RANGE where a GPU would fault).
+ */
+#ifndef HBG_DEVICE_CUDA_DEVCODE_DEVCODE_H
+#define HBG_DEVICE_CUDA_DEVCODE_DEVCODE_H
+
+#include <hbg/hbg_image.h>
+
+#if defined(__CUDACC__)
+#define HBG_DC_FN static __device__
+#define HBG_DC_ENTRY(name, args) extern "C" __global__ void name(args a)
+#else
+#define HBG_DC_FN static
+#define HBG_DC_ENTRY(name, args) void name(args a)
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Same layout as hbg_device.h's hbg_dev_status (checked in cuda_module.c). */
+typedef struct hbg_dc_status {
+  int32_t error;
+  uint32_t task;
+  uint32_t node;
+  uint32_t tasks_done;
+  uint64_t nodes_done;
+  uint64_t defs_verified;
+} hbg_dc_status;
+
+/* hbg_dc_check_window: validate the task window of `bytes` bytes at
+ * `window` and, for each graph entry, its Submission and Definition with
+ * hbg_image.h's validators (content hashes not checked: no hash function
+ * on the device yet); write the verdict to the hbg_dc_status at `status`:
+ * error 0 or an HBG_IMG_E_* code, task the failing entry (UINT32_MAX for
+ * the window itself), node the failing node when known, tasks_done the
+ * entries checked before the failure, defs_verified the Definitions
+ * validated. One thread (grid 1 x 1, block 1 x 1). */
+typedef struct hbg_dc_check_args {
+  uint64_t window;
+  uint64_t bytes;
+  uint64_t status;
+} hbg_dc_check_args;
+
+/* X(name, argument struct): every entry point of the module. */
+#define HBG_DC_ENTRIES(X) X(hbg_dc_check_window, hbg_dc_check_args)
+
+#if !defined(__CUDACC__)
+#define HBG_DC_DECLARE(name, args) void name(args a);
+HBG_DC_ENTRIES(HBG_DC_DECLARE)
+#undef HBG_DC_DECLARE
+#endif
+
+#if defined(HBG_DC_HOST)
+/* Host memory behind device range [addr, addr + len), or NULL. */
+void *hbg_dc_host_ptr(uint64_t addr, uint64_t len);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
