@@ -88,3 +88,44 @@ int hbg__reserve(void *pp, uint32_t *cap, uint64_t need, size_t elem) {
   *cap = (uint32_t)nc;
   return 0;
 }
+
+int hbg__span_add(hbg__span **v, uint32_t *n, uint32_t *cap, uint64_t a,
+                  uint64_t len, uint32_t tag) {
+  if (len == 0)
+    return 0;
+  HBG__TRY(hbg__reserve(v, cap, (uint64_t)*n + 1, sizeof **v));
+  (*v)[(*n)++] = (hbg__span){a, a + len < a ? UINT64_MAX : a + len, tag};
+  return 0;
+}
+
+static int span_cmp(const void *a, const void *b) {
+  const hbg__span *x = a, *y = b;
+  return (x->lo > y->lo) - (x->lo < y->lo);
+}
+
+uint32_t hbg__span_first_overlap(hbg__span *rd, uint32_t n_rd,
+                                 const hbg__span *wr, uint32_t n_wr) {
+  if (n_rd == 0)
+    return UINT32_MAX;
+  qsort(rd, n_rd, sizeof *rd, span_cmp);
+  /* A span of rd that overlaps w starts at most `width` below w->lo. */
+  uint64_t width = 0;
+  for (uint32_t i = 0; i < n_rd; i++)
+    width = HBG__MAX(width, rd[i].hi - rd[i].lo);
+  for (uint32_t k = 0; k < n_wr; k++) {
+    const hbg__span *w = &wr[k];
+    uint64_t from = w->lo > width ? w->lo - width : 0;
+    uint32_t lo = 0, hi = n_rd;
+    while (lo < hi) {
+      uint32_t m = lo + (hi - lo) / 2;
+      if (rd[m].lo < from)
+        lo = m + 1;
+      else
+        hi = m;
+    }
+    for (uint32_t i = lo; i < n_rd && rd[i].lo < w->hi; i++)
+      if (rd[i].hi > w->lo)
+        return k;
+  }
+  return UINT32_MAX;
+}

@@ -88,4 +88,21 @@ int hbg__reserve(void *pp, uint32_t *cap, uint64_t need, size_t elem);
 #define HBG__RESERVE(arr, cap, need)                                           \
   hbg__reserve(&(arr), &(cap), (need), sizeof *(arr))
 
+/* [lo, hi) of device memory, tagged (the window entry it belongs to). */
+typedef struct hbg__span {
+  uint64_t lo, hi;
+  uint32_t tag;
+} hbg__span;
+
+/* Append [a, a + len) (hi saturates at UINT64_MAX) to the array *v of *n
+ * spans; len 0 adds nothing. @return 0 or HBG_E_NOMEM / HBG_E_LIMIT. */
+int hbg__span_add(hbg__span **v, uint32_t *n, uint32_t *cap, uint64_t a,
+                  uint64_t len, uint32_t tag);
+
+/* Sort rd by start, then find the first span of wr that overlaps any span
+ * of rd: O((n_rd + n_wr) log n_rd).
+ * @return its index in wr, or UINT32_MAX when none overlaps. */
+uint32_t hbg__span_first_overlap(hbg__span *rd, uint32_t n_rd,
+                                 const hbg__span *wr, uint32_t n_wr);
+
 #endif

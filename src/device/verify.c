@@ -64,11 +64,6 @@ typedef struct rbitem {
   uint32_t def; /* NONE: a Submission */
 } rbitem;
 
-typedef struct vrange {
-  hbg_devptr lo, hi;
-  uint32_t task;
-} vrange;
-
 typedef struct vrun {
   hbg__verifier *v;
   const hbg__verify_io *io;
@@ -88,7 +83,7 @@ typedef struct vrun {
   int stop_err;
   vchk *chk;
   uint32_t n_chk, cap_chk;
-  vrange *rd, *wr; /* images the launch reads, ranges its entries write */
+  hbg__span *rd, *wr; /* images the launch reads, ranges its entries write */
   uint32_t n_rd, cap_rd, n_wr, cap_wr;
   uint32_t err_node;
 } vrun;
@@ -280,15 +275,6 @@ static int fetch(vrun *r, uint64_t *rb_bytes) {
 
 /* ---- check ---- */
 
-static int add_range(vrange **v, uint32_t *n, uint32_t *cap, hbg_devptr a,
-                     uint64_t len, uint32_t task) {
-  if (len == 0)
-    return 0;
-  HBG__TRY(hbg__reserve(v, cap, (uint64_t)*n + 1, sizeof **v));
-  (*v)[(*n)++] = (vrange){a, a + len < a ? UINT64_MAX : a + len, task};
-  return 0;
-}
-
 static void kt_meta(hbg__ktensor *k, uint32_t dtype, uint32_t ndim,
                     uint32_t mode, const uint32_t *shape,
                     const uint32_t *strides) {
@@ -413,10 +399,10 @@ static int check_graph(vrun *r, uint32_t i, const hbg_win_task *t) {
   const uint64_t heap = c->hdr.heap_size;
   HBG__RETURN_IF(t->heap_addr % HBG__HEAP_ALIGN, HBG_E_IMG_TENSOR_ALIGN);
   HBG__RETURN_IF(heap && !live(r, t->heap_addr, 0, heap), HBG_E_RANGE);
-  HBG__TRY(add_range(&r->rd, &r->n_rd, &r->cap_rd, t->sub_addr, t->sub_size,
-                     i));
-  HBG__TRY(add_range(&r->rd, &r->n_rd, &r->cap_rd, da, dsize, i));
-  HBG__TRY(add_range(&r->wr, &r->n_wr, &r->cap_wr, t->heap_addr, heap, i));
+  HBG__TRY(
+      hbg__span_add(&r->rd, &r->n_rd, &r->cap_rd, t->sub_addr, t->sub_size, i));
+  HBG__TRY(hbg__span_add(&r->rd, &r->n_rd, &r->cap_rd, da, dsize, i));
+  HBG__TRY(hbg__span_add(&r->wr, &r->n_wr, &r->cap_wr, t->heap_addr, heap, i));
   const uint32_t nb = c->hdr.n_btensors, nsc = c->hdr.n_bscalars;
   uint64_t toff = (uint64_t)((const uint8_t *)sv.tensors - sv.base),
            soff = (uint64_t)((const uint8_t *)sv.scalars - sv.base);
@@ -438,8 +424,8 @@ static int check_graph(vrun *r, uint32_t i, const hbg_win_task *t) {
                        t->heap_addr < sb.addr + sb.offset + ext,
                    HBG_E_RANGE);
     if (c->bw[k])
-      HBG__TRY(add_range(&r->wr, &r->n_wr, &r->cap_wr, sb.addr + sb.offset,
-                         ext, i));
+      HBG__TRY(hbg__span_add(&r->wr, &r->n_wr, &r->cap_wr, sb.addr + sb.offset,
+                             ext, i));
   }
   return 0;
 }
@@ -458,15 +444,10 @@ static int check_task(vrun *r, uint32_t i, const hbg_win_task *t) {
   for (uint32_t a = 0; a < t->n_tensors; a++) {
     HBG__RETURN_IF(!live(r, ts[a].addr, ts[a].offset, ext[a]), HBG_E_RANGE);
     if (ts[a].mode & HBG_ACCESS_OUT)
-      HBG__TRY(add_range(&r->wr, &r->n_wr, &r->cap_wr,
-                         ts[a].addr + ts[a].offset, ext[a], i));
+      HBG__TRY(hbg__span_add(&r->wr, &r->n_wr, &r->cap_wr,
+                             ts[a].addr + ts[a].offset, ext[a], i));
   }
   return 0;
-}
-
-static int cmp_range(const void *a, const void *b) {
-  const vrange *x = a, *y = b;
-  return (x->lo > y->lo) - (x->lo < y->lo);
 }
 
 /* No entry may write over an image the launch reads (the window, a
@@ -474,31 +455,14 @@ static int cmp_range(const void *a, const void *b) {
  * refuses such a launch, so the verifier does too. *task: the writer. */
 static int check_writes(vrun *r, uint32_t *task) {
   const hbg_dev_launch_desc *l = r->l;
-  HBG__TRY(add_range(&r->rd, &r->n_rd, &r->cap_rd, l->window, l->window_bytes,
-                     NONE));
-  HBG__TRY(add_range(&r->wr, &r->n_wr, &r->cap_wr, l->status,
-                     sizeof(hbg_dev_status), NONE));
-  if (r->n_rd)
-    qsort(r->rd, r->n_rd, sizeof *r->rd, cmp_range);
-  hbg_devptr span = 0;
-  for (uint32_t i = 0; i < r->n_rd; i++)
-    span = HBG__MAX(span, r->rd[i].hi - r->rd[i].lo);
-  for (uint32_t k = 0; k < r->n_wr; k++) {
-    const vrange *w = &r->wr[k];
-    hbg_devptr from = w->lo > span ? w->lo - span : 0;
-    uint32_t lo = 0, hi = r->n_rd;
-    while (lo < hi) {
-      uint32_t m = lo + (hi - lo) / 2;
-      if (r->rd[m].lo < from)
-        lo = m + 1;
-      else
-        hi = m;
-    }
-    for (uint32_t i = lo; i < r->n_rd && r->rd[i].lo < w->hi; i++)
-      if (r->rd[i].hi > w->lo) {
-        *task = w->task;
-        return HBG_E_RANGE;
-      }
+  HBG__TRY(hbg__span_add(&r->rd, &r->n_rd, &r->cap_rd, l->window,
+                         l->window_bytes, NONE));
+  HBG__TRY(hbg__span_add(&r->wr, &r->n_wr, &r->cap_wr, l->status,
+                         sizeof(hbg_dev_status), NONE));
+  uint32_t k = hbg__span_first_overlap(r->rd, r->n_rd, r->wr, r->n_wr);
+  if (k != UINT32_MAX) {
+    *task = r->wr[k].tag;
+    return HBG_E_RANGE;
   }
   return 0;
 }

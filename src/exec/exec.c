@@ -38,11 +38,6 @@ typedef struct xdef {
   uint8_t *bw;        /* per boundary tensor: some node writes it */
 } xdef;
 
-typedef struct xrange {
-  hbg_devptr lo, hi;
-  uint32_t task;
-} xrange;
-
 typedef struct xtask {
   uint32_t kind;
   uint32_t kernel;
@@ -69,7 +64,7 @@ typedef struct xrun {
   uint32_t err_task, err_node;
   int finished;
   ablock *arena;
-  xrange *img, *wr; /* images this launch reads, ranges its kernels write */
+  hbg__span *img, *wr; /* images this launch reads, ranges its kernels write */
   uint32_t n_img, cap_img, n_wr, cap_wr;
 } xrun;
 
@@ -222,50 +217,19 @@ static int run_kernel(hbg__exec *e, uint32_t kernel, const hbg__ktensor *t,
   return hbg__kernel_run_lanes(kernel, t, nt, sc, ns, e->lanes);
 }
 
-static int add_range(xrange **v, uint32_t *n, uint32_t *cap, hbg_devptr a,
-                     uint64_t len, uint32_t task) {
-  if (len == 0)
-    return 0;
-  HBG__TRY(hbg__reserve(v, cap, (uint64_t)*n + 1, sizeof **v));
-  (*v)[(*n)++] = (xrange){a, a + len < a ? UINT64_MAX : a + len, task};
-  return 0;
-}
-
-static int cmp_range(const void *a, const void *b) {
-  const xrange *x = a, *y = b;
-  return (x->lo > y->lo) - (x->lo < y->lo);
-}
-
 /* No kernel of this launch may write over an image it reads; whatever it
  * writes over loses its cached verdict, so a Definition is never trusted
  * after a kernel wrote it. */
 static int check_writes(xrun *r, const hbg_dev_launch_desc *l) {
-  HBG__TRY(add_range(&r->wr, &r->n_wr, &r->cap_wr, l->status,
-                     sizeof(hbg_dev_status), NONE));
+  HBG__TRY(hbg__span_add(&r->wr, &r->n_wr, &r->cap_wr, l->status,
+                         sizeof(hbg_dev_status), NONE));
   if (r->n_wr)
     hbg__vcache_invalidate_n(&r->e->vc, &r->wr[0].lo, &r->wr[0].hi, r->n_wr,
                              sizeof *r->wr);
-  if (r->n_img)
-    qsort(r->img, r->n_img, sizeof *r->img, cmp_range);
-  hbg_devptr span = 0;
-  for (uint32_t i = 0; i < r->n_img; i++)
-    span = HBG__MAX(span, r->img[i].hi - r->img[i].lo);
-  for (uint32_t k = 0; k < r->n_wr; k++) {
-    const xrange *w = &r->wr[k];
-    hbg_devptr from = w->lo > span ? w->lo - span : 0;
-    uint32_t lo = 0, hi = r->n_img;
-    while (lo < hi) {
-      uint32_t m = lo + (hi - lo) / 2;
-      if (r->img[m].lo < from)
-        lo = m + 1;
-      else
-        hi = m;
-    }
-    for (uint32_t i = lo; i < r->n_img && r->img[i].lo < w->hi; i++)
-      if (r->img[i].hi > w->lo) {
-        r->err_task = w->task;
-        return HBG_E_RANGE;
-      }
+  uint32_t k = hbg__span_first_overlap(r->img, r->n_img, r->wr, r->n_wr);
+  if (k != UINT32_MAX) {
+    r->err_task = r->wr[k].tag;
+    return HBG_E_RANGE;
   }
   return 0;
 }
@@ -381,11 +345,12 @@ static int prep_graph(xrun *r, const hbg_win_task *wt, xtask *x) {
     HBG__TRY(resolve(e, wt->heap_addr, 0, x->heap_size, &p));
     x->heap = p;
   }
-  HBG__TRY(add_range(&r->img, &r->n_img, &r->cap_img, wt->sub_addr,
-                     wt->sub_size, r->err_task));
-  HBG__TRY(add_range(&r->img, &r->n_img, &r->cap_img, da, dsize, r->err_task));
-  HBG__TRY(add_range(&r->wr, &r->n_wr, &r->cap_wr, wt->heap_addr, x->heap_size,
-                     r->err_task));
+  HBG__TRY(hbg__span_add(&r->img, &r->n_img, &r->cap_img, wt->sub_addr,
+                         wt->sub_size, r->err_task));
+  HBG__TRY(
+      hbg__span_add(&r->img, &r->n_img, &r->cap_img, da, dsize, r->err_task));
+  HBG__TRY(hbg__span_add(&r->wr, &r->n_wr, &r->cap_wr, wt->heap_addr,
+                         x->heap_size, r->err_task));
   uint32_t nb = d->hdr.n_btensors, nsc = d->hdr.n_bscalars, nn = d->hdr.n_nodes;
   uint64_t toff = (uint64_t)((const uint8_t *)sv.tensors - sv.base),
            soff = (uint64_t)((const uint8_t *)sv.scalars - sv.base);
@@ -418,8 +383,8 @@ static int prep_graph(xrun *r, const hbg_win_task *wt, xtask *x) {
                        wt->heap_addr < sb.addr + sb.offset + ext,
                    HBG_E_RANGE);
     if (d->bw[i])
-      HBG__TRY(add_range(&r->wr, &r->n_wr, &r->cap_wr, sb.addr + sb.offset,
-                         ext, r->err_task));
+      HBG__TRY(hbg__span_add(&r->wr, &r->n_wr, &r->cap_wr, sb.addr + sb.offset,
+                             ext, r->err_task));
   }
   if (nsc)
     memcpy(x->sc, sv.scalars, (size_t)nsc * sizeof *x->sc);
@@ -458,8 +423,8 @@ static int prep_task(xrun *r, const hbg_win_task *wt, xtask *x) {
     HBG__TRY(resolve(r->e, ts[i].addr, ts[i].offset, ext, &p));
     x->t[i].data = p;
     if (ts[i].mode & HBG_ACCESS_OUT)
-      HBG__TRY(add_range(&r->wr, &r->n_wr, &r->cap_wr,
-                         ts[i].addr + ts[i].offset, ext, r->err_task));
+      HBG__TRY(hbg__span_add(&r->wr, &r->n_wr, &r->cap_wr,
+                             ts[i].addr + ts[i].offset, ext, r->err_task));
   }
   if (x->ns)
     memcpy(x->sc, hbg_img_win_task_scalars(wt),
@@ -481,8 +446,8 @@ static int prepare(xrun *r, const hbg_dev_launch_desc *l) {
   HBG__TRY(hbg_img_win_validate(win, l->window_bytes, &wv));
   /* Executed from the private copy, but a kernel writing over the bind's own
    * window is a task aimed at the wrong memory all the same. */
-  HBG__TRY(add_range(&r->img, &r->n_img, &r->cap_img, l->window,
-                     l->window_bytes, NONE));
+  HBG__TRY(hbg__span_add(&r->img, &r->n_img, &r->cap_img, l->window,
+                         l->window_bytes, NONE));
   uint32_t n = wv.hdr->n_tasks;
   r->n_tasks = n;
   r->tasks = ar_alloc(r, (size_t)n * sizeof *r->tasks);
