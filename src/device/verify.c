@@ -275,20 +275,6 @@ static int fetch(vrun *r, uint64_t *rb_bytes) {
 
 /* ---- check ---- */
 
-static void kt_meta(hbg__ktensor *k, uint32_t dtype, uint32_t ndim,
-                    uint32_t mode, const uint32_t *shape,
-                    const uint32_t *strides) {
-  memset(k, 0, sizeof *k);
-  k->dtype = dtype;
-  k->ndim = ndim;
-  k->mode = mode;
-  memcpy(k->shape, shape, sizeof k->shape);
-  memcpy(k->strides, strides, sizeof k->strides);
-}
-
-#define KT_FROM(k, r)                                                          \
-  kt_meta((k), (r)->dtype, (r)->ndim, (r)->mode, (r)->shape, (r)->strides)
-
 static void *memdup(const void *p, uint64_t n) {
   void *q = malloc((size_t)n);
   if (q)
@@ -414,7 +400,7 @@ static int check_graph(vrun *r, uint32_t i, const hbg_win_task *t) {
     memcpy(&sb, &sv.tensors[k], sizeof sb);
     HBG__RETURN_IF(sb.addr == 0, HBG_E_IMG_FIELD);
     hbg__ktensor kt;
-    KT_FROM(&kt, &c->view.bsig[k]);
+    HBG__KTENSOR_META(&kt, &c->view.bsig[k]);
     uint64_t ext = hbg__ktensor_extent(&kt);
     HBG__RETURN_IF(ext == 0, HBG_E_KERNEL);
     HBG__RETURN_IF(!live(r, sb.addr, sb.offset, ext), HBG_E_RANGE);
@@ -436,7 +422,7 @@ static int check_task(vrun *r, uint32_t i, const hbg_win_task *t) {
   hbg__ktensor k[HBG_IMG_MAX_ARGS_PER_NODE];
   uint64_t ext[HBG_IMG_MAX_ARGS_PER_NODE];
   for (uint32_t a = 0; a < t->n_tensors; a++) {
-    KT_FROM(&k[a], &ts[a]);
+    HBG__KTENSOR_META(&k[a], &ts[a]);
     ext[a] = hbg__ktensor_extent(&k[a]);
     HBG__RETURN_IF(ext[a] == 0, HBG_E_KERNEL);
   }

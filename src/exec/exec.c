@@ -133,21 +133,6 @@ void hbg__exec_invalidate(hbg__exec *e, hbg_devptr addr, uint64_t len) {
 
 /* ---- tensor building ---- */
 
-static void kt_meta(hbg__ktensor *k, uint32_t dtype, uint32_t ndim,
-                    uint32_t mode, const uint32_t *shape,
-                    const uint32_t *strides) {
-  memset(k, 0, sizeof *k);
-  k->dtype = dtype;
-  k->ndim = ndim;
-  k->mode = mode;
-  memcpy(k->shape, shape, sizeof k->shape);
-  memcpy(k->strides, strides, sizeof k->strides);
-}
-
-/* The three records that describe a tensor share these fields. */
-#define KT_FROM(k, r)                                                          \
-  kt_meta((k), (r)->dtype, (r)->ndim, (r)->mode, (r)->shape, (r)->strides)
-
 /* [a + off, +len) inside the live allocation that holds a. */
 static int resolve(hbg__exec *e, hbg_devptr a, uint64_t off, uint64_t len,
                    void **out) {
@@ -168,7 +153,7 @@ static int node_args(const hbg_img_graph *g, const xtask *x, uint32_t j,
   for (uint32_t i = 0; i < n.n_tensors; i++) {
     hbg_img_arg a;
     HBG__TRY(hbg_img_graph_tensor(g, j, i, &a));
-    kt_meta(&t[i], a.dtype, a.ndim, a.mode, a.shape, a.strides);
+    hbg__ktensor_meta(&t[i], a.dtype, a.ndim, a.mode, a.shape, a.strides);
     if (!x)
       continue;
     if (a.src == HBG_SRC_BOUNDARY_EXACT || a.src == HBG_SRC_BOUNDARY_VIEW) {
@@ -370,7 +355,7 @@ static int prep_graph(xrun *r, const hbg_win_task *wt, xtask *x) {
     hbg_sub_bind sb;
     memcpy(&sb, &sv.tensors[i], sizeof sb);
     HBG__RETURN_IF(sb.addr == 0, HBG_E_IMG_FIELD);
-    KT_FROM(&x->t[i], &d->v.bsig[i]);
+    HBG__KTENSOR_META(&x->t[i], &d->v.bsig[i]);
     uint64_t ext = hbg__ktensor_extent(&x->t[i]);
     HBG__RETURN_IF(ext == 0, HBG_E_KERNEL);
     HBG__TRY(resolve(e, sb.addr, sb.offset, ext, &p));
@@ -412,7 +397,7 @@ static int prep_task(xrun *r, const hbg_win_task *wt, xtask *x) {
   HBG__RETURN_IF((x->nt && !x->t) || (x->ns && !x->sc), HBG_E_NOMEM);
   const hbg_sub_tensor *ts = hbg_img_win_task_tensors(wt);
   for (uint32_t i = 0; i < x->nt; i++) {
-    KT_FROM(&x->t[i], &ts[i]);
+    HBG__KTENSOR_META(&x->t[i], &ts[i]);
     uint64_t ext = hbg__ktensor_extent(&x->t[i]);
     HBG__RETURN_IF(ext == 0, HBG_E_KERNEL);
   }

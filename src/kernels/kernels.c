@@ -31,6 +31,17 @@ uint64_t hbg__kernel_f32(float f) { return HBG__K_F2U(f); }
 
 float hbg__kernel_to_f32(uint64_t v) { return hbg__k_f32(v); }
 
+void hbg__ktensor_meta(hbg__ktensor *k, uint32_t dtype, uint32_t ndim,
+                       uint32_t mode, const uint32_t *shape,
+                       const uint32_t *strides) {
+  memset(k, 0, sizeof *k);
+  k->dtype = dtype;
+  k->ndim = ndim;
+  k->mode = mode;
+  memcpy(k->shape, shape, sizeof k->shape);
+  memcpy(k->strides, strides, sizeof k->strides);
+}
+
 void hbg__ktensor_from(hbg__ktensor *k, const hbg_tensor *t, void *data) {
   memset(k, 0, sizeof *k);
   k->data = data;

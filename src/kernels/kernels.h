@@ -69,6 +69,17 @@
 
 #include "kernels/kern_src.h"
 
+/* Fill k's layout (data NULL) from metadata fields. */
+void hbg__ktensor_meta(hbg__ktensor *k, uint32_t dtype, uint32_t ndim,
+                       uint32_t mode, const uint32_t *shape,
+                       const uint32_t *strides);
+/* hbg__ktensor_meta from any record with dtype, ndim, mode, shape and
+ * strides fields (the image formats' tensor, signature and window records
+ * share them). */
+#define HBG__KTENSOR_META(k, r)                                                \
+  hbg__ktensor_meta((k), (r)->dtype, (r)->ndim, (r)->mode, (r)->shape,         \
+                    (r)->strides)
+
 /* Fill k from a tensor's metadata and element-0 pointer. */
 void hbg__ktensor_from(hbg__ktensor *k, const hbg_tensor *t, void *data);
 
