@@ -23,6 +23,7 @@
 #include <hbg/hbg_workload.h>
 
 #include "device/cuda/cuda_internal.h"
+#include "device/cuda/devcode/devcode.h"
 #include "test_exec_fixture.h"
 
 #define N XG_N
@@ -165,6 +166,13 @@ static void test_runs(scene *s) {
   }
   if (bad)
     T_FAIL("%u output elements differ from the host reference", bad);
+  /* The block's header keeps what the launch needed. */
+  hbg_dc_exec_ctl ctl;
+  xf_read(&s->f, &ctl, (uint64_t)s->f.q->xblock, sizeof ctl);
+  printf("  scratch needed: %llu of %llu bytes\n",
+         (unsigned long long)ctl.need, (unsigned long long)s->f.q->xbytes);
+  ASSERT(ctl.need > sizeof ctl && ctl.need <= s->f.q->xbytes);
+  ASSERT_UEQ(ctl.gen, s->f.q->xgen);
   ASSERT_OK(hbg_dev_mem_free(s->f.dev, W));
 }
 
