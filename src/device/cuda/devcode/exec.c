@@ -43,7 +43,8 @@
 #define DX_CTA 0u
 #define DX_CTAS 1u
 #define DX_SYNC() ((void)0)
-#define DX_FENCE() __atomic_thread_fence(__ATOMIC_SEQ_CST)
+/* one lane of one CTA; the core's CPU atomics are acq_rel already */
+#define DX_FENCE() ((void)0)
 #define DX_SHARED
 #endif
 
