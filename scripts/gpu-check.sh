@@ -30,8 +30,15 @@
 #      verdicts, a captured CUDA graph of it replays);
 #      hbg selfcheck (pinned vs pageable synchronous copies at 2.5 KB,
 #      130 KB and 5 MB: a Submission, a baseline Submission, a whole bind)
-#   4. a first tiny bind: one layer, one bind (hbg bench --layers 1)
-#   5. hbg bench --device cuda on qwen3-14b and dsv4, every policy
+#      the device executor (tests/test_cuda_exec: exec=device runs a
+#      hand-built window, qwen3-14b and dsv4 under every policy bit-exact
+#      against the host reference, located errors; a wrong output names
+#      the node that wrote it)
+#   4. a first tiny bind: one layer, one bind (hbg bench --layers 1), with
+#      exec=verify and with exec=device (which must verify)
+#   5. hbg bench --device cuda on qwen3-14b and dsv4, every policy, two
+#      arms: exec=verify (host-side launch verifier) and exec=device (the
+#      bind runs on the GPU; must verify against the host reference)
 #   6. compute-sanitizer memcheck on one short bench run (when installed)
 #   7. one JSON file with everything (gpu-check.json) and a summary table
 #      (gpu-check-summary.txt), plus each step's log, in the output folder
@@ -48,9 +55,9 @@
 #              folder; CTest's gpu_check_mock runs --mock this way
 # env: BUILD (default build-gpu, build-gpu-mock with --mock), JOBS (nproc),
 #      CC, CUDA_HOME (default /usr/local/cuda).
-# The bench's host-reference check fails on cuda until the device executes
-# graphs (it verifies the images only): such runs are reported as
-# "ran, outputs not computed", not as failures.
+# With exec=verify (the default) the bench's host-reference check fails on
+# cuda (it verifies the images only): such runs are reported as "ran,
+# outputs not computed", not as failures. exec=device runs must verify.
 set -u
 cd "$(dirname "$0")/.." || exit 2
 ROOT=$PWD
@@ -266,18 +273,34 @@ else
   row "device module" FAIL "rc $rc: $(grep -m1 -e 'test_cuda_module.c' -e SKIP "$(log module)")" $(($(date +%s) - t0))
 fi
 
-# bench_row NAME LOG JSON RC SECONDS
+# ---- 3b. the device executor on the device ----
+step "device executor (test_cuda_exec)"
+t0=$(date +%s)
+run_to exec "$(cap 90)" "$BUILD/tests/test_cuda_exec"
+rc=$?
+if [ $rc -eq 0 ]; then
+  row "device executor" ok "$(grep -m1 'cuda device executor on' "$(log exec)"); $(grep -c 'verify HBG_OK' "$(log exec)") workload binds bit-exact" $(($(date +%s) - t0))
+elif [ $rc -eq 77 ]; then
+  row "device executor" SKIPPED "$(head -1 "$(log exec)")" $(($(date +%s) - t0))
+else
+  row "device executor" FAIL "rc $rc: $(grep -m3 -e 'test_cuda_exec.c' -e 'differs' -e SKIP "$(log exec)" | tr '\n' ';')" $(($(date +%s) - t0))
+fi
+
+# bench_row NAME LOG JSON RC SECONDS [strict]: strict (exec=device) runs
+# must verify against the host reference.
 bench_row() {
-  local name=$1 lg=$2 js=$3 rc=$4 secs=$5
+  local name=$1 lg=$2 js=$3 rc=$4 secs=$5 strict=${6:-}
   if [ "$rc" -eq 0 ]; then
     row "$name" ok "verified against the host reference" "$secs"
+  elif [ -n "$strict" ] && [ "$rc" -ne 124 ] && [ "$rc" -ne 137 ]; then
+    row "$name" FAIL "rc $rc: $(grep '^hbg' "$lg" | head -1)" "$secs"
   elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
     row "$name" TIMEOUT "see $lg" "$secs"
   elif [ "$rc" -eq 1 ] && [ -s "$js" ] &&
     ! grep -v -e 'differs from the host reference' -e 'verified bind(s) differ' \
       -e '^hbg bench: workload ' "$lg" |
       grep -q '^hbg bench:'; then
-    row "$name" ok "$(grep -c '"verified"' "$js") policies ran; outputs not computed (cuda verifies, does not execute yet)" "$secs"
+    row "$name" ok "$(grep -c '"verified"' "$js") policies ran; outputs not computed (exec=verify: cuda verifies, does not execute)" "$secs"
   else
     row "$name" FAIL "rc $rc: $(grep '^hbg' "$lg" | head -1)" "$secs"
   fi
@@ -305,20 +328,32 @@ run_to tiny "$(cap 30)" "$HBG" bench --device cuda --workload qwen3-14b \
   --json "$OUTDIR/gpu-check-tiny.json"
 rc=$?
 bench_row "first bind (1 layer)" "$(log tiny)" "$OUTDIR/gpu-check-tiny.json" $rc $(($(date +%s) - t0))
+t0=$(date +%s)
+run_to tiny-exec "$(cap 30)" "$HBG" bench --device cuda --device-options exec=device \
+  --workload qwen3-14b --layers 1 --rounds 1 --warmup 0 --policy deferred \
+  --verify-every 1 --json "$OUTDIR/gpu-check-tiny-exec-device.json"
+rc=$?
+bench_row "first bind, exec=device" "$(log tiny-exec)" "$OUTDIR/gpu-check-tiny-exec-device.json" $rc $(($(date +%s) - t0)) strict
 
 # ---- 5. the reference workloads under every policy ----
 ROUNDS=40
 [ "$MOCK" = 1 ] && ROUNDS=4
 for wl in qwen3-14b dsv4; do
-  step "hbg bench --device cuda --workload $wl"
-  t0=$(date +%s)
-  extra=()
-  [ "$MOCK" = 1 ] && extra=(--layers 4 --warmup 1)
-  run_to "bench-$wl" "$(cap 75)" "$HBG" bench --device cuda --workload "$wl" \
-    --policy deferred,pinned-eager,coalesced,pinned-bulk --rounds "$ROUNDS" \
-    ${extra[@]+"${extra[@]}"} --json "$OUTDIR/gpu-check-bench-$wl.json"
-  rc=$?
-  bench_row "bench $wl" "$(log "bench-$wl")" "$OUTDIR/gpu-check-bench-$wl.json" $rc $(($(date +%s) - t0))
+  for arm in verify device; do
+    step "hbg bench --device cuda --device-options exec=$arm --workload $wl"
+    t0=$(date +%s)
+    extra=()
+    [ "$MOCK" = 1 ] && extra=(--layers 4 --warmup 1)
+    name=bench-$wl
+    [ "$arm" = device ] && name=bench-$wl-exec-device
+    run_to "$name" "$(cap 45)" "$HBG" bench --device cuda \
+      --device-options "exec=$arm" --workload "$wl" \
+      --policy deferred,pinned-eager,coalesced,pinned-bulk --rounds "$ROUNDS" \
+      ${extra[@]+"${extra[@]}"} --json "$OUTDIR/gpu-check-$name.json"
+    rc=$?
+    bench_row "bench $wl exec=$arm" "$(log "$name")" "$OUTDIR/gpu-check-$name.json" $rc $(($(date +%s) - t0)) \
+      "$([ "$arm" = device ] && echo strict)"
+  done
 done
 
 # ---- 6. compute-sanitizer ----

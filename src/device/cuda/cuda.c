@@ -20,6 +20,7 @@
 
 #include "common/util.h"
 #include "device/cuda/cuda_internal.h"
+#include "device/cuda/devcode/devcode.h"
 #include "device/device_internal.h"
 
 _Static_assert(sizeof(void *) == sizeof(void (*)(void)),
@@ -348,15 +349,70 @@ static int cu_probe(char *buf, size_t len) {
   return rc;
 }
 
+#define CU_XSCRATCH_DEFAULT (64ull << 20)
+
+/* exec= and scratch=: *device 0 (verify, the default) or 1; *scratch the
+ * executor's block per stream. @return 0 or HBG_E_INVAL, the native
+ * message naming the option. */
+static int cu_exec_opts(hbg_device *dev, const char *options, int *device,
+                        uint64_t *scratch) {
+  char v[16];
+  int found = hbg__opt_get(options, "exec", v, sizeof v);
+  *device = 0;
+  if (found == 1 && strcmp(v, "device") == 0)
+    *device = 1;
+  else if (found != 0 && !(found == 1 && strcmp(v, "verify") == 0)) {
+    char shown[64] = "";
+    if (hbg__opt_get(options, "exec", shown, sizeof shown) < 0)
+      snprintf(shown, sizeof shown, "(too long)");
+    hbg_device_set_native(dev, 0,
+                          "exec=%s: want exec=verify (the host-side launch "
+                          "verifier, the default) or exec=device (the "
+                          "device executor)",
+                          shown);
+    return HBG_E_INVAL;
+  }
+  *scratch = CU_XSCRATCH_DEFAULT;
+  if (hbg__opt_u64(options, "scratch", scratch) < 0 ||
+      *scratch < HBG_DC_EXEC_MIN_SCRATCH || *scratch > (1ull << 40)) {
+    hbg_device_set_native(dev, 0,
+                          "scratch=: want bytes %u..1T (K/M/G suffix) for "
+                          "the device executor's block per stream",
+                          HBG_DC_EXEC_MIN_SCRATCH);
+    return HBG_E_INVAL;
+  }
+  return 0;
+}
+
+/* exec=device: one CTA per SM and 256 lanes each, within the device's
+ * grid and block limits (the stand-in reports 1 and 1). */
+static int cu_exec_grid(hbg_device *dev, hbg__cuda *c) {
+  int sms = 0, max_grid = 0, max_block = 0;
+  CU_TRY(dev, c, HBG_E_DEVICE, cuDeviceGetAttribute, &sms,
+         CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, c->cudev);
+  CU_TRY(dev, c, HBG_E_DEVICE, cuDeviceGetAttribute, &max_grid,
+         CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, c->cudev);
+  CU_TRY(dev, c, HBG_E_DEVICE, cuDeviceGetAttribute, &max_block,
+         CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, c->cudev);
+  c->ctas = (unsigned)HBG__MAX(HBG__MIN(sms, max_grid), 1);
+  c->lanes = (unsigned)HBG__MAX(HBG__MIN(256, max_block), 1);
+  return 0;
+}
+
 static int cu_open(hbg_device *dev, const char *options) {
   char path[512];
   char why[768];
   uint64_t ord = 0;
   HBG__RETURN_IF(hbg__opt_u64(options, "device", &ord) < 0, HBG_E_INVAL);
   HBG__RETURN_IF(cu_lib_path(options, path, sizeof path) < 0, HBG_E_INVAL);
+  int exec_device = 0;
+  uint64_t xscratch = 0;
+  HBG__TRY(cu_exec_opts(dev, options, &exec_device, &xscratch));
   hbg__cuda *c = calloc(1, sizeof *c);
   if (!c)
     return HBG_E_NOMEM;
+  c->exec_device = exec_device;
+  c->xscratch = xscratch;
   int rc = cu_load(path, &c->lib, &c->f, why, sizeof why);
   if (rc < 0) {
     hbg_device_set_native(dev, 0, "%s", why);
@@ -417,8 +473,15 @@ static int cu_open(hbg_device *dev, const char *options) {
   rc = hbg__cu_module_load(dev, c);
   if (rc < 0)
     goto err_sync;
+  if (c->exec_device) {
+    rc = cu_exec_grid(dev, c);
+    if (rc < 0)
+      goto err_mod;
+  }
   return 0;
 
+err_mod:
+  hbg__cu_module_unload(dev, c);
 err_sync:
   (void)c->f.cuStreamDestroy_v2(c->sync);
 err_ctx:
@@ -666,9 +729,16 @@ static int cu_queue_create(hbg_device *dev, hbg_dev_queue **out) {
     rc = hbg__cu_err(dev, e, "cuStreamCreate", HBG_E_DEVMEM);
     goto err_free;
   }
+  if (c->exec_device) {
+    rc = hbg__cu_exec_queue_init(dev, c, q);
+    if (rc < 0)
+      goto err_stream;
+  }
   *out = q;
   return 0;
 
+err_stream:
+  (void)c->f.cuStreamDestroy_v2(q->s);
 err_free:
   free(q);
   return rc;
@@ -686,6 +756,11 @@ static int cu_queue_destroy(hbg_device *dev, hbg_dev_queue *q) {
   e = c->f.cuStreamDestroy_v2(q->s);
   if (e != CUDA_SUCCESS && rc == 0)
     rc = hbg__cu_err(dev, e, "cuStreamDestroy_v2", HBG_E_DEVICE);
+  if (q->xblock) {
+    e = c->f.cuMemFree_v2(q->xblock);
+    if (e != CUDA_SUCCESS && rc == 0)
+      rc = hbg__cu_err(dev, e, "cuMemFree_v2", HBG_E_DEVICE);
+  }
   if (q->status) {
     e = c->f.cuMemFreeHost(q->status);
     if (e != CUDA_SUCCESS && rc == 0)
@@ -792,7 +867,9 @@ const hbg_dev_ops hbg__cuda_ops = {
     .summary = "CUDA driver API, loaded at open (libcuda.so.1: no CUDA "
                "library at link time) with hbg's embedded sm_90 device "
                "module; launch reads the images back and verifies them on "
-               "the host, runs no kernels yet; options "
+               "the host (exec=verify, the default), or runs the window on "
+               "the GPU with the module's executor (exec=device, "
+               "scratch=BYTES per stream, default 64M); options "
                "device=N, lib=PATH (or HBG_CUDA_LIB)",
     .probe = cu_probe,
     .open = cu_open,

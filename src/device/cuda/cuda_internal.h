@@ -37,6 +37,11 @@ typedef struct hbg__cu_scratch {
 struct hbg_dev_queue {
   CUstream s;
   hbg_dev_status *status; /* pinned source of the status write, lazily */
+  /* exec=device: the executor's scratch block, retained for this stream's
+   * launches (made at queue creation, freed at its destruction), and the
+   * generation the next launch publishes its set-up under. */
+  CUdeviceptr xblock;
+  uint64_t xbytes, xgen;
 };
 
 struct hbg_dev_event {
@@ -60,6 +65,13 @@ typedef struct hbg__cuda {
   CUstream sync; /* internal stream for the synchronous copies */
   CUmodule mod;  /* the embedded device module, loaded while open */
   CUfunction fn_check; /* its hbg_dc_check_window */
+  CUfunction fn_exec;  /* its hbg_dc_exec */
+  /* exec= option: 0 verify (host-side verifier, the default), 1 device
+   * (hbg_dc_exec on the GPU); with 1, the grid, block and per-stream
+   * scratch block (scratch= option) of each launch. */
+  int exec_device;
+  unsigned ctas, lanes;
+  uint64_t xscratch;
   uint64_t mem_bytes;
   /* non-overlapping ranges, kind = HBG__CU_* */
   hbg__rtab host; /* HBG__CU_HOST_ALLOC / HBG__CU_HOST_REGISTER */
@@ -126,5 +138,14 @@ void hbg__cu_module_unload(hbg_device *dev, hbg__cuda *c);
  * allocation of this device, or the mapped cuLaunchKernel error. */
 int hbg__cu_check_window(hbg_device *dev, hbg_dev_queue *q, hbg_devptr window,
                          uint64_t bytes, hbg_devptr status);
+
+/* exec=device's launch: hbg_dc_exec on q's stream with q's scratch
+ * block; nothing else (no synchronisation, no read-back). @return 0,
+ * HBG_E_RANGE (window or status outside live device memory), or the
+ * mapped cuLaunchKernel error. */
+int hbg__cu_exec_launch(hbg_device *dev, hbg_dev_queue *q,
+                        const hbg_dev_launch_desc *l);
+/* exec=device: the queue's scratch block (at queue creation). */
+int hbg__cu_exec_queue_init(hbg_device *dev, hbg__cuda *c, hbg_dev_queue *q);
 
 #endif

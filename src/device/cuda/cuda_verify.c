@@ -90,6 +90,8 @@ int hbg__cu_launch(hbg_device *dev, hbg_dev_queue *q,
                    const hbg_dev_launch_desc *l) {
   hbg__cuda *c = hbg_device_impl(dev);
   HBG__RETURN_IF(l->struct_size < sizeof *l, HBG_E_INVAL);
+  if (c->exec_device)
+    return hbg__cu_exec_launch(dev, q, l);
   HBG__RETURN_IF(!hbg__cu_ranges_find(&c->dmem, l->status,
                                       sizeof(hbg_dev_status)),
                  HBG_E_RANGE);

@@ -55,8 +55,10 @@ HBG_DC_FN int dc_seen_add(dc_seen *s, uint64_t addr, uint64_t size) {
   return 1;
 }
 
+/* Graph entry t: its Submission and Definition (views in *svp, *dvp). */
 HBG_DC_FN int dc_check_graph(const hbg_win_task *t, hbg_dc_status *st,
-                             dc_seen *seen, uint32_t *node) {
+                             dc_seen *seen, uint32_t *node,
+                             hbg_img_sub_view *svp, hbg_img_def_view *dvp) {
   if (t->sub_addr % HBG_IMG_ALIGN)
     return HBG_IMG_E_ALIGN;
   const void *sp = dc_ptr(t->sub_addr, t->sub_size);
@@ -95,6 +97,8 @@ HBG_DC_FN int dc_check_graph(const hbg_win_task *t, hbg_dc_status *st,
     return rc;
   if (t->heap_addr % HBG_IMG_HEAP_ALIGN)
     return HBG_IMG_E_TENSOR_ALIGN;
+  *svp = sv;
+  *dvp = dv;
   return 0;
 }
 
@@ -117,7 +121,11 @@ HBG_DC_ENTRY(hbg_dc_check_window, hbg_dc_check_args) {
     for (uint32_t i = 0; i < wv.hdr->n_tasks; i++) {
       const hbg_win_task *t = hbg_img_win_task(&wv, i);
       uint32_t node = DC_NONE;
-      rc = t->kind == HBG_WIN_GRAPH ? dc_check_graph(t, &st, &seen, &node) : 0;
+      hbg_img_sub_view sv;
+      hbg_img_def_view dv;
+      rc = t->kind == HBG_WIN_GRAPH
+               ? dc_check_graph(t, &st, &seen, &node, &sv, &dv)
+               : 0;
       if (rc) {
         st.error = rc;
         st.task = i;

@@ -57,8 +57,56 @@ typedef struct hbg_dc_check_args {
   uint64_t status;
 } hbg_dc_check_args;
 
+/* hbg_dc_exec: the device executor (exec.c). Validates like
+ * hbg_dc_check_window, then runs the window: graph entries expanded into
+ * nodes, fan-in counted down with device atomics (src/exec/sched_src.h),
+ * ready items run by whole CTAs as the built-in kernels' CTA-cooperative
+ * phases (src/kernels/kern_src.h). Its state lives in the block of
+ * `scratch_bytes` bytes at `scratch` (8-aligned, retained by the host
+ * between launches of one stream, never allocated here); `gen` differs
+ * from the previous launch's on that block (the CTAs wait for CTA 0's
+ * set-up to publish it). A block too small for the window is
+ * HBG_DC_E_DEVMEM (task and node UINT32_MAX) with the bytes needed kept in
+ * the block's control header; nothing past what fits is written. Writes
+ * the hbg_dc_status at `status` when every CTA is done. Any grid and block
+ * size: CTA 0's thread 0 sets up, thread 0 of each CTA schedules, all its
+ * threads run the item's phases. */
+typedef struct hbg_dc_exec_args {
+  uint64_t window;
+  uint64_t bytes;
+  uint64_t status;
+  uint64_t scratch;
+  uint64_t scratch_bytes;
+  uint64_t gen;
+} hbg_dc_exec_args;
+
+/* The block's control header (first bytes of the scratch block). */
+typedef struct hbg_dc_exec_ctl {
+  uint64_t gen;      /* the launch whose set-up is published */
+  uint64_t need;     /* bytes the last launch needed (0: unknown yet) */
+  uint64_t finished; /* items run and completed (after their pushes) */
+  uint64_t defs_verified;
+  int32_t error; /* set-up's verdict, with its entry and node */
+  uint32_t task, node;
+  uint32_t exited; /* CTAs that have left */
+  uint32_t tasks_checked;
+  uint32_t reserved;
+  uint64_t kscr_floats; /* kernel scratch per CTA, floats */
+  uint64_t kscr_off;    /* from the block start */
+  void *sched;          /* the scheduling core's state in the block */
+  hbg_img_win_view wv;  /* the window, validated */
+} hbg_dc_exec_ctl;
+
+/* hbg_dev_status.error when the scratch block is too small
+ * (HBG_E_DEVMEM). */
+#define HBG_DC_E_DEVMEM (-3)
+/* The least block the host provides. */
+#define HBG_DC_EXEC_MIN_SCRATCH 4096u
+
 /* X(name, argument struct): every entry point of the module. */
-#define HBG_DC_ENTRIES(X) X(hbg_dc_check_window, hbg_dc_check_args)
+#define HBG_DC_ENTRIES(X)                                                      \
+  X(hbg_dc_check_window, hbg_dc_check_args)                                    \
+  X(hbg_dc_exec, hbg_dc_exec_args)
 
 #if !defined(__CUDACC__)
 #define HBG_DC_DECLARE(name, args) void name(args a);

@@ -4,3 +4,4 @@
  * stand-in driver library compiles it as C with HBG_DC_HOST.
  */
 #include "check.c"
+#include "exec.c"

@@ -490,6 +490,10 @@ MOCK_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute a,
   case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
     *pi = 4;
     return CUDA_SUCCESS;
+  case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X:
+  case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X:
+    *pi = 1; /* launches run as one thread (the host builds) */
+    return CUDA_SUCCESS;
   default:
     return CUDA_ERROR_INVALID_VALUE;
   }
