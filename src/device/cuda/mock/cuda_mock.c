@@ -730,22 +730,35 @@ MOCK_EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
   return CUDA_SUCCESS;
 }
 
-#ifndef HBGMOCK_OMIT_MEMCPY_HTOD_ASYNC
-MOCK_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src,
-                                          size_t n, CUstream s) {
-  ENTER_CTX("cuMemcpyHtoDAsync_v2");
+/* The checks every async copy starts with, then its op (n bytes).
+ * @return CUDA_SUCCESS with *out, or with *out NULL: nothing to queue (n 0)
+ * or the error returned. */
+static CUresult copy_op(CUstream s, size_t n, const void *host, op **out) {
+  *out = NULL;
   if (!s)
     return CUDA_ERROR_INVALID_HANDLE;
   if (s->capture)
     return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   if (n == 0)
     return CUDA_SUCCESS;
-  if (!src)
+  if (!host)
     return CUDA_ERROR_INVALID_VALUE;
   op *o = calloc(1, sizeof *o);
   if (!o)
     return CUDA_ERROR_OUT_OF_MEMORY;
   o->n = n;
+  *out = o;
+  return CUDA_SUCCESS;
+}
+
+#ifndef HBGMOCK_OMIT_MEMCPY_HTOD_ASYNC
+MOCK_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src,
+                                          size_t n, CUstream s) {
+  ENTER_CTX("cuMemcpyHtoDAsync_v2");
+  op *o;
+  CUresult r = copy_op(s, n, src, &o);
+  if (!o)
+    return r;
   pthread_mutex_lock(&mu);
   o->dst = dev_ptr((const void *)(uintptr_t)dst, n);
   if (!o->dst) {
@@ -774,18 +787,10 @@ MOCK_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src,
 MOCK_EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n,
                                           CUstream s) {
   ENTER_CTX("cuMemcpyDtoHAsync_v2");
-  if (!s)
-    return CUDA_ERROR_INVALID_HANDLE;
-  if (s->capture)
-    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  if (n == 0)
-    return CUDA_SUCCESS;
-  if (!dst)
-    return CUDA_ERROR_INVALID_VALUE;
-  op *o = calloc(1, sizeof *o);
+  op *o;
+  CUresult r = copy_op(s, n, dst, &o);
   if (!o)
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  o->n = n;
+    return r;
   pthread_mutex_lock(&mu);
   o->src = dev_ptr((const void *)(uintptr_t)src, n);
   if (!o->src) {
