@@ -518,6 +518,24 @@ static inline HBG__KFN void hbg__k_rmsnorm(const hbg__kcall *c, uint64_t ph,
  * v(p), the values of one row or head; shared by SOFTMAX and ATTN. */
 #define HBG__K_NEG_INF HBG__K_U2F(0xff800000u)
 
+/* The tree phases SOFTMAX and ATTN share, per row or head: sub 1..LEVELS
+ * reduce the max partials, LEVELS+2..2*LEVELS+1 the sum partials (which
+ * follow the max partials in s). @return 1 when sub was one of them. */
+static inline HBG__KFN int hbg__k_sm_tree(float *s, uint32_t used,
+                                          uint32_t sub, uint32_t lane,
+                                          uint32_t n_lanes) {
+  if (sub >= 1 && sub <= HBG__K_LEVELS) {
+    hbg__k_tree_max(s, used, sub, lane, n_lanes);
+    return 1;
+  }
+  if (sub >= HBG__K_LEVELS + 2 && sub <= 2 * HBG__K_LEVELS + 1) {
+    hbg__k_tree_sum(s + HBG__K_PARTS, used, sub - HBG__K_LEVELS - 1, lane,
+                    n_lanes);
+    return 1;
+  }
+  return 0;
+}
+
 /* SOFTMAX, per row: phase 0, partial max of x[j] over j = p mod 256
  * (first element, then each greater one); 1..8, the max tree (m = s[0]);
  * 9, out[j] = e^(x[j] - m) and partial sums of them (same partition,
@@ -530,15 +548,8 @@ static inline HBG__KFN void hbg__k_softmax(const hbg__kcall *c, uint64_t ph,
   uint32_t d = hbg__k_last_dim(in), used = hbg__k_used(d);
   uint64_t r = ph / HBG__K_SM_PHASES;
   uint32_t sub = (uint32_t)(ph - r * HBG__K_SM_PHASES);
-  if (sub >= 1 && sub <= HBG__K_LEVELS) {
-    hbg__k_tree_max(s, used, sub, lane, n_lanes);
+  if (hbg__k_sm_tree(s, used, sub, lane, n_lanes))
     return;
-  }
-  if (sub >= HBG__K_LEVELS + 2 && sub <= 2 * HBG__K_LEVELS + 1) {
-    hbg__k_tree_sum(s + HBG__K_PARTS, used, sub - HBG__K_LEVELS - 1, lane,
-                    n_lanes);
-    return;
-  }
   uint64_t si = in->strides[in->ndim - 1], so = out->strides[out->ndim - 1];
   const float *pi = hbg__k_row(in, r);
   float *po = hbg__k_row(out, r);
@@ -648,15 +659,8 @@ static inline HBG__KFN void hbg__k_attn(const hbg__kcall *c, uint64_t ph,
   uint32_t len = (uint32_t)c->sc[0], used = hbg__k_used(len);
   uint32_t h = (uint32_t)(ph / HBG__K_SM_PHASES);
   uint32_t sub = (uint32_t)(ph - (uint64_t)h * HBG__K_SM_PHASES);
-  if (sub >= 1 && sub <= HBG__K_LEVELS) {
-    hbg__k_tree_max(s, used, sub, lane, n_lanes);
+  if (hbg__k_sm_tree(s, used, sub, lane, n_lanes))
     return;
-  }
-  if (sub >= HBG__K_LEVELS + 2 && sub <= 2 * HBG__K_LEVELS + 1) {
-    hbg__k_tree_sum(s + HBG__K_PARTS, used, sub - HBG__K_LEVELS - 1, lane,
-                    n_lanes);
-    return;
-  }
   const hbg__kattn *a = &c->attn;
   float *sc = s + 2 * HBG__K_PARTS;
   if (sub == 0) {
