@@ -168,8 +168,9 @@ static uint32_t wb_graph(wb *w, uint64_t sub, uint32_t sub_size, uint64_t def,
   return w->n - 1;
 }
 
-/* Finish, upload, free the host copy. */
-static uint64_t wb_upload(wb *w, xf *f, uint64_t *bytes) {
+/* Append the entry index and write the window header: w->buf[0, w->len)
+ * is then the finished window. */
+static void wb_finish(wb *w) {
   hbg_win_hdr h;
   memset(&h, 0, sizeof h);
   h.magic = HBG_WIN_MAGIC;
@@ -180,6 +181,11 @@ static uint64_t wb_upload(wb *w, xf *f, uint64_t *bytes) {
   w->len = HBG__ALIGN_UP(w->len + w->n * 4, 8);
   h.total_size = (uint32_t)w->len;
   memcpy(w->buf, &h, sizeof h);
+}
+
+/* Finish, upload, free the host copy. */
+static uint64_t wb_upload(wb *w, xf *f, uint64_t *bytes) {
+  wb_finish(w);
   uint64_t a = xf_upload(f, w->buf, w->len);
   *bytes = w->len;
   free(w->buf);

@@ -38,16 +38,7 @@ static int arena_resolve(void *ctx, hbg_devptr base, uint64_t off,
 }
 
 static uint64_t finish(wb *w, arena *a) {
-  hbg_win_hdr h;
-  memset(&h, 0, sizeof h);
-  h.magic = HBG_WIN_MAGIC;
-  h.version = HBG_IMG_VERSION;
-  h.n_tasks = w->n;
-  h.off_index = (uint32_t)w->len;
-  memcpy(w->buf + w->len, w->off, w->n * 4);
-  w->len = HBG__ALIGN_UP(w->len + w->n * 4, 8);
-  h.total_size = (uint32_t)w->len;
-  memcpy(w->buf, &h, sizeof h);
+  wb_finish(w);
   ASSERT(w->len <= DATA_AT);
   memcpy(a->mem + WIN_AT, w->buf, w->len);
   free(w->buf);
