@@ -258,6 +258,25 @@ static hbg__def *xg_def(void) {
   return d;
 }
 
+/* A two-tensor graph whose node 1 is SCALE without its scalar: every
+ * device-side checker must reject it at node 1 (HBG_E_KERNEL). */
+static inline hbg__def *xg_bad_def(void) {
+  hbg_tensor bt[2] = {xg_vec(0x1000, 0, XG_N, HBG_ACCESS_IN),
+                      xg_vec(0x2000, 0, XG_N, HBG_ACCESS_OUT)};
+  hbg_recorder *rec;
+  ASSERT_OK(hbg__rec_begin(bt, 2, NULL, 0, &rec));
+  hbg_tensor a0[2] = {bt[0], xg_vec(0, 0, XG_N, HBG_ACCESS_OUT)};
+  hbg_task k0 = {.kernel = HBG_KERNEL_COPY, .n_args = 2, .args = a0};
+  ASSERT_OK(hbg_record_task(rec, &k0, NULL));
+  hbg_tensor a1[2] = {a0[1], bt[1]};
+  a1[0].mode = HBG_ACCESS_IN;
+  hbg_task k1 = {.kernel = HBG_KERNEL_SCALE, .n_args = 2, .args = a1};
+  ASSERT_OK(hbg_record_task(rec, &k1, NULL));
+  hbg__def *d;
+  ASSERT_OK(hbg__rec_finish(rec, &d));
+  return d;
+}
+
 static void xg_ref(const float *x, const float *b, float s, float *y) {
   float t0[XG_N], t1[XG_N];
   const uint32_t h = XG_N / 2;

@@ -103,24 +103,6 @@ static uint64_t raw_sub(scene *s, const uint64_t *addr, const uint64_t *off,
   return upload_img(&s->f, s->d, bt, &bs, 0, size);
 }
 
-/* A two-input graph whose node 1 is SCALE without its scalar. */
-static hbg__def *bad_def(void) {
-  hbg_tensor bt[2] = {xg_vec(0x1000, 0, N, HBG_ACCESS_IN),
-                      xg_vec(0x2000, 0, N, HBG_ACCESS_OUT)};
-  hbg_recorder *rec;
-  ASSERT_OK(hbg__rec_begin(bt, 2, NULL, 0, &rec));
-  hbg_tensor a0[2] = {bt[0], xg_vec(0, 0, N, HBG_ACCESS_OUT)};
-  hbg_task k0 = {.kernel = HBG_KERNEL_COPY, .n_args = 2, .args = a0};
-  ASSERT_OK(hbg_record_task(rec, &k0, NULL));
-  hbg_tensor a1[2] = {a0[1], bt[1]};
-  a1[0].mode = HBG_ACCESS_IN;
-  hbg_task k1 = {.kernel = HBG_KERNEL_SCALE, .n_args = 2, .args = a1};
-  ASSERT_OK(hbg_record_task(rec, &k1, NULL));
-  hbg__def *d;
-  ASSERT_OK(hbg__rec_finish(rec, &d));
-  return d;
-}
-
 /* The window every case starts from: a COPY x -> z, then the graph. */
 typedef struct wspec {
   hbg_tensor cp[2];
@@ -250,7 +232,7 @@ static verdict c_def_truncated(scene *s) {
 
 static verdict c_sub_other_def(scene *s) {
   if (!s->bad)
-    s->bad = bad_def();
+    s->bad = xg_bad_def();
   hbg_tensor bt[2] = {xg_vec(s->x, 0, N, HBG_ACCESS_IN),
                       xg_vec(s->y, 0, N, HBG_ACCESS_OUT)};
   uint32_t n;
@@ -353,7 +335,7 @@ static verdict c_task_kernel(scene *s) {
 
 static verdict c_node_kernel(scene *s) {
   if (!s->bad)
-    s->bad = bad_def();
+    s->bad = xg_bad_def();
   hbg_tensor bt[2] = {xg_vec(s->x, 0, N, HBG_ACCESS_IN),
                       xg_vec(s->y, 0, N, HBG_ACCESS_OUT)};
   uint32_t n;
