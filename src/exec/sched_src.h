@@ -38,11 +38,8 @@
 
 #include <hbg/hbg_image.h>
 
-#if defined(__CUDACC__)
-#define HBG__SFN __host__ __device__
-#else
-#define HBG__SFN
-#endif
+/* __host__ __device__ under nvcc, like the image helpers it calls. */
+#define HBG__SFN HBG_IMAGE_FN
 
 /* Atomics: relaxed counters, acquire/release publication. */
 #if defined(__CUDA_ARCH__)

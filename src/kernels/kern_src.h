@@ -36,11 +36,8 @@
 
 #include <hbg/hbg_image.h>
 
-#if defined(__CUDACC__)
-#define HBG__KFN __host__ __device__
-#else
-#define HBG__KFN
-#endif
+/* __host__ __device__ under nvcc, like the image helpers it calls. */
+#define HBG__KFN HBG_IMAGE_FN
 
 #if defined(__FLT_EVAL_METHOD__) && __FLT_EVAL_METHOD__ != 0 &&               \
     !defined(__CUDA_ARCH__)
