@@ -58,6 +58,10 @@ typedef struct hbg_workload_info {
   uint32_t max_bscalars;      /* boundary scalars per layer, max */
   uint32_t tasks_before, tasks_after; /* ordinary tasks around the layers */
   uint64_t device_bytes;      /* tensor memory the workload allocated */
+  uint64_t node_heap_bytes;   /* device bytes hbg_workload_nodes' heap
+                                 needs (graph-internal tensors of the
+                                 largest Definition); a struct_size that
+                                 ends before this field leaves it unread */
 } hbg_workload_info;
 
 HBG_API void hbg_workload_config_init(hbg_workload_config *cfg);
@@ -90,6 +94,41 @@ HBG_API int hbg_workload_submit(hbg_workload *w, hbg_bind *b, uint32_t step);
  * @return 0 (match), HBG_E_VERIFY, HBG_E_NOMEM, or a device error. */
 HBG_API int hbg_workload_verify(hbg_workload *w, uint32_t step,
                                 double *max_abs_err);
+
+/* ---- the step as a flat list of kernel calls (peer executors) ---- */
+
+/* The most tensors / scalars one kernel call of a built-in workload has. */
+#define HBG_WORKLOAD_NODE_MAX_TENSORS 16u
+#define HBG_WORKLOAD_NODE_MAX_SCALARS 8u
+
+/* One kernel call of a step: an ordinary task, or one node of a graph
+ * submission with its boundary references resolved. Every tensor has an
+ * absolute device address (offset included as in hbg_tensor); a
+ * graph-internal tensor lies in the heap passed to hbg_workload_nodes. */
+typedef struct hbg_workload_node {
+  uint32_t kernel;    /* HBG_KERNEL_* */
+  uint32_t n_tensors; /* <= HBG_WORKLOAD_NODE_MAX_TENSORS */
+  uint32_t n_scalars; /* <= HBG_WORKLOAD_NODE_MAX_SCALARS */
+  uint32_t task;      /* the bind's task index it belongs to (its window
+                         entry: ordinary task or graph submission) */
+  hbg_tensor tensors[HBG_WORKLOAD_NODE_MAX_TENSORS];
+  uint64_t scalars[HBG_WORKLOAD_NODE_MAX_SCALARS]; /* raw bits, resolved */
+} hbg_workload_node;
+
+/* The kernel calls of decode step `step`, flattened: what the bind of that
+ * step runs, one call per ordinary task or graph node, in an order that
+ * satisfies every dependency when the calls run one at a time (submission
+ * order; a graph's nodes in recording order). Graph-internal tensors are
+ * placed in one heap of hbg_workload_info.node_heap_bytes at device
+ * address `heap`, reused by every graph (so the calls must run in this
+ * order, one after another). Running them writes what the bind writes:
+ * hbg_workload_verify(w, step) then passes. Writes no device memory.
+ * With out NULL only *n is set (cap ignored).
+ * @return 0 and *n, HBG_E_INVAL (w or n NULL, heap 0 or misaligned to 64),
+ * HBG_E_LIMIT (more than cap calls; *n is the number needed). */
+HBG_API int hbg_workload_nodes(hbg_workload *w, uint32_t step, uint64_t heap,
+                               hbg_workload_node *out, uint32_t cap,
+                               uint32_t *n);
 
 #ifdef __cplusplus
 }
