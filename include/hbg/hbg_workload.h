@@ -60,7 +60,9 @@ typedef struct hbg_workload_info {
   uint64_t device_bytes;      /* tensor memory the workload allocated */
   uint64_t node_heap_bytes;   /* device bytes hbg_workload_nodes' heap
                                  needs (graph-internal tensors of the
-                                 largest Definition); a struct_size that
+                                 largest Definition, laid out as the
+                                 device's heap block lays them out; a
+                                 multiple of 64); a struct_size that
                                  ends before this field leaves it unread */
 } hbg_workload_info;
 
@@ -123,9 +125,12 @@ typedef struct hbg_workload_node {
  * address `heap`, reused by every graph (so the calls must run in this
  * order, one after another). Running them writes what the bind writes:
  * hbg_workload_verify(w, step) then passes. Writes no device memory.
+ * Each graph-internal output starts at a 64-byte aligned offset of the
+ * heap (addr = heap, offset = that offset), as in the device's heap block.
  * With out NULL only *n is set (cap ignored).
  * @return 0 and *n, HBG_E_INVAL (w or n NULL, heap 0 or misaligned to 64),
- * HBG_E_LIMIT (more than cap calls; *n is the number needed). */
+ * HBG_E_LIMIT (more than cap calls; *n is the number needed, out is not
+ * written). */
 HBG_API int hbg_workload_nodes(hbg_workload *w, uint32_t step, uint64_t heap,
                                hbg_workload_node *out, uint32_t cap,
                                uint32_t *n);

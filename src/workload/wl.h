@@ -1,8 +1,9 @@
 /*
  * Workload internals: device buffers with host mirrors, and an emitter that
  * runs one description of a decode step either through the public API
- * (ordinary tasks, graph submissions with a record callback) or directly on
- * the host mirrors with the very same kernels (the reference).
+ * (ordinary tasks, graph submissions with a record callback), directly on
+ * the host mirrors with the very same kernels (the reference), or into a
+ * flat list of resolved kernel calls (hbg_workload_nodes).
  */
 #ifndef HBG_WORKLOAD_WL_H
 #define HBG_WORKLOAD_WL_H
@@ -41,7 +42,7 @@ struct hbg_workload {
 
 /* ---- emitter ---- */
 
-enum { WL_EM_SUBMIT, WL_EM_RECORD, WL_EM_REF };
+enum { WL_EM_SUBMIT, WL_EM_RECORD, WL_EM_REF, WL_EM_NODES };
 
 typedef struct hbg__wl_em {
   int mode;
@@ -51,9 +52,17 @@ typedef struct hbg__wl_em {
   const hbg_tensor *bt; /* inside a graph: its boundary */
   uint32_t nbt, nbs;
   const uint64_t *bs;
-  uint64_t heap_top; /* REF: scratch floats used by this graph */
-  uint32_t next_id;  /* REF: task ids */
+  uint64_t heap_top; /* REF, NODES: heap bytes used by this graph */
+  uint64_t heap_max; /* REF, NODES: the largest heap_top of any graph */
+  uint32_t next_id;  /* REF, NODES: task ids, numbered as a bind does */
   uint32_t nodes;    /* inner tasks emitted */
+  int body;          /* REF, NODES: inside a graph body */
+  /* NODES: the heap's device address, the graph's task id (in a body),
+   * where calls go (NULL: count only; at most cap) and how many there are */
+  uint64_t heap;
+  uint32_t task;
+  hbg_workload_node *out;
+  uint32_t cap, count;
   int rc;            /* first error, latched */
 } hbg__wl_em;
 

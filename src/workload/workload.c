@@ -143,19 +143,25 @@ static int ref_ptr(hbg_workload *w, const hbg_tensor *t, void **out) {
   return HBG_E_RANGE;
 }
 
-static int ref_run(hbg__wl_em *em, uint32_t kernel, hbg_tensor *args,
-                   uint32_t n, const hbg_scalar *sc, uint32_t ns) {
+/* Give each new graph-internal output (addr 0) of a body task its place in
+ * the graph's heap, as the recorder places it in the device's heap block:
+ * at the next HBG__HEAP_ALIGN boundary, offset 0. REF tags the address as
+ * scratch; NODES gives it the caller's heap. */
+static int heap_place(hbg__wl_em *em, hbg_tensor *args, uint32_t n) {
   hbg_workload *w = em->w;
-  HBG__RETURN_IF(n > HBG_IMG_MAX_ARGS_PER_NODE ||
-                     ns > HBG_IMG_MAX_SCALARS_PER_NODE,
-                 HBG_E_LIMIT);
   for (uint32_t i = 0; i < n; i++) {
     if (!(args[i].mode & HBG_ACCESS_OUT) || args[i].addr != 0)
       continue;
     uint64_t ext = hbg_tensor_extent(&args[i]);
     HBG__RETURN_IF(ext == 0, HBG_E_KERNEL);
-    uint64_t at = HBG__ALIGN_UP(em->heap_top, (uint64_t)16);
-    uint64_t need = at + (ext + 3) / 4;
+    uint64_t at = HBG__ALIGN_UP(em->heap_top, (uint64_t)HBG__HEAP_ALIGN);
+    em->heap_top = at + ext;
+    if (em->mode == WL_EM_NODES) {
+      args[i].addr = em->heap;
+      args[i].offset = at;
+      continue;
+    }
+    uint64_t need = (em->heap_top + 3) / 4;
     if (need > w->scratch_cap) {
       uint64_t cap = HBG__MAX(need, w->scratch_cap * 2);
       float *p = realloc(w->scratch, cap * 4);
@@ -163,17 +169,14 @@ static int ref_run(hbg__wl_em *em, uint32_t kernel, hbg_tensor *args,
       w->scratch = p;
       w->scratch_cap = cap;
     }
-    em->heap_top = need;
-    args[i].addr = HBG__HEAP_TAG | (at * 4);
+    args[i].addr = HBG__HEAP_TAG | at;
     args[i].offset = 0;
   }
-  hbg__ktensor kt[HBG_IMG_MAX_ARGS_PER_NODE];
-  uint64_t sv[HBG_IMG_MAX_SCALARS_PER_NODE];
-  for (uint32_t i = 0; i < n; i++) {
-    void *p;
-    HBG__TRY(ref_ptr(w, &args[i], &p));
-    hbg__ktensor_from(&kt[i], &args[i], p);
-  }
+  return 0;
+}
+
+static int resolve_scalars(const hbg__wl_em *em, const hbg_scalar *sc,
+                           uint32_t ns, uint64_t *sv) {
   for (uint32_t i = 0; i < ns; i++) {
     if (sc[i].kind == HBG_SCALAR_BOUNDARY) {
       HBG__RETURN_IF(sc[i].index >= em->nbs, HBG_E_INVAL);
@@ -182,7 +185,48 @@ static int ref_run(hbg__wl_em *em, uint32_t kernel, hbg_tensor *args,
       sv[i] = sc[i].value;
     }
   }
+  return 0;
+}
+
+static int ref_run(hbg__wl_em *em, uint32_t kernel, hbg_tensor *args,
+                   uint32_t n, const hbg_scalar *sc, uint32_t ns) {
+  hbg_workload *w = em->w;
+  HBG__RETURN_IF(n > HBG_IMG_MAX_ARGS_PER_NODE ||
+                     ns > HBG_IMG_MAX_SCALARS_PER_NODE,
+                 HBG_E_LIMIT);
+  HBG__TRY(heap_place(em, args, n));
+  hbg__ktensor kt[HBG_IMG_MAX_ARGS_PER_NODE];
+  uint64_t sv[HBG_IMG_MAX_SCALARS_PER_NODE];
+  for (uint32_t i = 0; i < n; i++) {
+    void *p;
+    HBG__TRY(ref_ptr(w, &args[i], &p));
+    hbg__ktensor_from(&kt[i], &args[i], p);
+  }
+  HBG__TRY(resolve_scalars(em, sc, ns, sv));
   return hbg__kernel_run(kernel, kt, n, sv, ns);
+}
+
+/* One resolved kernel call; past em->cap (or with no out) only counted. */
+static int nodes_emit(hbg__wl_em *em, uint32_t kernel, hbg_tensor *args,
+                      uint32_t n, const hbg_scalar *sc, uint32_t ns) {
+  HBG__RETURN_IF(n > HBG_WORKLOAD_NODE_MAX_TENSORS ||
+                     ns > HBG_WORKLOAD_NODE_MAX_SCALARS,
+                 HBG_E_LIMIT);
+  HBG__TRY(heap_place(em, args, n));
+  uint64_t sv[HBG_WORKLOAD_NODE_MAX_SCALARS];
+  HBG__TRY(resolve_scalars(em, sc, ns, sv));
+  if (em->out && em->count < em->cap) {
+    hbg_workload_node *o = &em->out[em->count];
+    memset(o, 0, sizeof *o);
+    o->kernel = kernel;
+    o->n_tensors = n;
+    o->n_scalars = ns;
+    o->task = em->body ? em->task : em->next_id;
+    memcpy(o->tensors, args, (size_t)n * sizeof *args);
+    memcpy(o->scalars, sv, (size_t)ns * sizeof *sv);
+  }
+  em->count++;
+  return 0;
 }
 
 /* ---- emitter ---- */
@@ -209,6 +253,10 @@ hbg_task_id hbg__wl_task(hbg__wl_em *em, uint32_t kernel, hbg_tensor *args,
     t.n_deps = 0;
     t.deps = NULL;
     rc = hbg_record_task(em->rec, &t, NULL);
+    break;
+  case WL_EM_NODES:
+    rc = nodes_emit(em, kernel, args, n, sc, ns);
+    id = em->next_id++;
     break;
   default:
     rc = ref_run(em, kernel, args, n, sc, ns);
@@ -275,21 +323,30 @@ hbg_task_id hbg__wl_graph(hbg__wl_em *em, uint64_t key, const hbg_tensor *bt,
     }
     return id;
   }
+  /* REF and NODES: the body on the real boundary, with a fresh heap */
   hbg__wl_em in;
   memset(&in, 0, sizeof in);
-  in.mode = WL_EM_REF;
+  in.mode = em->mode;
   in.w = em->w;
   in.bt = bt;
   in.nbt = nbt;
   in.bs = bs;
   in.nbs = nbs;
+  in.body = 1;
+  in.heap = em->heap;
+  in.task = em->next_id;
+  in.out = em->out;
+  in.cap = em->cap;
+  in.count = em->count;
   body(&in, cfg);
+  em->count = in.count;
+  em->heap_max = HBG__MAX(em->heap_max, in.heap_top);
   if (in.rc) {
     em->rc = in.rc;
     return HBG_TASK_NONE;
   }
   hbg_workload *w = em->w;
-  uint32_t k = 0;
+  uint32_t k = em->mode == WL_EM_REF ? 0 : UINT32_MAX;
   while (k < w->n_def_keys && w->def_keys[k] != key)
     k++;
   if (k == w->n_def_keys && k < HBG__ARRAY_LEN(w->def_keys)) {
@@ -387,6 +444,8 @@ int hbg_workload_create(hbg_runtime *rt, const hbg_workload_config *cfg,
   if ((rc = em.rc))
     goto err;
   w->info.n_defs = w->n_def_keys;
+  w->info.node_heap_bytes =
+      HBG__ALIGN_UP(em.heap_max, (uint64_t)HBG__HEAP_ALIGN);
   w->info.min_nodes = UINT32_MAX;
   for (uint32_t k = 0; k < w->n_def_keys; k++) {
     w->info.min_nodes = HBG__MIN(w->info.min_nodes, w->def_nodes[k]);
@@ -433,6 +492,36 @@ int hbg_workload_submit(hbg_workload *w, hbg_bind *b, uint32_t step) {
   em.bind = b;
   w->model->step(w, &em, step);
   return em.rc;
+}
+
+int hbg_workload_nodes(hbg_workload *w, uint32_t step, uint64_t heap,
+                       hbg_workload_node *out, uint32_t cap, uint32_t *n) {
+  HBG__RETURN_IF(!w || !n || !heap || heap % HBG__HEAP_ALIGN, HBG_E_INVAL);
+  hbg__wl_em em;
+  memset(&em, 0, sizeof em);
+  em.mode = WL_EM_NODES;
+  em.w = w;
+  em.heap = heap;
+  /* count first, so that out is written only when all of it fits */
+  w->model->step(w, &em, step);
+  HBG__TRY(em.rc);
+  const uint32_t count = em.count;
+  if (out) {
+    if (count > cap) {
+      *n = count;
+      return HBG_E_LIMIT;
+    }
+    memset(&em, 0, sizeof em);
+    em.mode = WL_EM_NODES;
+    em.w = w;
+    em.heap = heap;
+    em.out = out;
+    em.cap = cap;
+    w->model->step(w, &em, step);
+    HBG__TRY(em.rc);
+  }
+  *n = count;
+  return 0;
 }
 
 static int compare(const float *dev, const float *ref, uint64_t n,
