@@ -23,6 +23,30 @@ def test_workload_submit_and_verify(rt):
         w.info
 
 
+def test_workload_nodes_are_the_step(rt):
+    """The step's calls, run as chained ordinary tasks in one bind, write
+    what the step writes."""
+    with rt.workload("qwen3-14b", layers=2) as w:
+        info = w.info
+        heap = rt.alloc(info.node_heap_bytes)
+        for step in (3, 8):
+            calls = w.nodes(step, heap.addr)
+            assert len(calls) == info.tasks_before + info.tasks_after + \
+                2 * info.max_nodes
+            assert calls[-1].task == info.tasks_before + 2 + \
+                info.tasks_after - 1
+            with rt.bind() as b:
+                prev = ()
+                for c in calls:
+                    prev = (b.task(c.kernel, list(c.tensors), c.scalars,
+                                   prev),)
+            assert w.verify(step) == 0.0
+        with pytest.raises(hbg.ArgumentError) as ei:
+            w.nodes(0, heap.addr + 32)
+        assert ei.value.name == "HBG_E_INVAL"
+        heap.free()
+
+
 def test_workload_errors(rt1):
     with pytest.raises(hbg.ArgumentError) as ei:
         rt1.workload("no-such-workload")

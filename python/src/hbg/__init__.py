@@ -25,7 +25,8 @@ from ._errors import (ArgumentError, DeviceError, HbgError, ImageError,
 from ._core import (Access, Bind, BindStats, Buffer, DeviceStats, DType,
                     Kernel, Recorder, Runtime, Scalar, Tensor, TensorArray,
                     TraceEvent,
-                    Workload, WorkloadInfo, devices, dtype_size, f32,
+                    Workload, WorkloadInfo, WorkloadNode, devices,
+                    dtype_size, f32,
                     image_dump, pack, policies, version, workloads)
 from ._bench import BenchResult, CliNotFoundError, bench, find_cli
 
@@ -38,7 +39,7 @@ __all__ = [
     "CliNotFoundError", "DType", "DeviceError", "DeviceStats", "HAVE_BATCH",
     "HbgError", "ImageError", "Kernel", "LibraryNotFoundError", "Recorder",
     "Runtime", "Scalar", "StateError", "Tensor", "TensorArray", "pack", "TraceEvent", "Workload",
-    "WorkloadInfo", "bench", "devices", "dtype_size", "err_name",
+    "WorkloadInfo", "WorkloadNode", "bench", "devices", "dtype_size", "err_name",
     "error_class", "f32", "find_cli", "image_dump", "library_path",
     "policies", "strerror", "version", "workloads", "__version__",
 ]

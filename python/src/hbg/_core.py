@@ -20,7 +20,7 @@ except ImportError:  # pragma: no cover - exercised only without numpy
 __all__ = [
     "DType", "Access", "Kernel", "Scalar", "Tensor", "Runtime", "Buffer",
     "Bind", "Recorder", "TensorArray", "pack", "BindStats", "DeviceStats", "TraceEvent",
-    "Workload", "WorkloadInfo", "policies", "workloads", "devices",
+    "Workload", "WorkloadInfo", "WorkloadNode", "policies", "workloads", "devices",
     "dtype_size", "f32", "image_dump", "version",
 ]
 
@@ -428,6 +428,18 @@ class WorkloadInfo:
     tasks_before: int
     tasks_after: int
     device_bytes: int
+    node_heap_bytes: int
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkloadNode:
+    """One kernel call of a step (``hbg_workload_node``): kernel, the
+    bind's task index it belongs to, its tensors (absolute addresses) and
+    its scalars (raw u64 bits, resolved)."""
+    kernel: int
+    task: int
+    tensors: tuple
+    scalars: tuple
 
 
 # ---------------------------------------------------------------- runtime
@@ -1069,6 +1081,25 @@ class Workload:
         p = self._ptr()
         _check(lib.hbg_workload_submit(p, bind._ptr(_OPEN), int(step)),
                "hbg_workload_submit", self.runtime)
+
+    def nodes(self, step, heap):
+        """The kernel calls of step `step`, flattened, as WorkloadNodes
+        (``hbg_workload_nodes``); graph-internal tensors lie in the device
+        memory at heap (``info.node_heap_bytes`` bytes, 64-aligned)."""
+        p = self._ptr()
+        n = c_uint32()
+        _check(lib.hbg_workload_nodes(p, int(step), int(heap), None, 0,
+                                      byref(n)),
+               "hbg_workload_nodes", self.runtime)
+        arr = (L.WorkloadNode_c * max(1, n.value))()
+        _check(lib.hbg_workload_nodes(p, int(step), int(heap), arr, n.value,
+                                      byref(n)),
+               "hbg_workload_nodes", self.runtime)
+        return [WorkloadNode(c.kernel, c.task,
+                             tuple(Tensor._from_c(c.tensors[i])
+                                   for i in range(c.n_tensors)),
+                             tuple(c.scalars[:c.n_scalars]))
+                for c in arr[:n.value]]
 
     def verify(self, step):
         """Compare step's outputs with the host reference, bit for bit.

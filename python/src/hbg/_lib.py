@@ -137,7 +137,19 @@ class WorkloadInfo_c(Structure):
                 ("n_defs", c_uint32), ("min_nodes", c_uint32),
                 ("max_nodes", c_uint32), ("max_btensors", c_uint32),
                 ("max_bscalars", c_uint32), ("tasks_before", c_uint32),
-                ("tasks_after", c_uint32), ("device_bytes", c_uint64)]
+                ("tasks_after", c_uint32), ("device_bytes", c_uint64),
+                ("node_heap_bytes", c_uint64)]
+
+
+NODE_MAX_TENSORS = 16  # HBG_WORKLOAD_NODE_MAX_TENSORS
+NODE_MAX_SCALARS = 8   # HBG_WORKLOAD_NODE_MAX_SCALARS
+
+
+class WorkloadNode_c(Structure):
+    _fields_ = [("kernel", c_uint32), ("n_tensors", c_uint32),
+                ("n_scalars", c_uint32), ("task", c_uint32),
+                ("tensors", Tensor_c * NODE_MAX_TENSORS),
+                ("scalars", c_uint64 * NODE_MAX_SCALARS)]
 
 
 class DevStats_c(Structure):
@@ -215,6 +227,9 @@ _SIGS = {
     "hbg_workload_get_info": (c_int, [_P, _P]),
     "hbg_workload_submit": (c_int, [_P, _P, c_uint32]),
     "hbg_workload_verify": (c_int, [_P, c_uint32, POINTER(c_double)]),
+    "hbg_workload_nodes": (c_int, [_P, c_uint32, c_uint64,
+                                   POINTER(WorkloadNode_c), c_uint32,
+                                   POINTER(c_uint32)]),
     # from hbg_device.h: backend listing, device counters, open errors
     "hbg_device_count": (c_uint32, []),
     "hbg_device_backend": (POINTER(DevOpsHead_c), [c_uint32]),
