@@ -73,6 +73,20 @@ static void t_detects(const char *name) {
   hbg_workload_info info;
   ASSERT_OK(hbg_workload_get_info(w, &info));
   ASSERT_EQ(info.struct_size, sizeof info);
+  ASSERT(info.node_heap_bytes > 0);
+  {
+    /* a caller built before node_heap_bytes: nothing written past it */
+    size_t old = offsetof(hbg_workload_info, node_heap_bytes);
+    unsigned char raw[sizeof info];
+    memset(raw, 0xA5, sizeof raw);
+    hbg_workload_info *o = (hbg_workload_info *)(void *)raw;
+    o->struct_size = (uint32_t)old;
+    ASSERT_OK(hbg_workload_get_info(w, o));
+    ASSERT_EQ(o->struct_size, old);
+    ASSERT_EQ(o->tasks_after, info.tasks_after);
+    for (size_t k = old; k < sizeof raw; k++)
+      ASSERT_EQ(raw[k], 0xA5);
+  }
   ASSERT_EQ(info.tasks_before, 2);
   ASSERT_EQ(info.tasks_after, 3);
   ASSERT(info.device_bytes > 0);

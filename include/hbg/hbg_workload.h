@@ -62,8 +62,10 @@ typedef struct hbg_workload_info {
                                  needs (graph-internal tensors of the
                                  largest Definition, laid out as the
                                  device's heap block lays them out; a
-                                 multiple of 64); a struct_size that
-                                 ends before this field leaves it unread */
+                                 multiple of 64); a caller whose
+                                 struct_size ends before this field (a
+                                 build before it) gets nothing written
+                                 past its struct */
 } hbg_workload_info;
 
 HBG_API void hbg_workload_config_init(hbg_workload_config *cfg);

@@ -479,7 +479,14 @@ void hbg_workload_destroy(hbg_workload *w) {
 
 int hbg_workload_get_info(const hbg_workload *w, hbg_workload_info *out) {
   HBG__RETURN_IF(!w || !out, HBG_E_INVAL);
-  *out = w->info;
+  /* A caller built before node_heap_bytes says so with its struct_size:
+   * its struct ends there, so nothing past it is written. */
+  size_t n = out->struct_size == offsetof(hbg_workload_info, node_heap_bytes)
+                 ? offsetof(hbg_workload_info, node_heap_bytes)
+                 : sizeof *out;
+  hbg_workload_info info = w->info;
+  info.struct_size = (uint32_t)n;
+  memcpy(out, &info, n);
   return 0;
 }
 
