@@ -29,6 +29,7 @@ from ._core import (Access, Bind, BindStats, Buffer, DeviceStats, DType,
                     dtype_size, f32,
                     image_dump, pack, policies, version, workloads)
 from ._bench import BenchResult, CliNotFoundError, bench, find_cli
+from ._peer import Peer, PeerStats, peers
 
 __version__ = version()
 library_path = _L.lib._hbg_path
@@ -37,9 +38,10 @@ library_path = _L.lib._hbg_path
 __all__ = [
     "Access", "ArgumentError", "BenchResult", "Bind", "BindStats", "Buffer",
     "CliNotFoundError", "DType", "DeviceError", "DeviceStats", "HAVE_BATCH",
-    "HbgError", "ImageError", "Kernel", "LibraryNotFoundError", "Recorder",
+    "HbgError", "ImageError", "Kernel", "LibraryNotFoundError", "Peer",
+    "PeerStats", "Recorder",
     "Runtime", "Scalar", "StateError", "Tensor", "TensorArray", "pack", "TraceEvent", "Workload",
     "WorkloadInfo", "WorkloadNode", "bench", "devices", "dtype_size", "err_name",
     "error_class", "f32", "find_cli", "image_dump", "library_path",
-    "policies", "strerror", "version", "workloads", "__version__",
+    "peers", "policies", "strerror", "version", "workloads", "__version__",
 ]

@@ -1043,11 +1043,14 @@ class Workload:
         self.runtime = rt
         self.name = name
         self._cell = [p.value]
+        self._peers = weakref.WeakSet()  # closed before the workload
         self._fin = weakref.finalize(self, _destroy_workload, rt._h,
                                      self._cell)
         rt._h.children.add(self)
 
     def _release(self):
+        for p in list(self._peers):
+            p._release()
         self._fin()
 
     def _ptr(self):

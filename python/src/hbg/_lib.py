@@ -152,6 +152,13 @@ class WorkloadNode_c(Structure):
                 ("scalars", c_uint64 * NODE_MAX_SCALARS)]
 
 
+class PeerStats_c(Structure):
+    _fields_ = [("struct_size", c_uint32), ("kind", c_uint32)] + [
+        (n, c_uint64) for n in (
+            "control_plane_ns", "exec_ns", "device_ns", "nodes", "launches",
+            "updates", "capture_ns", "instantiate_ns")]
+
+
 class DevStats_c(Structure):
     _fields_ = [(n, c_uint64) if n != "struct_size" and n != "reserved"
                 else (n, c_uint32) for n in (
@@ -230,6 +237,13 @@ _SIGS = {
     "hbg_workload_nodes": (c_int, [_P, c_uint32, c_uint64,
                                    POINTER(WorkloadNode_c), c_uint32,
                                    POINTER(c_uint32)]),
+    # hbg_peer.h
+    "hbg_peer_name": (c_char_p, [c_int]),
+    "hbg_peer_parse": (c_int, [c_char_p, POINTER(c_int)]),
+    "hbg_peer_create": (c_int, [_P, c_int, POINTER(_P)]),
+    "hbg_peer_launch": (c_int, [_P, c_uint32]),
+    "hbg_peer_wait": (c_int, [_P, _P]),
+    "hbg_peer_destroy": (None, [_P]),
     # from hbg_device.h: backend listing, device counters, open errors
     "hbg_device_count": (c_uint32, []),
     "hbg_device_backend": (POINTER(DevOpsHead_c), [c_uint32]),
@@ -238,7 +252,9 @@ _SIGS = {
 }
 
 # Newer entry points: bound when the library has them.
-OPTIONAL = {"hbg_submit_graph_n"}
+PEER_FNS = ("hbg_peer_name", "hbg_peer_parse", "hbg_peer_create",
+            "hbg_peer_launch", "hbg_peer_wait", "hbg_peer_destroy")
+OPTIONAL = {"hbg_submit_graph_n"} | set(PEER_FNS)
 
 
 def declare(lib):
@@ -256,6 +272,7 @@ def declare(lib):
 
 lib = declare(load())
 HAVE_BATCH = hasattr(lib, "hbg_submit_graph_n")
+HAVE_PEER = all(hasattr(lib, n) for n in PEER_FNS)
 
 
 def libc():
