@@ -48,15 +48,37 @@ typedef struct hbg_dev_caps {
   uint64_t mem_bytes;       /* device memory size */
 } hbg_dev_caps;
 
-/* Launch descriptor: the task window the device executes (or verifies). */
+/* hbg_dev_launch_desc.flags */
+enum {
+  HBG_DEV_LAUNCH_SIZED = 1u << 0 /* the sizing fields are filled */
+};
+
+/* Launch descriptor: the task window the device executes (or verifies).
+ * struct_size is the caller's sizeof: hbg_dev_launch accepts any size from
+ * HBG_DEV_LAUNCH_DESC_SIZE_V1 (a caller built before the sizing fields) on
+ * and hands the backend a whole current struct, the fields the caller did
+ * not have zero. */
 typedef struct hbg_dev_launch_desc {
   uint32_t struct_size;
-  uint32_t flags;
+  uint32_t flags;           /* HBG_DEV_LAUNCH_* */
   hbg_devptr window;        /* device address of the task window image */
   uint64_t window_bytes;
   hbg_devptr status;        /* device address of an hbg_dev_status the device
                                writes when the launch completes */
+  /* Sizing, with HBG_DEV_LAUNCH_SIZED (the core always fills it): what the
+   * window holds, counted while it was built, so that a backend keeping
+   * scheduler state per queue (cuda, exec=device) sizes that state before
+   * it launches. Hints, not trusted: the device checks its need again. */
+  uint32_t n_tasks;         /* window entries */
+  uint32_t reserved;
+  uint64_t n_deps;          /* dependencies of every entry */
+  uint64_t n_nodes;         /* graph nodes of every graph entry */
+  uint64_t kernel_scratch;  /* the most scratch (4-byte floats) one built-in
+                               kernel call of the window needs */
 } hbg_dev_launch_desc;
+
+/* sizeof(hbg_dev_launch_desc) before the sizing fields. */
+#define HBG_DEV_LAUNCH_DESC_SIZE_V1 32u
 
 /* Written by the device at launch completion (little-endian). */
 typedef struct hbg_dev_status {
@@ -85,6 +107,11 @@ typedef struct hbg_dev_stats {
   uint64_t host_allocs, host_frees;
   uint64_t host_in_use;             /* pinned host bytes allocated now */
   uint64_t launches;
+  /* Device scratch the backend keeps for itself (cuda, exec=device: each
+   * queue's executor block): blocks allocated (growths included), freed,
+   * and bytes held now. */
+  uint64_t scratch_allocs, scratch_frees;
+  uint64_t scratch_in_use;
 } hbg_dev_stats;
 
 /* Op indices, for fault injection and call counting. */

@@ -1,4 +1,5 @@
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,7 +229,20 @@ int hbg_dev_event_wait(hbg_device *dev, hbg_dev_event *ev) {
   HBG__RETURN_IF(!ev, HBG_E_INVAL);
   HBG__DISPATCH(event_wait, ev);
 }
+_Static_assert(offsetof(hbg_dev_launch_desc, n_tasks) ==
+                   HBG_DEV_LAUNCH_DESC_SIZE_V1,
+               "the sizing fields follow the first version's");
+
 int hbg_dev_launch(hbg_device *dev, hbg_dev_queue *q, const hbg_dev_launch_desc *l) {
-  HBG__RETURN_IF(!q || !l, HBG_E_INVAL);
-  HBG__DISPATCH(launch, q, l);
+  HBG__RETURN_IF(!q || !l || l->struct_size < HBG_DEV_LAUNCH_DESC_SIZE_V1,
+                 HBG_E_INVAL);
+  /* The backend sees a whole current descriptor: what an older caller did
+   * not have reads as zero (no sizing). */
+  hbg_dev_launch_desc d;
+  memset(&d, 0, sizeof d);
+  memcpy(&d, l, HBG__MIN((size_t)l->struct_size, sizeof d));
+  if (l->struct_size < sizeof d)
+    d.flags &= ~(uint32_t)HBG_DEV_LAUNCH_SIZED;
+  d.struct_size = sizeof d;
+  HBG__DISPATCH(launch, q, &d);
 }
