@@ -63,7 +63,9 @@ typedef struct hbg_dc_check_args {
  * ready items run by whole CTAs as the built-in kernels' CTA-cooperative
  * phases (src/kernels/kern_src.h). Its state lives in the block of
  * `scratch_bytes` bytes at `scratch` (8-aligned, retained by the host
- * between launches of one stream, never allocated here); `gen` differs
+ * between launches of one stream and grown by it before a launch to what
+ * exec_layout.h's hbg_dc_exec_layout_of says the window needs; never
+ * allocated here); `gen` differs
  * from the previous launch's on that block (the CTAs wait for CTA 0's
  * set-up to publish it). A block too small for the window is
  * HBG_DC_E_DEVMEM (task and node UINT32_MAX) with the bytes needed kept in

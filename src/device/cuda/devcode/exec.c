@@ -26,6 +26,7 @@
  */
 #include "devcode.h"
 
+#include "device/cuda/devcode/exec_layout.h"
 #include "exec/sched_src.h"
 #include "kernels/kern_src.h"
 
@@ -47,8 +48,6 @@
 #define DX_FENCE() ((void)0)
 #define DX_SHARED
 #endif
-
-#define DX_AL(n) (((n) + 63u) & ~(uint64_t)63u)
 
 HBG_DC_FN int dx_builtin(uint32_t k) { return k <= HBG__K_FILL; }
 
@@ -141,12 +140,13 @@ HBG_DC_FN int dx_setup(const hbg_dc_exec_args *a, hbg_dc_exec_ctl *ctl,
   DC_TRY(hbg_img_win_validate(w, a->bytes, &ctl->wv));
   const hbg_img_win_view *wv = &ctl->wv;
   uint32_t n = wv->hdr->n_tasks;
-  uint64_t off_g = DX_AL(sizeof *ctl);
-  uint64_t off_s = off_g + DX_AL((uint64_t)n * sizeof(hbg_img_graph));
-  ctl->need = off_s;
-  if (off_s > a->scratch_bytes)
+  /* The graphs' room first (the counts below are in the Definitions). */
+  hbg_dc_exec_layout lay;
+  hbg_dc_exec_layout_of(n, 0, 0, 0, n_ctas, &lay);
+  ctl->need = lay.off_sched;
+  if (lay.off_sched > a->scratch_bytes)
     return HBG_DC_E_DEVMEM;
-  hbg_img_graph *gs = (hbg_img_graph *)(void *)(blk + off_g);
+  hbg_img_graph *gs = (hbg_img_graph *)(void *)(blk + lay.off_graphs);
   hbg_dc_status st; /* check.c's counters */
   st.defs_verified = 0;
   dc_seen seen;
@@ -182,15 +182,15 @@ HBG_DC_FN int dx_setup(const hbg_dc_exec_args *a, hbg_dc_exec_ctl *ctl,
   }
   *task = DC_NONE;
   ctl->defs_verified = st.defs_verified;
-  uint64_t sbytes = hbg__sched_bytes(n, n_deps, n_nodes);
-  uint64_t off_k = off_s + DX_AL(sbytes);
-  uint64_t per = DX_AL(floats * 4);
-  ctl->need = off_k + per * n_ctas;
-  if (ctl->need > a->scratch_bytes || sbytes > a->scratch_bytes)
+  /* The host sized the block with the same function from its own counts
+   * (untrusted here): this is the check that holds. */
+  hbg_dc_exec_layout_of(n, n_deps, n_nodes, floats, n_ctas, &lay);
+  ctl->need = lay.need;
+  if (lay.need > a->scratch_bytes)
     return HBG_DC_E_DEVMEM;
-  ctl->kscr_off = off_k;
-  ctl->kscr_floats = per / 4;
-  hbg__sched *s = hbg__sched_init(blk + off_s, n, n_deps, n_nodes);
+  ctl->kscr_off = lay.off_kscr;
+  ctl->kscr_floats = lay.kscr_stride / 4;
+  hbg__sched *s = hbg__sched_init(blk + lay.off_sched, n, n_deps, n_nodes);
   for (uint32_t i = 0; i < n; i++) {
     const hbg_win_task *wt = hbg_img_win_task(wv, i);
     uint32_t bad = DC_NONE;
