@@ -276,6 +276,7 @@ void hbg__bind_reset(hbg_bind *b) {
   b->win_flushed = 0;
   b->heap_used = 0;
   b->sub_bytes = 0;
+  b->sz_deps = b->sz_nodes = b->sz_kscr = 0;
   b->bulk_len = 0;
   b->fatal = 0;
   b->err_entry = HBG_TASK_NONE;
@@ -411,6 +412,8 @@ int hbg_submit_task(hbg_bind *b, const hbg_task *t, hbg_task_id *out) {
   if (t->n_deps)
     memcpy((uint8_t *)e + off_d, t->deps, (size_t)t->n_deps * 4);
   index_push(b, (uint32_t)off);
+  b->sz_deps += t->n_deps;
+  b->sz_kscr = HBG__MAX(b->sz_kscr, hbg__task_scratch_floats(t));
   if (out)
     *out = b->n_tasks - 1;
   int rc = b->rt->ops->published ? b->rt->ops->published(b, NULL) : 0;
@@ -605,6 +608,9 @@ int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
 
   /* Publish: the slot is claimed and the dependencies registered. */
   index_push(b, (uint32_t)off);
+  b->sz_deps += g->n_deps;
+  b->sz_nodes += def->n_nodes;
+  b->sz_kscr = HBG__MAX(b->sz_kscr, def->kscr_floats);
   oc->count++;
   b->st.n_graphs++;
   if (out)
@@ -719,9 +725,14 @@ int hbg_bind_launch(hbg_bind *b) {
     return 0;
   }
   hbg_dev_launch_desc d = {.struct_size = sizeof d,
+                           .flags = HBG_DEV_LAUNCH_SIZED,
                            .window = s->win_dev,
                            .window_bytes = b->win.len,
-                           .status = s->status_dev};
+                           .status = s->status_dev,
+                           .n_tasks = b->n_tasks,
+                           .n_deps = b->sz_deps,
+                           .n_nodes = b->sz_nodes,
+                           .kernel_scratch = b->sz_kscr};
   b->t_launch_start = hbg__now_ns();
   rc = hbg_dev_launch(rt->dev, s->q, &d);
   if (rc < 0)

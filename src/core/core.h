@@ -139,6 +139,10 @@ struct hbg_bind {
   uint64_t sub_bytes; /* coalesced: Submission bytes inside the window */
   uint64_t bulk_len;  /* pinned-bulk: bytes of the bind's packed images */
   uint32_t err_entry, err_node; /* device status location (HBG_TASK_NONE) */
+  /* The window's sizing for the launch descriptor (HBG_DEV_LAUNCH_SIZED):
+   * dependencies and graph nodes of the published entries, the most
+   * kernel scratch (floats) one of their calls needs. */
+  uint64_t sz_deps, sz_nodes, sz_kscr;
 
   /* timing and counters */
   uint64_t t_begin, t_launch_start, nested_upload_ns;

@@ -36,6 +36,9 @@ typedef struct hbg__def {
   uint64_t hash;       /* == header hash */
   uint64_t heap_size;
   uint32_t n_nodes;
+  uint64_t kscr_floats; /* the most built-in kernel scratch (floats) one
+                           node's call needs (hbg__task_scratch_floats;
+                           0 from hbg__def_from_image) */
   uint32_t n_btensors;
   uint32_t n_bscalars;
   const hbg_def_bsig *bsig; /* into image */

@@ -54,6 +54,7 @@ struct hbg_recorder {
   int check_kernels; /* hbg__rec_check_kernels */
   char err_msg[256]; /* hbg_last_error() of the first failure */
   uint32_t pad_to; /* hbg_record_pad: the Definition's minimum size */
+  uint64_t kscr;   /* the most kernel scratch (floats) one node needs */
 };
 
 typedef struct arg_access {
@@ -404,6 +405,9 @@ static int record_task(hbg_recorder *rec, hbg_task *t, hbg_task_id *out) {
   }
 
   /* Commit: nothing below fails. */
+  uint64_t kscr = hbg__task_scratch_floats(t);
+  if (kscr > r->kscr)
+    r->kscr = kscr;
   rec_node *n = &r->nodes[self];
   memset(n, 0, sizeof *n);
   n->kernel = t->kernel;
@@ -599,6 +603,7 @@ int hbg__rec_finish(hbg_recorder *r, hbg__def **out) {
   d->hash = h.hash;
   d->heap_size = h.heap_size;
   d->n_nodes = N;
+  d->kscr_floats = r->kscr;
   d->n_btensors = r->nbt;
   d->n_bscalars = r->nbs;
   d->bsig = (const hbg_def_bsig *)(img + h.off_bsig);

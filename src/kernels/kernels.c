@@ -236,6 +236,19 @@ int hbg__task_kernel_check(const hbg_task *t, const char *who) {
   return rc;
 }
 
+uint64_t hbg__task_scratch_floats(const hbg_task *t) {
+  hbg__ktensor k[HBG_IMG_MAX_ARGS_PER_NODE];
+  if (t->kernel >= HBG_KERNEL__COUNT || t->n_args > HBG_IMG_MAX_ARGS_PER_NODE)
+    return 0;
+  for (uint32_t i = 0; i < t->n_args; i++)
+    hbg__ktensor_from(&k[i], &t->args[i], NULL);
+  if (hbg__kernel_check(t->kernel, k, t->n_args, t->n_scalars) != 0)
+    return 0;
+  hbg__kcall c = {.kernel = t->kernel, .nt = t->n_args, .ns = t->n_scalars,
+                  .t = k, .sc = NULL};
+  return hbg__k_scratch_floats(&c);
+}
+
 static void run_phases(const hbg__kcall *c, uint32_t n_lanes, float *s) {
   uint64_t phases = hbg__k_phases(c);
   for (uint64_t ph = 0; ph < phases; ph++)

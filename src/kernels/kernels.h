@@ -103,6 +103,13 @@ int hbg__kernel_check(uint32_t kernel, const hbg__ktensor *t, uint32_t nt,
  * @return 0 or HBG_E_KERNEL. */
 int hbg__task_kernel_check(const hbg_task *t, const char *who);
 
+/* The scratch floats one CTA needs to run the task's call (kern_src.h's
+ * hbg__k_scratch_floats, from the metadata alone): 0 for a kernel without
+ * scratch, a user kernel, or arguments hbg__kernel_check rejects. The
+ * host's sizing of the cuda executor's block (hbg_dev_launch_desc's
+ * kernel_scratch). */
+uint64_t hbg__task_scratch_floats(const hbg_task *t);
+
 /* Check everything (as check, plus scalar values) and run the kernel on
  * the calling thread, its phases one after another and in each the lanes
  * 0..n_lanes-1 in turn (kern_src.h); the result is the same for every
