@@ -326,6 +326,13 @@ static int scenario(const char **where, hbg_device **dout) {
                                .window = p,
                                .window_bytes = 8,
                                .status = st};
+      if (exec_device) {
+        /* Sizing past the queue's first block: the launch grows it (a
+         * new block and an event; the old one freed at queue_destroy). */
+        l.flags = HBG_DEV_LAUNCH_SIZED;
+        l.n_tasks = 1;
+        l.n_nodes = 4096;
+      }
       STEP("launch", hbg_dev_launch(d, q, &l));
 #ifdef HBG_HAVE_CUDA
       /* The device module's check kernel (a verdict, not an error). */

@@ -11,8 +11,13 @@
  *     validator's code at its entry (and node);
  *   - user kernels (no device implementation) are HBG_E_KERNEL at their
  *     entry, and node: in a hand-built window, and through hbg_bind_wait;
- *   - a scratch block too small for the bind is HBG_E_DEVMEM through
- *     hbg_bind_wait;
+ *   - the scratch block: a launch with sizing hints grows the queue's
+ *     block before it launches (once; then retained), to exactly the bytes
+ *     the kernel computes it needs; a hint-less or lying launch leaves it
+ *     and the kernel reports HBG_E_DEVMEM itself; a failed growth is
+ *     HBG_E_DEVMEM from launch with nothing launched, and the next bind
+ *     runs; qwen3-14b and dsv4 at their full layer counts run from a 4K
+ *     block;
  *   - qwen3-14b and dsv4 (2 layers) under every policy match the host
  *     reference bit for bit (hbg_workload_verify), one kernel launch per
  *     bind.
@@ -22,6 +27,7 @@
 
 #include <hbg/hbg_workload.h>
 
+#include "core/core.h"
 #include "device/cuda/cuda_internal.h"
 #include "device/cuda/devcode/devcode.h"
 #include "test_exec_fixture.h"
@@ -32,6 +38,8 @@
 
 static long (*mock_kernels_run)(void);
 static void (*mock_hold)(int on);
+static void (*mock_fail)(const char *name, int code, int nth);
+static int (*mock_armed)(void);
 static int mocked;
 
 static void load_mock(void) {
@@ -41,10 +49,14 @@ static void load_mock(void) {
   void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   void *k = h ? dlsym(h, "hbgmock_kernels_run") : NULL;
   void *o = h ? dlsym(h, "hbgmock_hold") : NULL;
-  if (!k || !o)
+  void *f = h ? dlsym(h, "hbgmock_fail") : NULL;
+  void *a = h ? dlsym(h, "hbgmock_armed") : NULL;
+  if (!k || !o || !f || !a)
     return;
   memcpy(&mock_kernels_run, &k, sizeof k);
   memcpy(&mock_hold, &o, sizeof o);
+  memcpy(&mock_fail, &f, sizeof f);
+  memcpy(&mock_armed, &a, sizeof a);
   mocked = 1;
 }
 
@@ -350,22 +362,245 @@ static void test_bind_errors(void) {
   ASSERT_OK(hbg_buffer_free(rt, x));
   ASSERT_OK(hbg_buffer_free(rt, y));
   hbg_runtime_destroy(rt);
+}
 
-  /* A block too small for qwen3-14b's bind. */
-  rt = rt_open(HBG_POLICY_DEFERRED, "exec=device,scratch=4K");
+/* ---- the scratch block: sized before launch ---- */
+
+static hbg_dev_stats dstats(hbg_device *d) {
+  hbg_dev_stats st;
+  ASSERT_OK(hbg_dev_stats_get(d, &st));
+  return st;
+}
+
+static hbg_dc_exec_ctl read_ctl(hbg_device *d, const hbg_dev_queue *q) {
+  hbg_dc_exec_ctl ctl;
+  ASSERT_OK(hbg_dev_copy_d2h(d, &ctl, (uint64_t)q->xblock, sizeof ctl));
+  return ctl;
+}
+
+/* Launch l on q, wait, @return the status. */
+static hbg_dev_status launch_on(scene *s, hbg_dev_queue *q,
+                                const hbg_dev_launch_desc *l) {
+  hbg_dev_status st;
+  memset(&st, 0xab, sizeof st);
+  xf_write(&s->f, s->f.status, &st, sizeof st);
+  ASSERT_OK(hbg_dev_launch(s->f.dev, q, l));
+  ASSERT_OK(hbg_dev_queue_sync(s->f.dev, q));
+  xf_read(&s->f, &st, s->f.status, sizeof st);
+  return st;
+}
+
+/* On a fresh queue (a 4K block): a window that needs more, launched
+ * without hints, with hints that lie, and with the true ones. */
+static void test_hints(scene *s) {
+  hbg_device *d = s->f.dev;
+  const uint32_t G = 40; /* COPY, then G graph entries after it */
+  uint64_t bytes, W = build(s, HBG_KERNEL_COPY, s->def, G, &bytes);
+  hbg_dev_queue *q = NULL;
+  ASSERT_OK(hbg_dev_queue_create(d, &q));
+  ASSERT_UEQ(q->xbytes, HBG_DC_EXEC_MIN_SCRATCH);
+  hbg_dev_launch_desc truth = {.struct_size = sizeof truth,
+                               .flags = HBG_DEV_LAUNCH_SIZED,
+                               .window = W,
+                               .window_bytes = bytes,
+                               .status = s->f.status,
+                               .n_tasks = G + 1,
+                               .n_deps = G,
+                               .n_nodes = (uint64_t)G * s->d->n_nodes,
+                               .kernel_scratch = s->d->kscr_floats};
+  hbg_dev_stats d0 = dstats(d);
+
+  /* A caller built before the sizing fields: whatever follows its struct
+   * is not read (no growth); the kernel finds the block too small. */
+  hbg_dev_launch_desc old = truth;
+  old.struct_size = HBG_DEV_LAUNCH_DESC_SIZE_V1;
+  hbg_dev_status st = launch_on(s, q, &old);
+  expect("first-version descriptor, 4K block", &st, HBG_E_DEVMEM, NONE, NONE);
+  hbg_dc_exec_ctl ctl = read_ctl(d, q);
+  printf("  the window needs %llu bytes (device)\n",
+         (unsigned long long)ctl.need);
+  ASSERT(ctl.need > HBG_DC_EXEC_MIN_SCRATCH);
+  ASSERT_UEQ(q->xbytes, HBG_DC_EXEC_MIN_SCRATCH);
+  old.struct_size = HBG_DEV_LAUNCH_DESC_SIZE_V1 - 8;
+  ASSERT_ERR(hbg_dev_launch(d, q, &old), HBG_E_INVAL);
+
+  /* Hints too small: no growth; the kernel's own check holds (and writes
+   * nothing past the block: ASan watches the stand-in's memory). */
+  hbg_dev_launch_desc lie = truth;
+  lie.n_deps = lie.n_nodes = 0;
+  lie.n_tasks = 1;
+  st = launch_on(s, q, &lie);
+  expect("hints too small", &st, HBG_E_DEVMEM, NONE, NONE);
+  ASSERT(q->xneed <= HBG_DC_EXEC_MIN_SCRATCH);
+  ASSERT_UEQ(read_ctl(d, q).need, ctl.need);
+  ASSERT_UEQ(q->xbytes, HBG_DC_EXEC_MIN_SCRATCH);
+
+  /* Hints too large: the growth fails before anything is queued. */
+  uint64_t launches = dstats(d).launches;
+  lie = truth;
+  lie.n_nodes = 1ull << 39; /* terabytes: the driver says no */
+  ASSERT_ERR(hbg_dev_launch(d, q, &lie), HBG_E_DEVMEM);
+  const char *m = "";
+  ASSERT_OK(hbg_device_native_error(d, NULL, &m));
+  printf("  hints too large: %s\n", m);
+  ASSERT(strstr(m, "scratch block") != NULL);
+  lie.n_nodes = 1ull << 41; /* past the layout's limits */
+  ASSERT_ERR(hbg_dev_launch(d, q, &lie), HBG_E_DEVMEM);
+  lie.n_nodes = 1;
+  lie.kernel_scratch = UINT64_MAX;
+  ASSERT_ERR(hbg_dev_launch(d, q, &lie), HBG_E_DEVMEM);
+  ASSERT_UEQ(dstats(d).launches, launches);
+  ASSERT_UEQ(q->xbytes, HBG_DC_EXEC_MIN_SCRATCH);
+  ASSERT_UEQ(dstats(d).scratch_allocs, d0.scratch_allocs);
+
+  /* The truth: one growth, to what the kernel computes it needs. */
+  st = launch_on(s, q, &truth);
+  expect("true hints: grown, runs", &st, 0, NONE, NONE);
+  ASSERT_EQ(st.nodes_done, 1 + (uint64_t)G * s->d->n_nodes);
+  ctl = read_ctl(d, q);
+  printf("  host figure %llu, device need %llu, block %llu bytes\n",
+         (unsigned long long)q->xneed, (unsigned long long)ctl.need,
+         (unsigned long long)q->xbytes);
+  ASSERT_UEQ(q->xneed, ctl.need);
+  ASSERT(q->xbytes >= ctl.need);
+  hbg_dev_stats d1 = dstats(d);
+  ASSERT_UEQ(d1.scratch_allocs, d0.scratch_allocs + 1);
+  ASSERT_UEQ(d1.scratch_in_use, d0.scratch_in_use + q->xbytes); /* both */
+  /* Again: retained, and the replaced block is freed now that the work
+   * queued before the growth has completed. */
+  uint64_t xb = q->xblock;
+  st = launch_on(s, q, &truth);
+  expect("true hints again", &st, 0, NONE, NONE);
+  hbg_dev_stats d2 = dstats(d);
+  ASSERT_UEQ(q->xblock, xb);
+  ASSERT_UEQ(d2.scratch_allocs, d1.scratch_allocs);
+  ASSERT_UEQ(d2.scratch_frees, d1.scratch_frees + 1);
+  ASSERT_UEQ(d2.scratch_in_use,
+             d0.scratch_in_use - HBG_DC_EXEC_MIN_SCRATCH + q->xbytes);
+  ASSERT_OK(hbg_dev_queue_destroy(d, q));
+  hbg_dev_stats d3 = dstats(d);
+  ASSERT_UEQ(d3.scratch_frees, d2.scratch_frees + 1);
+  ASSERT_UEQ(d3.scratch_in_use, d0.scratch_in_use - HBG_DC_EXEC_MIN_SCRATCH);
+  ASSERT_OK(hbg_dev_mem_free(d, W));
+}
+
+static hbg_runtime *rt_open1(int policy, const char *opts) {
+  hbg_config cfg;
+  hbg_config_init(&cfg);
+  cfg.device = "cuda";
+  cfg.device_options = opts;
+  cfg.policy = (uint32_t)policy;
+  cfg.pipeline_depth = 1; /* one slot: every bind on one queue */
+  hbg_runtime *rt = NULL;
+  ASSERT_OK(hbg_runtime_create(&cfg, &rt));
+  return rt;
+}
+
+/* One bind of w at step on rt: @return hbg_bind_wait's code. */
+static int one_bind(hbg_runtime *rt, hbg_workload *w, uint32_t step) {
+  hbg_bind *b = NULL;
+  ASSERT_OK(hbg_bind_begin(rt, &b));
+  ASSERT_OK(hbg_workload_submit(w, b, step));
+  ASSERT_OK(hbg_bind_launch(b));
+  int rc = hbg_bind_wait(b);
+  hbg_bind_end(b);
+  return rc;
+}
+
+/* A full-size workload from a 4K block: the first bind grows it to what
+ * the kernel computes (the host's figure equals it), later binds keep it. */
+static void test_grow(const char *name, int policy) {
+  hbg_runtime *rt = rt_open1(policy, "exec=device,scratch=4K");
+  hbg_device *d = hbg_runtime_device(rt);
+  const hbg_dev_queue *q = rt->slots[0].q;
   hbg_workload_config wc;
   hbg_workload_config_init(&wc);
-  wc.name = "qwen3-14b";
-  wc.layers = 1;
+  wc.name = name; /* its default layer count */
   hbg_workload *w = NULL;
   ASSERT_OK(hbg_workload_create(rt, &wc, &w));
-  ASSERT_OK(hbg_bind_begin(rt, &b));
-  ASSERT_OK(hbg_workload_submit(w, b, 1));
-  ASSERT_OK(hbg_bind_launch(b));
-  ASSERT_ERR(hbg_bind_wait(b), HBG_E_DEVMEM);
-  hbg_bind_end(b);
+  hbg_dev_stats d0 = dstats(d);
+  for (uint32_t step = 3; step < 6; step++) {
+    ASSERT_OK(one_bind(rt, w, step));
+    double err = -1;
+    int rc = hbg_workload_verify(w, step, &err);
+    hbg_dc_exec_ctl ctl = read_ctl(d, q);
+    hbg_dev_stats d1 = dstats(d);
+    printf("  %-10s %-12s step %u: need %llu (host %llu), block %llu, "
+           "growths %llu, verify %s\n",
+           name, hbg_policy_name(policy), step, (unsigned long long)ctl.need,
+           (unsigned long long)q->xneed, (unsigned long long)q->xbytes,
+           (unsigned long long)(d1.scratch_allocs - d0.scratch_allocs),
+           hbg_err_name(rc));
+    if (rc)
+      T_FAIL("%s step %u: %s (max_abs_err %g)", name, step, hbg_err_name(rc),
+             err);
+    ASSERT_UEQ(q->xneed, ctl.need);
+    ASSERT(ctl.need > (64u << 10)); /* the old default block was too small */
+    ASSERT_UEQ(d1.scratch_allocs, d0.scratch_allocs + 1); /* once */
+    /* The 4K block is freed at the launch after the one that replaced
+     * it (its event has completed by then). */
+    ASSERT_UEQ(d1.scratch_in_use,
+               q->xbytes + (step == 3 ? HBG_DC_EXEC_MIN_SCRATCH : 0));
+    ASSERT_UEQ(d1.scratch_frees, d0.scratch_frees + (step == 3 ? 0 : 1));
+  }
   hbg_workload_destroy(w);
   hbg_runtime_destroy(rt);
+}
+
+/* The growth's allocation fails: HBG_E_DEVMEM from hbg_bind_launch,
+ * nothing launched, the block as it was; the next bind runs. Which
+ * cuMemAlloc_v2 of the launch is the growth's depends on the policy's
+ * staging, so each is failed in turn until the growth's is found. */
+static void test_grow_fails(void) {
+  if (!mocked)
+    return;
+  int found = 0;
+  for (int nth = 0; nth < 8 && !found; nth++) {
+    hbg_runtime *rt = rt_open1(HBG_POLICY_COALESCED, "exec=device,scratch=4K");
+    hbg_device *d = hbg_runtime_device(rt);
+    hbg_dev_queue *q = rt->slots[0].q;
+    hbg_workload_config wc;
+    hbg_workload_config_init(&wc);
+    wc.name = "qwen3-14b";
+    wc.layers = 2;
+    hbg_workload *w = NULL;
+    ASSERT_OK(hbg_workload_create(rt, &wc, &w));
+    hbg_bind *b = NULL;
+    ASSERT_OK(hbg_bind_begin(rt, &b));
+    ASSERT_OK(hbg_workload_submit(w, b, 1));
+    hbg_dev_stats d0 = dstats(d);
+    long k0 = mock_kernels_run();
+    mock_fail("cuMemAlloc_v2", CUDA_ERROR_OUT_OF_MEMORY, nth);
+    int rc = hbg_bind_launch(b);
+    int fired = !mock_armed();
+    mock_fail(NULL, 0, 0);
+    const char *m = "";
+    (void)hbg_device_native_error(d, NULL, &m);
+    if (rc == HBG_E_DEVMEM && fired && strstr(m, "scratch block")) {
+      found = 1;
+      printf("  growth fails (cuMemAlloc_v2 #%d of the launch): %s\n", nth, m);
+      hbg_bind_end(b);
+      ASSERT_OK(hbg_dev_queue_sync(d, q));
+      hbg_dev_stats d1 = dstats(d);
+      ASSERT_EQ(mock_kernels_run(), k0); /* nothing launched */
+      ASSERT_UEQ(d1.launches, d0.launches);
+      ASSERT_UEQ(d1.scratch_allocs, d0.scratch_allocs);
+      ASSERT_UEQ(q->xbytes, HBG_DC_EXEC_MIN_SCRATCH);
+      ASSERT_OK(one_bind(rt, w, 2));
+      double err = -1;
+      ASSERT_OK(hbg_workload_verify(w, 2, &err));
+      ASSERT_UEQ(dstats(d).scratch_allocs, d0.scratch_allocs + 1);
+      ASSERT_UEQ(read_ctl(d, q).need, q->xneed);
+    } else {
+      ASSERT(fired || rc == 0); /* ran out of the launch's allocations */
+      hbg_bind_end(b);
+    }
+    hbg_workload_destroy(w);
+    hbg_runtime_destroy(rt);
+    if (!fired)
+      break;
+  }
+  ASSERT(found);
 }
 
 int main(void) {
@@ -384,8 +619,12 @@ int main(void) {
   test_runs(&s);
   test_async(&s);
   test_errors(&s);
+  test_hints(&s);
   scene_close(&s);
   test_bind_errors();
+  test_grow_fails();
+  test_grow("qwen3-14b", HBG_POLICY_DEFERRED);
+  test_grow("dsv4", HBG_POLICY_COALESCED);
   for (int p = 0; p < HBG_POLICY__COUNT; p++) {
     run_workload("qwen3-14b", p);
     run_workload("dsv4", p);

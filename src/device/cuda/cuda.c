@@ -349,11 +349,13 @@ static int cu_probe(char *buf, size_t len) {
   return rc;
 }
 
-#define CU_XSCRATCH_DEFAULT (64ull << 20)
+/* The executor's block per stream starts this small: the first launch
+ * with sizing hints (every bind's) grows it to what its window needs. */
+#define CU_XSCRATCH_DEFAULT ((uint64_t)HBG_DC_EXEC_MIN_SCRATCH)
 
 /* exec= and scratch=: *device 0 (verify, the default) or 1; *scratch the
- * executor's block per stream. @return 0 or HBG_E_INVAL, the native
- * message naming the option. */
+ * initial size of the executor's block per stream. @return 0 or
+ * HBG_E_INVAL, the native message naming the option. */
 static int cu_exec_opts(hbg_device *dev, const char *options, int *device,
                         uint64_t *scratch) {
   char v[16];
@@ -376,8 +378,9 @@ static int cu_exec_opts(hbg_device *dev, const char *options, int *device,
   if (hbg__opt_u64(options, "scratch", scratch) < 0 ||
       *scratch < HBG_DC_EXEC_MIN_SCRATCH || *scratch > (1ull << 40)) {
     hbg_device_set_native(dev, 0,
-                          "scratch=: want bytes %u..1T (K/M/G suffix) for "
-                          "the device executor's block per stream",
+                          "scratch=: want bytes %u..1T (K/M/G suffix): the "
+                          "initial size of the device executor's block per "
+                          "stream",
                           HBG_DC_EXEC_MIN_SCRATCH);
     return HBG_E_INVAL;
   }
@@ -560,6 +563,9 @@ static int cu_get_stats(hbg_device *dev, hbg_dev_stats *out) {
   LOAD(host_frees);
   LOAD(host_in_use);
   LOAD(launches);
+  LOAD(scratch_allocs);
+  LOAD(scratch_frees);
+  LOAD(scratch_in_use);
 #undef LOAD
   *out = s;
   return 0;
@@ -756,11 +762,9 @@ static int cu_queue_destroy(hbg_device *dev, hbg_dev_queue *q) {
   e = c->f.cuStreamDestroy_v2(q->s);
   if (e != CUDA_SUCCESS && rc == 0)
     rc = hbg__cu_err(dev, e, "cuStreamDestroy_v2", HBG_E_DEVICE);
-  if (q->xblock) {
-    e = c->f.cuMemFree_v2(q->xblock);
-    if (e != CUDA_SUCCESS && rc == 0)
-      rc = hbg__cu_err(dev, e, "cuMemFree_v2", HBG_E_DEVICE);
-  }
+  int xrc = hbg__cu_exec_queue_fini(dev, c, q);
+  if (xrc < 0 && rc == 0)
+    rc = xrc;
   if (q->status) {
     e = c->f.cuMemFreeHost(q->status);
     if (e != CUDA_SUCCESS && rc == 0)
@@ -869,7 +873,8 @@ const hbg_dev_ops hbg__cuda_ops = {
                "module; launch reads the images back and verifies them on "
                "the host (exec=verify, the default), or runs the window on "
                "the GPU with the module's executor (exec=device, "
-               "scratch=BYTES per stream, default 64M); options "
+               "its block per stream grown to each window's need from "
+               "scratch=BYTES, default 4K); options "
                "device=N, lib=PATH (or HBG_CUDA_LIB)",
     .probe = cu_probe,
     .open = cu_open,

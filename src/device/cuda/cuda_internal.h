@@ -34,14 +34,30 @@ typedef struct hbg__cu_scratch {
   size_t cap;
 } hbg__cu_scratch;
 
+/* exec=device: a scratch block a growth replaced, freed once `done`
+ * (recorded on the queue after the block's last launch) has completed. */
+typedef struct hbg__cu_xretired {
+  CUdeviceptr block;
+  uint64_t bytes;
+  CUevent done;
+  struct hbg__cu_xretired *next;
+} hbg__cu_xretired;
+
 struct hbg_dev_queue {
   CUstream s;
   hbg_dev_status *status; /* pinned source of the status write, lazily */
   /* exec=device: the executor's scratch block, retained for this stream's
-   * launches (made at queue creation, freed at its destruction), and the
-   * generation the next launch publishes its set-up under. */
+   * launches: made at queue creation (scratch= bytes), grown before a
+   * launch whose sizing hints need more (the high-water mark, kept), freed
+   * at the queue's destruction; the generation the next launch publishes
+   * its set-up under; the bytes the last sized launch needed (the host's
+   * figure, hbg_dc_exec_layout_of); blocks replaced by a growth; a
+   * pinned zeroed control header, the source of a new block's (pinned, so
+   * the copy does not wait for the stream's earlier work). */
   CUdeviceptr xblock;
-  uint64_t xbytes, xgen;
+  uint64_t xbytes, xgen, xneed;
+  hbg__cu_xretired *xretired;
+  void *xzero;
 };
 
 struct hbg_dev_event {
@@ -54,6 +70,7 @@ typedef struct hbg__cu_stats {
   _Atomic uint64_t async_copies, async_degraded, pinned_direct, handshakes;
   _Atomic uint64_t mem_allocs, mem_frees, mem_in_use;
   _Atomic uint64_t host_allocs, host_frees, host_in_use, launches;
+  _Atomic uint64_t scratch_allocs, scratch_frees, scratch_in_use;
 } hbg__cu_stats;
 
 typedef struct hbg__cuda {
@@ -140,12 +157,19 @@ int hbg__cu_check_window(hbg_device *dev, hbg_dev_queue *q, hbg_devptr window,
                          uint64_t bytes, hbg_devptr status);
 
 /* exec=device's launch: hbg_dc_exec on q's stream with q's scratch
- * block; nothing else (no synchronisation, no read-back). @return 0,
- * HBG_E_RANGE (window or status outside live device memory), or the
- * mapped cuLaunchKernel error. */
+ * block; nothing else (no synchronisation, no read-back), except that a
+ * launch with sizing hints (HBG_DEV_LAUNCH_SIZED) first grows the block to
+ * what they need when it is smaller (a new block, its header zeroed on the
+ * stream; the old one freed once the work queued before has completed).
+ * @return 0, HBG_E_RANGE (window or status outside live device memory),
+ * HBG_E_DEVMEM (the growth failed: nothing launched, the block as it was),
+ * or the mapped driver error. */
 int hbg__cu_exec_launch(hbg_device *dev, hbg_dev_queue *q,
                         const hbg_dev_launch_desc *l);
 /* exec=device: the queue's scratch block (at queue creation). */
 int hbg__cu_exec_queue_init(hbg_device *dev, hbg__cuda *c, hbg_dev_queue *q);
+/* exec=device: free the queue's blocks (at its destruction, the stream
+ * synchronised). @return 0 or the first mapped driver error. */
+int hbg__cu_exec_queue_fini(hbg_device *dev, hbg__cuda *c, hbg_dev_queue *q);
 
 #endif

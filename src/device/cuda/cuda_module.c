@@ -8,10 +8,13 @@
  */
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "common/util.h"
 #include "device/cuda/cuda_internal.h"
 #include "device/cuda/devcode/devcode.h"
+#include "device/cuda/devcode/exec_layout.h"
 
 _Static_assert(sizeof(hbg_dc_status) == sizeof(hbg_dev_status) &&
                    offsetof(hbg_dc_status, task) ==
@@ -90,24 +93,155 @@ int hbg__cu_check_window(hbg_device *dev, hbg_dev_queue *q, hbg_devptr window,
 }
 
 int hbg__cu_exec_queue_init(hbg_device *dev, hbg__cuda *c, hbg_dev_queue *q) {
-  CUdeviceptr p = 0;
-  CUresult e = c->f.cuMemAlloc_v2(&p, (size_t)c->xscratch);
+  /* A zeroed control header has generation 0, which no launch publishes
+   * (the first publishes 1). */
+  void *z = NULL;
+  CUresult e = c->f.cuMemHostAlloc(&z, sizeof(hbg_dc_exec_ctl),
+                                   CU_MEMHOSTALLOC_PORTABLE);
   if (e != CUDA_SUCCESS)
-    return hbg__cu_err_why(dev, e, "cuMemAlloc_v2", HBG_E_DEVMEM,
-                           "the device executor's scratch block (scratch=)");
-  /* The control header starts at generation 0 (the first launch publishes
-   * 1): queued on the stream, so it lands before any launch. */
-  static const hbg_dc_exec_ctl zero;
-  e = c->f.cuMemcpyHtoDAsync_v2(p, &zero, sizeof zero, q->s);
+    return hbg__cu_err(dev, e, "cuMemHostAlloc", HBG_E_NOMEM);
+  memset(z, 0, sizeof(hbg_dc_exec_ctl));
+  int rc;
+  CUdeviceptr p = 0;
+  e = c->f.cuMemAlloc_v2(&p, (size_t)c->xscratch);
   if (e != CUDA_SUCCESS) {
-    int rc = hbg__cu_err(dev, e, "cuMemcpyHtoDAsync_v2", HBG_E_DEVICE);
+    rc = hbg__cu_err_why(dev, e, "cuMemAlloc_v2", HBG_E_DEVMEM,
+                         "the device executor's scratch block (scratch=)");
+    goto err_z;
+  }
+  /* Queued on the stream, so it lands before any launch. */
+  e = c->f.cuMemcpyHtoDAsync_v2(p, z, sizeof(hbg_dc_exec_ctl), q->s);
+  if (e != CUDA_SUCCESS) {
+    rc = hbg__cu_err(dev, e, "cuMemcpyHtoDAsync_v2", HBG_E_DEVICE);
     (void)c->f.cuMemFree_v2(p);
-    return rc;
+    goto err_z;
   }
   q->xblock = p;
   q->xbytes = c->xscratch;
   q->xgen = 0;
+  q->xneed = 0;
+  q->xretired = NULL;
+  q->xzero = z;
+  HBG__CU_ADD(c, scratch_allocs, 1);
+  HBG__CU_ADD(c, scratch_in_use, c->xscratch);
   return 0;
+
+err_z:
+  (void)c->f.cuMemFreeHost(z);
+  return rc;
+}
+
+static CUresult exec_block_free(hbg__cuda *c, CUdeviceptr p, uint64_t bytes) {
+  CUresult e = c->f.cuMemFree_v2(p);
+  if (e == CUDA_SUCCESS) {
+    HBG__CU_ADD(c, scratch_frees, 1);
+    atomic_fetch_sub_explicit(&c->st.scratch_in_use, bytes,
+                              memory_order_relaxed);
+  }
+  return e;
+}
+
+/* Free the retired blocks whose last launch has completed; with all, every
+ * one (the stream is synchronised). @return 0 or the first failing call's
+ * mapped error (the block and event are gone either way). */
+static int exec_reap(hbg_device *dev, hbg__cuda *c, hbg_dev_queue *q,
+                     int all) {
+  int rc = 0;
+  hbg__cu_xretired **pp = &q->xretired;
+  while (*pp) {
+    hbg__cu_xretired *r = *pp;
+    if (!all && c->f.cuEventQuery(r->done) != CUDA_SUCCESS) {
+      pp = &r->next; /* pending (or failed: kept for the end) */
+      continue;
+    }
+    CUresult e = exec_block_free(c, r->block, r->bytes);
+    if (e != CUDA_SUCCESS && rc == 0)
+      rc = hbg__cu_err(dev, e, "cuMemFree_v2", HBG_E_DEVICE);
+    e = c->f.cuEventDestroy_v2(r->done);
+    if (e != CUDA_SUCCESS && rc == 0)
+      rc = hbg__cu_err(dev, e, "cuEventDestroy_v2", HBG_E_DEVICE);
+    *pp = r->next;
+    free(r);
+  }
+  return rc;
+}
+
+int hbg__cu_exec_queue_fini(hbg_device *dev, hbg__cuda *c, hbg_dev_queue *q) {
+  int rc = exec_reap(dev, c, q, 1);
+  if (q->xblock) {
+    CUresult e = exec_block_free(c, q->xblock, q->xbytes);
+    if (e != CUDA_SUCCESS && rc == 0)
+      rc = hbg__cu_err(dev, e, "cuMemFree_v2", HBG_E_DEVICE);
+    q->xblock = 0;
+    q->xbytes = 0;
+  }
+  if (q->xzero) {
+    CUresult e = c->f.cuMemFreeHost(q->xzero);
+    if (e != CUDA_SUCCESS && rc == 0)
+      rc = hbg__cu_err(dev, e, "cuMemFreeHost", HBG_E_DEVICE);
+    q->xzero = NULL;
+  }
+  return rc;
+}
+
+/* Replace q's block by one of need bytes (rounded up to 64K) for the
+ * launches queued from now on; the old one is retired behind an event
+ * recorded after the work queued so far. Every failure leaves q as it
+ * was. @return 0, HBG_E_DEVMEM, HBG_E_NOMEM or a mapped driver error. */
+static int exec_grow(hbg_device *dev, hbg__cuda *c, hbg_dev_queue *q,
+                     uint64_t need) {
+  char why[160];
+  snprintf(why, sizeof why,
+           "growing the device executor's scratch block from %llu to %llu "
+           "bytes for this window",
+           (unsigned long long)q->xbytes, (unsigned long long)need);
+  if (need > ((uint64_t)1 << 48)) { /* UINT64_MAX: past every limit */
+    hbg_device_set_native(dev, CUDA_ERROR_OUT_OF_MEMORY, "%s: too large",
+                          why);
+    return HBG_E_DEVMEM;
+  }
+  uint64_t cap = HBG__ALIGN_UP(need, (uint64_t)65536);
+  hbg__cu_xretired *r = calloc(1, sizeof *r);
+  if (!r)
+    return HBG_E_NOMEM;
+  int rc;
+  CUdeviceptr p = 0;
+  CUresult e = c->f.cuMemAlloc_v2(&p, (size_t)cap);
+  if (e != CUDA_SUCCESS) {
+    rc = hbg__cu_err_why(dev, e, "cuMemAlloc_v2", HBG_E_DEVMEM, why);
+    goto err_r;
+  }
+  e = c->f.cuEventCreate(&r->done, CU_EVENT_DISABLE_TIMING);
+  if (e != CUDA_SUCCESS) {
+    rc = hbg__cu_err_why(dev, e, "cuEventCreate", HBG_E_DEVICE, why);
+    goto err_mem;
+  }
+  const char *call = "cuEventRecord";
+  e = c->f.cuEventRecord(r->done, q->s);
+  if (e == CUDA_SUCCESS) {
+    call = "cuMemcpyHtoDAsync_v2";
+    e = c->f.cuMemcpyHtoDAsync_v2(p, q->xzero, sizeof(hbg_dc_exec_ctl), q->s);
+  }
+  if (e != CUDA_SUCCESS) {
+    rc = hbg__cu_err_why(dev, e, call, HBG_E_DEVICE, why);
+    (void)c->f.cuEventDestroy_v2(r->done);
+    goto err_mem;
+  }
+  r->block = q->xblock;
+  r->bytes = q->xbytes;
+  r->next = q->xretired;
+  q->xretired = r;
+  q->xblock = p;
+  q->xbytes = cap;
+  HBG__CU_ADD(c, scratch_allocs, 1);
+  HBG__CU_ADD(c, scratch_in_use, cap);
+  return 0;
+
+err_mem:
+  (void)c->f.cuMemFree_v2(p);
+err_r:
+  free(r);
+  return rc;
 }
 
 int hbg__cu_exec_launch(hbg_device *dev, hbg_dev_queue *q,
@@ -121,6 +255,17 @@ int hbg__cu_exec_launch(hbg_device *dev, hbg_dev_queue *q,
   const int tracing = hbg_device_tracing(dev);
   uint64_t t0 = tracing ? hbg__now_ns() : 0;
   HBG__TRY(hbg__cu_enter(dev, c));
+  if (q->xretired)
+    (void)exec_reap(dev, c, q, 0); /* a failure is kept as the native error */
+  if (l->flags & HBG_DEV_LAUNCH_SIZED) {
+    /* The same function the kernel's set-up lays the block out with. */
+    hbg_dc_exec_layout lay;
+    hbg_dc_exec_layout_of(l->n_tasks, l->n_deps, l->n_nodes,
+                          l->kernel_scratch, c->ctas, &lay);
+    q->xneed = lay.need;
+    if (lay.need > q->xbytes)
+      HBG__TRY(exec_grow(dev, c, q, lay.need));
+  }
   hbg_dc_exec_args a = {.window = l->window,
                         .bytes = l->window_bytes,
                         .status = l->status,
