@@ -367,7 +367,7 @@ static void test_bind_errors(void) {
 /* ---- the scratch block: sized before launch ---- */
 
 static hbg_dev_stats dstats(hbg_device *d) {
-  hbg_dev_stats st;
+  hbg_dev_stats st = {.struct_size = sizeof st};
   ASSERT_OK(hbg_dev_stats_get(d, &st));
   return st;
 }

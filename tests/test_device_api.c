@@ -149,6 +149,32 @@ static void test_dispatch_misuse(void) {
   ASSERT_ERR(hbg_dev_launch(d, q, NULL), HBG_E_INVAL);
   hbg_dev_launch_desc l = {0};
   ASSERT_ERR(hbg_dev_launch(d, q, &l), HBG_E_INVAL); /* struct_size 0 */
+  /* A caller built before the sizing fields: accepted, and what follows
+   * its struct is not read (the sim's launch copies what it is given). */
+  l.struct_size = HBG_DEV_LAUNCH_DESC_SIZE_V1 - 4;
+  ASSERT_ERR(hbg_dev_launch(d, q, &l), HBG_E_INVAL);
+  l.struct_size = HBG_DEV_LAUNCH_DESC_SIZE_V1;
+  ASSERT_OK(hbg_dev_launch(d, q, &l));
+  ASSERT_OK(hbg_dev_queue_sync(d, q));
+
+  /* Stats: a caller built before the scratch counters gets nothing past
+   * its struct; a current one gets them. */
+  union {
+    hbg_dev_stats s;
+    uint8_t b[sizeof(hbg_dev_stats)];
+  } u;
+  memset(&u, 0x5a, sizeof u);
+  u.s.struct_size = HBG_DEV_STATS_SIZE_V1;
+  ASSERT_OK(hbg_dev_stats_get(d, &u.s));
+  ASSERT_EQ(u.s.struct_size, HBG_DEV_STATS_SIZE_V1);
+  ASSERT(u.s.launches >= 1 && u.s.launches < 0x5a5a5a5a5a5a5a5aull);
+  for (size_t i = HBG_DEV_STATS_SIZE_V1; i < sizeof u; i++)
+    ASSERT_EQ(u.b[i], 0x5a);
+  memset(&u, 0x5a, sizeof u);
+  u.s.struct_size = sizeof u.s;
+  ASSERT_OK(hbg_dev_stats_get(d, &u.s));
+  ASSERT_EQ(u.s.struct_size, sizeof u.s);
+  ASSERT_UEQ(u.s.scratch_in_use, 0); /* the sim keeps none */
 
   /* handles of another device are rejected, not dereferenced */
   hbg_device *d2;

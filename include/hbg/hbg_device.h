@@ -90,7 +90,10 @@ typedef struct hbg_dev_status {
   uint64_t defs_verified; /* Definitions verified in this launch */
 } hbg_dev_status;
 
-/* Counters a backend keeps (monotonic since open). */
+/* Counters a backend keeps (monotonic since open). Set struct_size to
+ * sizeof(hbg_dev_stats) before hbg_dev_stats_get: a caller built before the
+ * scratch counters (HBG_DEV_STATS_SIZE_V1) gets nothing written past its
+ * struct. */
 typedef struct hbg_dev_stats {
   uint32_t struct_size;
   uint32_t reserved;
@@ -113,6 +116,9 @@ typedef struct hbg_dev_stats {
   uint64_t scratch_allocs, scratch_frees;
   uint64_t scratch_in_use;
 } hbg_dev_stats;
+
+/* sizeof(hbg_dev_stats) before the scratch counters. */
+#define HBG_DEV_STATS_SIZE_V1 136u
 
 /* Op indices, for fault injection and call counting. */
 #define HBG_DEV_OP_MAP(X)                                                      \

@@ -159,9 +159,24 @@ int hbg_dev_caps_get(hbg_device *dev, hbg_dev_caps *caps) {
   HBG__RETURN_IF(!caps, HBG_E_INVAL);
   HBG__DISPATCH(get_caps, caps);
 }
+_Static_assert(offsetof(hbg_dev_stats, scratch_allocs) ==
+                   HBG_DEV_STATS_SIZE_V1,
+               "the scratch counters follow the first version's");
+
 int hbg_dev_stats_get(hbg_device *dev, hbg_dev_stats *st) {
   HBG__RETURN_IF(!st, HBG_E_INVAL);
-  HBG__DISPATCH(get_stats, st);
+  if (st->struct_size != HBG_DEV_STATS_SIZE_V1)
+    HBG__DISPATCH(get_stats, st);
+  /* A caller built before the scratch counters: its fields only. */
+  hbg_dev_stats full;
+  memset(&full, 0, sizeof full);
+  full.struct_size = sizeof full;
+  HBG__RETURN_IF(!dev, HBG_E_INVAL);
+  HBG__RETURN_IF(!dev->ops->get_stats, HBG_E_UNSUPPORTED);
+  HBG__TRY(dev->ops->get_stats(dev, &full));
+  memcpy(st, &full, HBG_DEV_STATS_SIZE_V1);
+  st->struct_size = HBG_DEV_STATS_SIZE_V1;
+  return 0;
 }
 int hbg_dev_host_alloc(hbg_device *dev, size_t bytes, void **out) {
   HBG__RETURN_IF(!out || bytes == 0, HBG_E_INVAL);
