@@ -12,7 +12,8 @@
  * be current on the calling thread for memory, copy, stream and event calls
  * (CUDA_ERROR_INVALID_CONTEXT otherwise; contexts are per thread); device
  * memory lives at fake addresses that are never host pointers (never
- * reused, so a freed pointer stays invalid); copies check device ranges
+ * reused, so a freed pointer stays invalid; a free waits for the queued
+ * copies that use the allocation); copies check device ranges
  * (CUDA_ERROR_INVALID_VALUE); each stream is a worker thread that runs its
  * queue in order with a small delay per op, so events really are pending
  * for a while; an async H2D copy from pageable memory stages the source
@@ -124,15 +125,19 @@ struct CUgraphNode_st {
   void *pp[1];
 };
 
+/* Graphs and executable graphs are listed while alive, like the
+ * driver's own tables (so one whose destroy failed is not lost). */
 struct CUgraph_st {
   struct CUgraphNode_st *v;
   size_t n, cap;
+  struct CUgraph_st *next;
 };
 
 struct CUgraphExec_st {
   kcall *v;
   size_t n;
   uintptr_t nodes; /* the source graph's node array: handle -> index */
+  struct CUgraphExec_st *next;
 };
 
 struct CUctx_st {
@@ -145,6 +150,7 @@ struct CUstream_st {
   int busy, stop;
   struct CUgraph_st *capture; /* the graph being captured, or NULL */
   pthread_t th;
+  struct CUstream_st *next; /* every live stream */
 };
 
 struct CUevent_st {
@@ -173,7 +179,20 @@ static int held;
 static int poke_nth = -1; /* hbgmock_poke: armed while >= 0 */
 static uint32_t poke_off, poke_val;
 static struct CUevent_st *events;
+static struct CUstream_st *streams;
+static struct CUgraph_st *graphs;
+static struct CUgraphExec_st *execs;
 static struct CUmod_st *modules;
+
+/* mu held */
+static void graph_unlist(struct CUgraph_st *g) {
+  n_graphs--;
+  for (struct CUgraph_st **pp = &graphs; *pp; pp = &(*pp)->next)
+    if (*pp == g) {
+      *pp = g->next;
+      break;
+    }
+}
 
 static int env_int(const char *name, int def) {
   const char *v = getenv(name);
@@ -624,12 +643,35 @@ MOCK_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t size) {
   return CUDA_SUCCESS;
 }
 
+/* A queued copy reads or writes d's memory. mu held. */
+static int copy_pending(const dalloc *d) {
+  for (struct CUstream_st *s = streams; s; s = s->next)
+    for (const op *o = s->head; o; o = o->next) {
+      uintptr_t h = (uintptr_t)d->host, a = (uintptr_t)o->dst,
+                b = (uintptr_t)o->src;
+      if (o->n && ((a >= h && a - h < d->size) || (b >= h && b - h < d->size)))
+        return 1;
+    }
+  return 0;
+}
+
 MOCK_EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
   ENTER_CTX("cuMemFree_v2");
   pthread_mutex_lock(&mu);
   for (dalloc **pp = &dallocs; *pp; pp = &(*pp)->next) {
     dalloc *d = *pp;
     if (d->addr == (uint64_t)p) {
+      /* like the driver's, the free waits for the copies using it */
+      while (copy_pending(d)) {
+        pthread_cond_wait(&cv, &mu);
+        pp = &dallocs; /* the list may have changed meanwhile */
+        while (*pp && *pp != d)
+          pp = &(*pp)->next;
+        if (!*pp) { /* freed by another thread meanwhile */
+          pthread_mutex_unlock(&mu);
+          return CUDA_ERROR_INVALID_VALUE;
+        }
+      }
       *pp = d->next;
       in_use -= d->size;
       pthread_mutex_unlock(&mu);
@@ -733,6 +775,8 @@ MOCK_EXPORT CUresult cuStreamCreate(CUstream *ps, unsigned int flags) {
   }
   pthread_mutex_lock(&mu);
   n_streams++;
+  s->next = streams;
+  streams = s;
   pthread_mutex_unlock(&mu);
   *ps = s;
   return CUDA_SUCCESS;
@@ -762,8 +806,13 @@ MOCK_EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
   pthread_join(s->th, NULL);
   pthread_mutex_lock(&mu);
   n_streams--;
+  for (struct CUstream_st **pp = &streams; *pp; pp = &(*pp)->next)
+    if (*pp == s) {
+      *pp = s->next;
+      break;
+    }
   if (s->capture)
-    n_graphs--;
+    graph_unlist(s->capture);
   pthread_mutex_unlock(&mu);
   if (s->capture)
     free(s->capture->v);
@@ -1120,6 +1169,8 @@ MOCK_EXPORT CUresult cuStreamBeginCapture_v2(CUstream s,
   }
   s->capture = g;
   n_graphs++;
+  g->next = graphs;
+  graphs = g;
   pthread_mutex_unlock(&mu);
   return CUDA_SUCCESS;
 }
@@ -1161,6 +1212,8 @@ MOCK_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *pe, CUgraph g,
   x->nodes = (uintptr_t)g->v;
   pthread_mutex_lock(&mu);
   n_execs++;
+  x->next = execs;
+  execs = x;
   pthread_mutex_unlock(&mu);
   *pe = x;
   return CUDA_SUCCESS;
@@ -1184,6 +1237,11 @@ MOCK_EXPORT CUresult cuGraphExecDestroy(CUgraphExec x) {
     return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&mu);
   n_execs--;
+  for (struct CUgraphExec_st **pp = &execs; *pp; pp = &(*pp)->next)
+    if (*pp == x) {
+      *pp = x->next;
+      break;
+    }
   pthread_mutex_unlock(&mu);
   free(x->v);
   free(x);
@@ -1195,7 +1253,7 @@ MOCK_EXPORT CUresult cuGraphDestroy(CUgraph g) {
   if (!g)
     return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&mu);
-  n_graphs--;
+  graph_unlist(g);
   pthread_mutex_unlock(&mu);
   free(g->v);
   free(g);
