@@ -6,7 +6,8 @@
  *     each: outputs equal the host reference bit for bit; eager launches
  *     every call; cuda-graph captures at the first step only, then
  *     updates some nodes (not all) and launches once; device time is
- *     measured; the stand-in ran one kernel per call;
+ *     measured; the stand-in ran one kernel per call; a step whose calls
+ *     differ in number captures again;
  *   - launch returns before any kernel ran (stand-in hold); a second
  *     launch is HBG_E_BUSY, a wait with nothing launched HBG_E_STATE;
  *   - a call the device rejects (its kernel id made a user kernel's by the
@@ -81,6 +82,7 @@ static void test_sim(void) {
 #include <dlfcn.h>
 
 #include "device/cuda/devcode/devcode.h"
+#include "workload/wl.h" /* test_recapture: the layer count */
 
 static long (*mock_kernels_run)(void);
 static void (*mock_hold)(int on);
@@ -239,6 +241,36 @@ static void test_device_error(int kind) {
   hbg_runtime_destroy(rt);
 }
 
+/* cuda-graph captures again when a step's calls differ in number: the
+ * workload's layer count is lowered in place (its buffers were sized for
+ * more), then restored. */
+static void test_recapture(void) {
+  hbg_runtime *rt = rt_open("cuda", NULL);
+  hbg_workload *w = wl_open(rt, "qwen3-14b", 2);
+  hbg_peer *p = NULL;
+  ASSERT_OK(hbg_peer_create(w, HBG_PEER_CUDA_GRAPH, &p));
+  const uint32_t layers[] = {2, 1, 1, 2};
+  for (uint32_t i = 0; i < 4; i++) {
+    w->layers = layers[i];
+    hbg_peer_stats st = {.struct_size = sizeof st};
+    ASSERT_OK(hbg_peer_launch(p, i + 1));
+    ASSERT_OK(hbg_peer_wait(p, &st));
+    printf("  recapture: %u layer(s): %llu calls, capture %.2f ms, %llu "
+           "updates\n",
+           layers[i], (unsigned long long)st.nodes, st.capture_ns / 1e6,
+           (unsigned long long)st.updates);
+    ASSERT_UEQ(st.nodes, n_calls(w, i + 1));
+    if (i == 2)
+      ASSERT(st.capture_ns == 0 && st.updates > 0);
+    else
+      ASSERT(st.capture_ns > 0 && st.updates == 0);
+  }
+  verify(w, 4, "recaptured at the workload's own layer count");
+  hbg_peer_destroy(p);
+  hbg_workload_destroy(w);
+  hbg_runtime_destroy(rt);
+}
+
 /* Drivers without the optional symbols (stand-in variants). */
 static void test_optional(void) {
   const char *noopt = getenv("HBG_CUDA_NOOPT_LIB");
@@ -379,6 +411,7 @@ static int cuda_tests(void) {
     run_peer("qwen3-14b", kind);
     run_peer("dsv4", kind);
   }
+  test_recapture();
   if (!mocked) {
     printf("  (stand-in checks skipped on a GPU)\n");
     return 0;
