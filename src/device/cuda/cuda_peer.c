@@ -230,7 +230,9 @@ static int pe_graph_map(hbg_peer *p) {
     CUDA_KERNEL_NODE_PARAMS kp;
     PE_CU(p, out, rc, cuGraphKernelNodeGetParams_v2, v[j], &kp);
     hbg_dc_node_args a;
-    if (kp.func != p->c->fn_node || !kp.kernelParams || !kp.kernelParams[0])
+    /* (the function handle a driver returns need not be the one launched:
+     * the node is known by the call index in its arguments) */
+    if (!kp.kernelParams || !kp.kernelParams[0])
       goto bad;
     memcpy(&a, kp.kernelParams[0], sizeof a);
     if (a.index >= p->n || gn[a.index])
