@@ -81,7 +81,7 @@ HBG_API int hbg_peer_launch(hbg_peer *p, uint32_t step);
 
 /* Wait for the launched step; *st (optional, struct_size set by the
  * caller) receives its statistics.
- * @return 0, HBG_E_INVAL (st->struct_size shorter than kind), HBG_E_STATE
+ * @return 0, HBG_E_INVAL (st->struct_size ends before kind), HBG_E_STATE
  * (nothing launched), the error of the first call the device rejected
  * (for example HBG_E_KERNEL; hbg_last_error() names the call; the calls
  * after it did nothing), or a device error. */
