@@ -13,7 +13,9 @@
  * device kernels hbg's device executor runs, one call per launch, in the
  * calls' order on one stream, so their outputs equal the host reference
  * bit for bit (hbg_workload_verify). They need the cuda backend; another
- * device gives HBG_E_UNSUPPORTED.
+ * device gives HBG_E_UNSUPPORTED. Each call is one CTA of 256 threads
+ * (fewer where the device allows fewer per block) running the device
+ * module's hbg_dc_node; docs/CUDA.md says what is counted where.
  *
  * Thread safety: one thread per peer; a peer uses its workload's runtime's
  * device, which the runtime shares.
@@ -44,7 +46,9 @@ typedef struct hbg_peer_stats {
   uint32_t struct_size;
   uint32_t kind;             /* HBG_PEER_* */
   uint64_t control_plane_ns; /* hbg_peer_launch: entry until its last
-                                launch call returned (host) */
+                                driver call returned (host): the step's
+                                call list built, then the launches (a
+                                capture and instantiation included) */
   uint64_t exec_ns;          /* end of launch to completion (host, after
                                 hbg_peer_wait) */
   uint64_t device_ns;        /* device time of the step: an event before
@@ -62,20 +66,25 @@ typedef struct hbg_peer_stats {
 
 /* Make a peer of `kind` for workload w on the device of the runtime w was
  * created on. Allocates the device memory the calls need (the node heap,
- * kernel scratch). Capturing happens at the first hbg_peer_launch.
+ * kernel scratch, a status word). Capturing happens at the first
+ * hbg_peer_launch.
  * @return 0 and *out, HBG_E_INVAL, HBG_E_UNSUPPORTED (not a cuda device,
- * or the device module has no per-call kernel; hbg_last_error() says
- * which), HBG_E_NOMEM, or a device error. */
+ * or, for cuda-graph, a driver without the kernel-node calls; hbg_last_error()
+ * says which), HBG_E_NOMEM, or a device error. */
 HBG_API int hbg_peer_create(hbg_workload *w, int kind, hbg_peer **out);
 
 /* Launch step `step` asynchronously (the previous launch must have been
  * waited: HBG_E_BUSY otherwise). @return 0 or an error (nothing of the
- * step runs after an error returned here). */
+ * step is still running once an error is returned here: calls already
+ * queued have completed; the step's outputs are then undefined). */
 HBG_API int hbg_peer_launch(hbg_peer *p, uint32_t step);
 
 /* Wait for the launched step; *st (optional, struct_size set by the
  * caller) receives its statistics.
- * @return 0, HBG_E_STATE (nothing launched), or a device error. */
+ * @return 0, HBG_E_INVAL (st->struct_size ends before kind), HBG_E_STATE
+ * (nothing launched), the error of the first call the device rejected
+ * (for example HBG_E_KERNEL; hbg_last_error() names the call; the calls
+ * after it did nothing), or a device error. */
 HBG_API int hbg_peer_wait(hbg_peer *p, hbg_peer_stats *st);
 
 /* Wait for a launched step, free the device memory and the graph.

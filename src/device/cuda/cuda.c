@@ -228,6 +228,10 @@ static int cu_load(const char *path, void **lib, hbg__cu_fns *f, char *why,
   memcpy(&f->name, &sym, sizeof sym);
   HBG__CU_OPTIONAL_SYMBOLS(HBG__CU_LOAD_OPT)
 #undef HBG__CU_LOAD_OPT
+  if (!f->cuEventElapsedTime_v2) { /* a driver before CUDA 12.8 */
+    sym = dlsym(h, HBG__CU_EVENT_ELAPSED_V1);
+    memcpy(&f->cuEventElapsedTime_v2, &sym, sizeof sym);
+  }
   *lib = h;
   return 0;
 }

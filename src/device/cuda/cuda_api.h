@@ -72,10 +72,34 @@
   X(CUresult, cuGraphExecDestroy, (CUgraphExec hGraphExec))                    \
   X(CUresult, cuGraphDestroy, (CUgraph hGraph))
 
-/* Resolved at open when present, NULL otherwise (not used yet). */
+/* Resolved at open when present, NULL otherwise: only the peer executors
+ * (cuda_peer.c) use them, and the backend opens without them.
+ *   cuEventElapsedTime_v2  device time per step (CUDA 12.8+ drivers); where
+ *                          it is missing, the v1 symbol cuEventElapsedTime
+ *                          (same prototype, every driver) fills the slot
+ *                          (cu_load); without either a peer reports
+ *                          device_ns 0.
+ *   cuGraphGetNodes, cuGraphKernelNodeGetParams_v2,
+ *   cuGraphExecKernelNodeSetParams_v2
+ *                          the cuda-graph peer's per-step kernel-node
+ *                          updates (CUDA 12.0+ for the _v2 pair); without
+ *                          them hbg_peer_create(cuda-graph) is
+ *                          HBG_E_UNSUPPORTED naming the missing one, and
+ *                          the eager peer still runs. */
 #define HBG__CU_OPTIONAL_SYMBOLS(X)                                            \
   X(CUresult, cuEventElapsedTime_v2,                                           \
-    (float *pMilliseconds, CUevent hStart, CUevent hEnd))
+    (float *pMilliseconds, CUevent hStart, CUevent hEnd))                      \
+  X(CUresult, cuGraphGetNodes,                                                 \
+    (CUgraph hGraph, CUgraphNode * nodes, size_t * numNodes))                  \
+  X(CUresult, cuGraphKernelNodeGetParams_v2,                                   \
+    (CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS * nodeParams))                 \
+  X(CUresult, cuGraphExecKernelNodeSetParams_v2,                               \
+    (CUgraphExec hGraphExec, CUgraphNode hNode,                                \
+     const CUDA_KERNEL_NODE_PARAMS *nodeParams))
+
+/* The exported name of cuEventElapsedTime's first version (cuda.h's macro
+ * names the _v2 one). */
+#define HBG__CU_EVENT_ELAPSED_V1 "cuEventElapsedTime"
 
 typedef struct hbg__cu_fns {
 #define HBG__CU_FN_PTR(ret, name, params) ret(*name) params;

@@ -83,6 +83,7 @@ typedef struct hbg__cuda {
   CUmodule mod;  /* the embedded device module, loaded while open */
   CUfunction fn_check; /* its hbg_dc_check_window */
   CUfunction fn_exec;  /* its hbg_dc_exec */
+  CUfunction fn_node;  /* its hbg_dc_node (the peer executors) */
   /* exec= option: 0 verify (host-side verifier, the default), 1 device
    * (hbg_dc_exec on the GPU); with 1, the grid, block and per-stream
    * scratch block (scratch= option) of each launch. */

@@ -45,8 +45,9 @@ int hbg__cu_module_load(hbg_device *dev, hbg__cuda *c) {
     c->mod = NULL;
     return hbg__cu_err_why(dev, e, "cuModuleLoadData", HBG_E_DEVICE, why);
   }
-  static const char *const names[] = {"hbg_dc_check_window", "hbg_dc_exec"};
-  CUfunction *fns[] = {&c->fn_check, &c->fn_exec};
+  static const char *const names[] = {"hbg_dc_check_window", "hbg_dc_exec",
+                                      "hbg_dc_node"};
+  CUfunction *fns[] = {&c->fn_check, &c->fn_exec, &c->fn_node};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
     e = c->f.cuModuleGetFunction(fns[i], c->mod, names[i]);
     if (e != CUDA_SUCCESS) {
@@ -72,6 +73,7 @@ void hbg__cu_module_unload(hbg_device *dev, hbg__cuda *c) {
   c->mod = NULL;
   c->fn_check = NULL;
   c->fn_exec = NULL;
+  c->fn_node = NULL;
 }
 
 int hbg__cu_check_window(hbg_device *dev, hbg_dev_queue *q, hbg_devptr window,

@@ -105,10 +105,66 @@ typedef struct hbg_dc_exec_ctl {
 /* The least block the host provides. */
 #define HBG_DC_EXEC_MIN_SCRATCH 4096u
 
+/* hbg_dc_node: one kernel call, run by one CTA (the peer executors of
+ * hbg_peer.h launch it once per call). Its arguments are the call itself,
+ * by value: every tensor by a compact record (element 0's device address,
+ * metadata), the scalars' raw bits. The CTA runs the built-in kernel's
+ * phases (src/kernels/kern_src.h) like hbg_dc_exec runs an item: lane =
+ * thread, a barrier between phases, the call's scratch at `scratch`
+ * (`scratch_floats` floats, shared by the CTA's threads). Checks: a
+ * built-in kernel id, counts within the record, the scratch the call
+ * needs, the scalar-dependent limits (hbg__k_values_check) and, on the
+ * host build, every tensor inside live device memory. A failure writes
+ * the status word at `status` (hbg_dc_node_status_pack: the error and
+ * `index`) unless an earlier call already wrote one: the first error wins
+ * and a call that finds the word set does nothing. Kernel argument
+ * signatures (arity, dtypes, shapes) are the host's: not checked here. */
+#define HBG_DC_NODE_MAX_TENSORS 16u
+#define HBG_DC_NODE_MAX_SCALARS 8u
+
+typedef struct hbg_dc_ntensor {
+  uint64_t addr; /* element 0 */
+  uint32_t shape[HBG_IMG_MAX_DIMS];
+  uint32_t strides[HBG_IMG_MAX_DIMS]; /* in elements */
+  uint8_t dtype, ndim, mode, reserved;
+  uint32_t pad;
+} hbg_dc_ntensor;
+
+typedef struct hbg_dc_node_args {
+  uint64_t status;         /* the status word (8 bytes, 8-aligned) */
+  uint64_t scratch;        /* kernel scratch, 4-aligned */
+  uint64_t scratch_floats; /* its size */
+  uint32_t kernel;         /* HBG_KERNEL_* */
+  uint32_t n_tensors, n_scalars;
+  uint32_t index; /* the call's position in its step (reported) */
+  hbg_dc_ntensor t[HBG_DC_NODE_MAX_TENSORS];
+  uint64_t sc[HBG_DC_NODE_MAX_SCALARS];
+} hbg_dc_node_args;
+
+/* A kernel's parameters are at most 4096 bytes (CUDA's limit for
+ * cuLaunchKernel and graph kernel nodes). */
+#define HBG_DC_PARAM_MAX 4096u
+#if defined(__cplusplus)
+static_assert(sizeof(hbg_dc_node_args) <= HBG_DC_PARAM_MAX,
+              "hbg_dc_node's arguments fit CUDA's parameter limit");
+#else
+_Static_assert(sizeof(hbg_dc_node_args) <= HBG_DC_PARAM_MAX,
+               "hbg_dc_node's arguments fit CUDA's parameter limit");
+#endif
+
+/* The status word: 0, or the first failing call's error (a negative
+ * HBG_IMG_E_* / HBG_DC_E_DEVMEM code) in the low 32 bits and its index in
+ * the high 32. */
+#define hbg_dc_node_status_pack(err, index)                                    \
+  ((uint64_t)(uint32_t)(int32_t)(err) | (uint64_t)(uint32_t)(index) << 32)
+#define hbg_dc_node_status_error(w) ((int32_t)(uint32_t)((w)&0xffffffffu))
+#define hbg_dc_node_status_index(w) ((uint32_t)((w) >> 32))
+
 /* X(name, argument struct): every entry point of the module. */
 #define HBG_DC_ENTRIES(X)                                                      \
   X(hbg_dc_check_window, hbg_dc_check_args)                                    \
-  X(hbg_dc_exec, hbg_dc_exec_args)
+  X(hbg_dc_exec, hbg_dc_exec_args)                                             \
+  X(hbg_dc_node, hbg_dc_node_args)
 
 #if !defined(__CUDACC__)
 #define HBG_DC_DECLARE(name, args) void name(args a);

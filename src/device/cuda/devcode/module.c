@@ -5,3 +5,4 @@
  */
 #include "check.c"
 #include "exec.c"
+#include "node.c"

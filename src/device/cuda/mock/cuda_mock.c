@@ -5,13 +5,15 @@
  * libcuda.so.1 (HBG_CUDA_LIB=PATH or the device option lib=PATH; see
  * scripts/gpu-check.sh --mock).
  *
- * It exports every entry point the backend resolves as required
- * (cuda_api.h) and none of the optional ones, with the driver's documented
+ * It exports every entry point the backend resolves (cuda_api.h), the
+ * optional ones and cuEventElapsedTime's v1 symbol included, with the
+ * driver's documented
  * semantics where they matter: cuInit before anything else; a context must
  * be current on the calling thread for memory, copy, stream and event calls
  * (CUDA_ERROR_INVALID_CONTEXT otherwise; contexts are per thread); device
  * memory lives at fake addresses that are never host pointers (never
- * reused, so a freed pointer stays invalid); copies check device ranges
+ * reused, so a freed pointer stays invalid; a free waits for the queued
+ * copies that use the allocation); copies check device ranges
  * (CUDA_ERROR_INVALID_VALUE); each stream is a worker thread that runs its
  * queue in order with a small delay per op, so events really are pending
  * for a while; an async H2D copy from pageable memory stages the source
@@ -27,12 +29,26 @@
  * (launches of more than one thread are refused). Stream capture records
  * kernel launches into a graph (other work on a capturing stream is
  * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED); an instantiated graph launch
- * queues them again, in order.
+ * queues them again, in order. cuGraphGetNodes lists a captured graph's
+ * kernel nodes (in capture order), cuGraphKernelNodeGetParams_v2 returns a
+ * node's parameters (pointing at the node's own copy of the argument
+ * struct), cuGraphExecKernelNodeSetParams_v2 replaces them in the
+ * executable graph only (same function, one thread). Events keep the host
+ * time at which their stream reached them; cuEventElapsedTime(_v2) is the
+ * difference (CUDA_ERROR_NOT_READY before both completed,
+ * CUDA_ERROR_INVALID_HANDLE for an event never recorded or created with
+ * CU_EVENT_DISABLE_TIMING).
  *
  * Fault injection for the tests: hbgmock_fail(name, code, nth) makes the
  * nth next call (0 = the next one) of the entry point called name return
  * code, once; name NULL disarms. Built with HBGMOCK_OMIT_MEMCPY_HTOD_ASYNC
- * it lacks cuMemcpyHtoDAsync_v2 (the missing-symbol test).
+ * it lacks cuMemcpyHtoDAsync_v2 (the missing-symbol test); with
+ * HBGMOCK_OMIT_GRAPH_UPDATE the three kernel-node calls above, with
+ * HBGMOCK_OMIT_ELAPSED_V2 / _V1 either cuEventElapsedTime symbol (the
+ * missing optional-symbol tests). hbgmock_poke(nth, offset, value)
+ * overwrites 4 bytes of the argument struct of the nth next kernel a
+ * stream is handed (cuLaunchKernel or cuGraphLaunch; 0 = the next one):
+ * a kernel call the device code rejects, for the device-error tests.
  *
  * hbgmock_hold(1) keeps every stream from starting queued work until
  * hbgmock_hold(0) (the asynchrony tests); hbgmock_kernels_run() counts the
@@ -72,7 +88,7 @@ typedef struct hreg {
   struct hreg *next;
 } hreg;
 
-#define ARGS_MAX 64 /* bytes of a kernel's argument struct */
+#define ARGS_MAX 1024 /* bytes of a kernel's argument struct */
 
 /* An entry point of the device module, built for the host. */
 struct CUfunc_st {
@@ -103,14 +119,25 @@ struct CUmod_st {
   struct CUmod_st *next; /* every loaded module, like the driver's table */
 };
 
+/* A captured kernel node; pp is what GetParams points kernelParams at. */
+struct CUgraphNode_st {
+  kcall k;
+  void *pp[1];
+};
+
+/* Graphs and executable graphs are listed while alive, like the
+ * driver's own tables (so one whose destroy failed is not lost). */
 struct CUgraph_st {
-  kcall *v;
+  struct CUgraphNode_st *v;
   size_t n, cap;
+  struct CUgraph_st *next;
 };
 
 struct CUgraphExec_st {
   kcall *v;
   size_t n;
+  uintptr_t nodes; /* the source graph's node array: handle -> index */
+  struct CUgraphExec_st *next;
 };
 
 struct CUctx_st {
@@ -123,10 +150,13 @@ struct CUstream_st {
   int busy, stop;
   struct CUgraph_st *capture; /* the graph being captured, or NULL */
   pthread_t th;
+  struct CUstream_st *next; /* every live stream */
 };
 
 struct CUevent_st {
   uint64_t rec, done;
+  uint64_t t_ns; /* host time the stream reached its last record */
+  int timing;    /* not CU_EVENT_DISABLE_TIMING */
   struct CUevent_st *next; /* every live event, like the driver's own table */
 };
 
@@ -146,8 +176,23 @@ static int fail_nth;
 static long n_streams, n_events, n_modules, n_graphs, n_execs;
 static long kernels_run;
 static int held;
+static int poke_nth = -1; /* hbgmock_poke: armed while >= 0 */
+static uint32_t poke_off, poke_val;
 static struct CUevent_st *events;
+static struct CUstream_st *streams;
+static struct CUgraph_st *graphs;
+static struct CUgraphExec_st *execs;
 static struct CUmod_st *modules;
+
+/* mu held */
+static void graph_unlist(struct CUgraph_st *g) {
+  n_graphs--;
+  for (struct CUgraph_st **pp = &graphs; *pp; pp = &(*pp)->next)
+    if (*pp == g) {
+      *pp = g->next;
+      break;
+    }
+}
 
 static int env_int(const char *name, int def) {
   const char *v = getenv(name);
@@ -157,6 +202,12 @@ static int env_int(const char *name, int def) {
 static int ndev(void) { return env_int("HBG_MOCK_CUDA_NDEV", 1); }
 
 static int cc(void) { return env_int("HBG_MOCK_CUDA_CC", 90); }
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 static void delay(void) {
   int us = env_int("HBG_MOCK_CUDA_DELAY_US", 50);
@@ -227,8 +278,10 @@ static void *worker(void *arg) {
     s->head = o->next;
     if (!s->head)
       s->tail = NULL;
-    if (o->ev && o->ev->done < o->gen)
+    if (o->ev && o->ev->done < o->gen) {
       o->ev->done = o->gen;
+      o->ev->t_ns = now_ns();
+    }
     free(o);
     s->busy = 0;
     pthread_cond_broadcast(&cv);
@@ -307,6 +360,14 @@ MOCK_EXPORT long hbgmock_kernels_run(void) {
   long n = kernels_run;
   pthread_mutex_unlock(&mu);
   return n;
+}
+
+MOCK_EXPORT void hbgmock_poke(int nth, uint32_t offset, uint32_t value) {
+  pthread_mutex_lock(&mu);
+  poke_nth = nth;
+  poke_off = offset;
+  poke_val = value;
+  pthread_mutex_unlock(&mu);
 }
 
 MOCK_EXPORT long hbgmock_modules(void) {
@@ -582,12 +643,35 @@ MOCK_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t size) {
   return CUDA_SUCCESS;
 }
 
+/* A queued copy reads or writes d's memory. mu held. */
+static int copy_pending(const dalloc *d) {
+  for (struct CUstream_st *s = streams; s; s = s->next)
+    for (const op *o = s->head; o; o = o->next) {
+      uintptr_t h = (uintptr_t)d->host, a = (uintptr_t)o->dst,
+                b = (uintptr_t)o->src;
+      if (o->n && ((a >= h && a - h < d->size) || (b >= h && b - h < d->size)))
+        return 1;
+    }
+  return 0;
+}
+
 MOCK_EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
   ENTER_CTX("cuMemFree_v2");
   pthread_mutex_lock(&mu);
   for (dalloc **pp = &dallocs; *pp; pp = &(*pp)->next) {
     dalloc *d = *pp;
     if (d->addr == (uint64_t)p) {
+      /* like the driver's, the free waits for the copies using it */
+      while (copy_pending(d)) {
+        pthread_cond_wait(&cv, &mu);
+        pp = &dallocs; /* the list may have changed meanwhile */
+        while (*pp && *pp != d)
+          pp = &(*pp)->next;
+        if (!*pp) { /* freed by another thread meanwhile */
+          pthread_mutex_unlock(&mu);
+          return CUDA_ERROR_INVALID_VALUE;
+        }
+      }
       *pp = d->next;
       in_use -= d->size;
       pthread_mutex_unlock(&mu);
@@ -691,6 +775,8 @@ MOCK_EXPORT CUresult cuStreamCreate(CUstream *ps, unsigned int flags) {
   }
   pthread_mutex_lock(&mu);
   n_streams++;
+  s->next = streams;
+  streams = s;
   pthread_mutex_unlock(&mu);
   *ps = s;
   return CUDA_SUCCESS;
@@ -720,8 +806,13 @@ MOCK_EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
   pthread_join(s->th, NULL);
   pthread_mutex_lock(&mu);
   n_streams--;
+  for (struct CUstream_st **pp = &streams; *pp; pp = &(*pp)->next)
+    if (*pp == s) {
+      *pp = s->next;
+      break;
+    }
   if (s->capture)
-    n_graphs--;
+    graph_unlist(s->capture);
   pthread_mutex_unlock(&mu);
   if (s->capture)
     free(s->capture->v);
@@ -810,11 +901,11 @@ MOCK_EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n,
 /* ---- events ---- */
 
 MOCK_EXPORT CUresult cuEventCreate(CUevent *pe, unsigned int flags) {
-  (void)flags;
   ENTER_CTX("cuEventCreate");
   struct CUevent_st *e = calloc(1, sizeof *e);
   if (!e)
     return CUDA_ERROR_OUT_OF_MEMORY;
+  e->timing = !(flags & CU_EVENT_DISABLE_TIMING);
   pthread_mutex_lock(&mu);
   n_events++;
   e->next = events;
@@ -881,6 +972,41 @@ MOCK_EXPORT CUresult cuEventSynchronize(CUevent e) {
   pthread_mutex_unlock(&mu);
   return CUDA_SUCCESS;
 }
+
+#if !defined(HBGMOCK_OMIT_ELAPSED_V2) || !defined(HBGMOCK_OMIT_ELAPSED_V1)
+static CUresult elapsed(const char *name, float *ms, CUevent a, CUevent b) {
+  ENTER_CTX(name);
+  if (!ms)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (!a || !b)
+    return CUDA_ERROR_INVALID_HANDLE;
+  CUresult r = CUDA_SUCCESS;
+  pthread_mutex_lock(&mu);
+  if (!a->rec || !b->rec || !a->timing || !b->timing)
+    r = CUDA_ERROR_INVALID_HANDLE;
+  else if (a->done < a->rec || b->done < b->rec)
+    r = CUDA_ERROR_NOT_READY;
+  else
+    *ms = (float)((double)((int64_t)(b->t_ns - a->t_ns)) / 1e6);
+  pthread_mutex_unlock(&mu);
+  return r;
+}
+#endif
+
+#ifndef HBGMOCK_OMIT_ELAPSED_V2
+MOCK_EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b) {
+  return elapsed("cuEventElapsedTime_v2", ms, a, b);
+}
+#endif
+
+#ifndef HBGMOCK_OMIT_ELAPSED_V1
+/* cuda.h names the _v2 symbol cuEventElapsedTime: export the v1 one by its
+ * own name. */
+#undef cuEventElapsedTime
+MOCK_EXPORT CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) {
+  return elapsed("cuEventElapsedTime", ms, a, b);
+}
+#endif
 
 /* ---- device code ---- */
 
@@ -977,23 +1103,28 @@ MOCK_EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule m,
 static CUresult graph_add(struct CUgraph_st *g, const kcall *k) {
   if (g->n == g->cap) {
     size_t cap = g->cap ? g->cap * 2 : 8;
-    kcall *v = realloc(g->v, cap * sizeof *v);
+    struct CUgraphNode_st *v = realloc(g->v, cap * sizeof *v);
     if (!v)
       return CUDA_ERROR_OUT_OF_MEMORY;
     g->v = v;
     g->cap = cap;
   }
-  g->v[g->n++] = *k;
+  memset(&g->v[g->n], 0, sizeof g->v[g->n]);
+  g->v[g->n++].k = *k;
   return CUDA_SUCCESS;
 }
 
-/* Queue the kernels k[0..n) on s, in order. mu held. */
+/* Queue the kernels k[0..n) on s, in order (hbgmock_poke applied). mu
+ * held. */
 static CUresult queue_kernels(struct CUstream_st *s, const kcall *k, size_t n) {
   for (size_t i = 0; i < n; i++) {
     op *o = calloc(1, sizeof *o);
     if (!o)
       return CUDA_ERROR_OUT_OF_MEMORY;
     o->k = k[i];
+    if (poke_nth >= 0 && poke_nth-- == 0 &&
+        poke_off + 4 <= o->k.fn->args_size)
+      memcpy((uint8_t *)o->k.args + poke_off, &poke_val, 4);
     push(s, o);
   }
   return CUDA_SUCCESS;
@@ -1038,6 +1169,8 @@ MOCK_EXPORT CUresult cuStreamBeginCapture_v2(CUstream s,
   }
   s->capture = g;
   n_graphs++;
+  g->next = graphs;
+  graphs = g;
   pthread_mutex_unlock(&mu);
   return CUDA_SUCCESS;
 }
@@ -1072,12 +1205,15 @@ MOCK_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *pe, CUgraph g,
     free(v);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
-  if (g->n)
-    memcpy(v, g->v, g->n * sizeof *v);
+  for (size_t i = 0; i < g->n; i++)
+    v[i] = g->v[i].k;
   x->v = v;
   x->n = g->n;
+  x->nodes = (uintptr_t)g->v;
   pthread_mutex_lock(&mu);
   n_execs++;
+  x->next = execs;
+  execs = x;
   pthread_mutex_unlock(&mu);
   *pe = x;
   return CUDA_SUCCESS;
@@ -1101,6 +1237,11 @@ MOCK_EXPORT CUresult cuGraphExecDestroy(CUgraphExec x) {
     return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&mu);
   n_execs--;
+  for (struct CUgraphExec_st **pp = &execs; *pp; pp = &(*pp)->next)
+    if (*pp == x) {
+      *pp = x->next;
+      break;
+    }
   pthread_mutex_unlock(&mu);
   free(x->v);
   free(x);
@@ -1112,9 +1253,68 @@ MOCK_EXPORT CUresult cuGraphDestroy(CUgraph g) {
   if (!g)
     return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&mu);
-  n_graphs--;
+  graph_unlist(g);
   pthread_mutex_unlock(&mu);
   free(g->v);
   free(g);
   return CUDA_SUCCESS;
 }
+
+#ifndef HBGMOCK_OMIT_GRAPH_UPDATE
+MOCK_EXPORT CUresult cuGraphGetNodes(CUgraph g, CUgraphNode *nodes,
+                                     size_t *num) {
+  ENTER("cuGraphGetNodes");
+  if (!g)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (!num)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (!nodes) {
+    *num = g->n;
+    return CUDA_SUCCESS;
+  }
+  size_t i;
+  for (i = 0; i < *num; i++)
+    nodes[i] = i < g->n ? &g->v[i] : NULL;
+  if (*num > g->n)
+    *num = g->n;
+  return CUDA_SUCCESS;
+}
+
+MOCK_EXPORT CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode n,
+                                                   CUDA_KERNEL_NODE_PARAMS *p) {
+  ENTER("cuGraphKernelNodeGetParams_v2");
+  if (!n || !p)
+    return CUDA_ERROR_INVALID_VALUE;
+  memset(p, 0, sizeof *p);
+  n->pp[0] = n->k.args;
+  p->func = (CUfunction)n->k.fn;
+  p->gridDimX = p->gridDimY = p->gridDimZ = 1;
+  p->blockDimX = p->blockDimY = p->blockDimZ = 1;
+  p->kernelParams = n->pp;
+  return CUDA_SUCCESS;
+}
+
+MOCK_EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(
+    CUgraphExec x, CUgraphNode n, const CUDA_KERNEL_NODE_PARAMS *p) {
+  ENTER_CTX("cuGraphExecKernelNodeSetParams_v2");
+  if (!x)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (!n || !p || !p->kernelParams || !p->kernelParams[0] || p->extra ||
+      p->sharedMemBytes)
+    return CUDA_ERROR_INVALID_VALUE;
+  uintptr_t a = (uintptr_t)n;
+  if (a < x->nodes || (a - x->nodes) % sizeof *n ||
+      (a - x->nodes) / sizeof *n >= x->n)
+    return CUDA_ERROR_INVALID_VALUE; /* not a node of x's graph */
+  kcall *k = &x->v[(a - x->nodes) / sizeof *n];
+  if ((const struct CUfunc_st *)p->func != k->fn)
+    return CUDA_ERROR_INVALID_VALUE; /* the function cannot change */
+  if (p->gridDimX != 1 || p->gridDimY != 1 || p->gridDimZ != 1 ||
+      p->blockDimX != 1 || p->blockDimY != 1 || p->blockDimZ != 1)
+    return CUDA_ERROR_INVALID_VALUE; /* the host builds run one thread */
+  pthread_mutex_lock(&mu);
+  memcpy(k->args, p->kernelParams[0], k->fn->args_size);
+  pthread_mutex_unlock(&mu);
+  return CUDA_SUCCESS;
+}
+#endif
