@@ -196,8 +196,9 @@ static void test_async(scene *s) {
   hbg_dev_status st;
   memset(&st, 0xab, sizeof st);
   xf_write(&s->f, s->f.status, &st, sizeof st);
-  hbg_dev_event *ev = NULL;
+  hbg_dev_event *ev = NULL, *start = NULL;
   ASSERT_OK(hbg_dev_event_create(s->f.dev, &ev));
+  ASSERT_OK(hbg_dev_event_create(s->f.dev, &start));
   hbg_dev_stats d0, d1;
   ASSERT_OK(hbg_dev_stats_get(s->f.dev, &d0));
   long k0 = mock_kernels_run();
@@ -206,10 +207,14 @@ static void test_async(scene *s) {
                            .window_bytes = bytes,
                            .status = s->f.status};
   mock_hold(1);
+  ASSERT_OK(hbg_dev_event_record(s->f.dev, start, s->f.q));
   ASSERT_OK(hbg_dev_launch(s->f.dev, s->f.q, &l));
   ASSERT_OK(hbg_dev_event_record(s->f.dev, ev, s->f.q));
   ASSERT_EQ(mock_kernels_run(), k0); /* returned, not run */
   ASSERT_ERR(hbg_dev_event_query(s->f.dev, ev), HBG_E_AGAIN);
+  uint64_t dns = 1;
+  ASSERT_ERR(hbg_dev_event_elapsed(s->f.dev, start, ev, &dns), HBG_E_AGAIN);
+  ASSERT_UEQ(dns, 1); /* untouched on error */
   ASSERT_OK(hbg_dev_stats_get(s->f.dev, &d1));
   ASSERT_UEQ(d1.handshakes, d0.handshakes); /* no wait, */
   ASSERT_UEQ(d1.d2h_copies, d0.d2h_copies); /* no read-back */
@@ -220,6 +225,10 @@ static void test_async(scene *s) {
   xf_read(&s->f, &st, s->f.status, sizeof st);
   expect("async: after release", &st, 0, NONE, NONE);
   ASSERT_EQ(st.nodes_done, 5);
+  /* timed events (cuEventElapsedTime refuses DISABLE_TIMING ones) */
+  ASSERT_OK(hbg_dev_event_elapsed(s->f.dev, start, ev, &dns));
+  ASSERT(dns > 0);
+  ASSERT_OK(hbg_dev_event_destroy(s->f.dev, start));
   ASSERT_OK(hbg_dev_event_destroy(s->f.dev, ev));
   ASSERT_OK(hbg_dev_mem_free(s->f.dev, W));
 }
@@ -303,6 +312,7 @@ static void run_workload(const char *name, int policy) {
     hbg_bind_end(b);
     if (mocked)
       ASSERT_EQ(mock_kernels_run(), k0 + 1); /* one launch per bind */
+    ASSERT(st.device_ns > 0); /* cuEventElapsedTime around the launch */
     double err = -1;
     int rc = hbg_workload_verify(w, step, &err);
     printf("  %-10s %-12s step %u: %u tasks, exec %.1f ms, verify %s\n",

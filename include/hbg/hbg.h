@@ -591,7 +591,8 @@ typedef struct hbg_bind_stats {
   uint64_t graph_upload_ns;  /* Submissions and Definitions */
   uint64_t window_upload_ns; /* task window and the rest */
   uint64_t control_plane_ns; /* sum of the three */
-  uint64_t exec_ns;          /* launch to completion (after hbg_bind_wait) */
+  uint64_t exec_ns;          /* launch to completion (after hbg_bind_wait),
+                                host clock */
   hbg_phase_bytes graph;     /* graph images (Submissions + Definitions) */
   hbg_phase_bytes window;    /* task window */
   uint64_t def_bytes;        /* Definition bytes uploaded (part of graph),
@@ -609,6 +610,13 @@ typedef struct hbg_bind_stats {
   int32_t device_status;     /* device-side status after wait */
   uint32_t n_evicted;        /* graphs evicted from the graph cache by this
                                 bind (hbg_config.graph_cache_max) */
+  uint64_t device_ns;        /* device time of the launch (after
+                                hbg_bind_wait): from an event recorded on
+                                the slot's queue right before the launch to
+                                the completion event, by the device's own
+                                clock; 0 where the device keeps no event
+                                timer (hbg_dev_ops.event_elapsed) or the
+                                timer could not be read */
 } hbg_bind_stats;
 
 /* @return 0 and *out, or HBG_E_INVAL. */

@@ -139,7 +139,8 @@ typedef struct hbg_dev_stats {
   X(EVENT_RECORD, event_record)                                                \
   X(EVENT_QUERY, event_query)                                                  \
   X(EVENT_WAIT, event_wait)                                                    \
-  X(LAUNCH, launch)
+  X(LAUNCH, launch)                                                            \
+  X(EVENT_ELAPSED, event_elapsed)
 
 typedef enum hbg_dev_op {
 #define HBG__DEV_OP_ENUM(up, low) HBG_DEV_OP_##up,
@@ -193,7 +194,24 @@ typedef struct hbg_dev_ops {
   int (*event_wait)(hbg_device *dev, hbg_dev_event *ev);
   /* Enqueue execution of a task window on q (after earlier work on q). */
   int (*launch)(hbg_device *dev, hbg_dev_queue *q, const hbg_dev_launch_desc *l);
+
+  /* ---- added after the first version: a table whose struct_size ends
+   * before a field below reads it as NULL (HBG_DEV_OPS_V1_SIZE) ---- */
+
+  /* Device time between the completions of the latest records of start
+   * and end, in *ns (0 when end completed first), measured by the device's
+   * own clock. Optional (NULL: the device keeps no event timer; the core
+   * then reports hbg_bind_stats.device_ns as 0).
+   * @return 0, HBG_E_AGAIN (either record still pending), HBG_E_STATE
+   * (either event never recorded), or an error. */
+  int (*event_elapsed)(hbg_device *dev, hbg_dev_event *start,
+                       hbg_dev_event *end, uint64_t *ns);
 } hbg_dev_ops;
+
+/* struct_size of an ops table built against the first version of this
+ * header (it ends after launch); the smallest hbg_device_open_ops takes. */
+#define HBG_DEV_OPS_V1_SIZE                                                    \
+  (offsetof(hbg_dev_ops, launch) + sizeof(void (*)(void)))
 
 /* ---- registry ---- */
 
@@ -213,7 +231,9 @@ HBG_API const hbg_dev_ops *hbg_device_find(const char *name);
  * hbg_device_open_error()). */
 HBG_API int hbg_device_open(const char *name, const char *options,
                             hbg_device **out);
-/* Same, for any ops table (a backend outside the registry). */
+/* Same, for any ops table (a backend outside the registry). ops->struct_size
+ * is at least HBG_DEV_OPS_V1_SIZE; an op the table ends before reads as
+ * NULL (a backend built against an older header keeps working). */
 HBG_API int hbg_device_open_ops(const hbg_dev_ops *ops, const char *options,
                                 hbg_device **out);
 /* Close the backend. Accepts NULL. */
@@ -277,6 +297,10 @@ HBG_API int hbg_dev_event_query(hbg_device *dev, hbg_dev_event *ev);
 HBG_API int hbg_dev_event_wait(hbg_device *dev, hbg_dev_event *ev);
 HBG_API int hbg_dev_launch(hbg_device *dev, hbg_dev_queue *q,
                            const hbg_dev_launch_desc *l);
+/* @return as the event_elapsed op; HBG_E_UNSUPPORTED where the backend has
+ * none (also a table whose struct_size ends before it). */
+HBG_API int hbg_dev_event_elapsed(hbg_device *dev, hbg_dev_event *start,
+                                  hbg_dev_event *end, uint64_t *ns);
 
 /* ---- fault injection ---- */
 

@@ -155,6 +155,8 @@ def test_bind_context_manager(rt):
     assert b.ended
     assert b.stats.policy == rt.policy and b.stats.n_tasks == 1
     assert b.stats.device_status == 0 and b.stats.fatal == 0
+    # the sim times launches with its events, inside launch -> completion
+    assert 0 < b.stats.device_ns <= b.stats.exec_ns
     assert b.stats.control_plane_ns == (b.stats.host_orch_ns +
                                         b.stats.graph_upload_ns +
                                         b.stats.window_upload_ns)

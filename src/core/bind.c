@@ -673,6 +673,13 @@ static void collect(hbg_bind *b) {
   hbg__slot *s = b->slot;
   s->in_flight = 0;
   b->st.exec_ns = hbg__now_ns() - b->t_launch_start;
+  /* Device time is a measurement: a timer that cannot be read leaves 0,
+   * and the bind's outcome stands. */
+  uint64_t dns = 0;
+  if (s->timed && hbg_dev_event_elapsed(b->rt->dev, s->start, s->done,
+                                        &dns) == 0)
+    b->st.device_ns = dns;
+  s->timed = 0;
   hbg_dev_status st;
   memset(&st, 0, sizeof st);
   int rc = hbg_dev_copy_d2h(b->rt->dev, &st, s->status_dev, sizeof st);
@@ -734,12 +741,17 @@ int hbg_bind_launch(hbg_bind *b) {
                            .n_nodes = b->sz_nodes,
                            .kernel_scratch = b->sz_kscr};
   b->t_launch_start = hbg__now_ns();
+  /* The start event, taken after t_launch_start so that device_ns never
+   * exceeds exec_ns on a device whose clock is the host's. A start event
+   * that cannot be recorded only leaves this bind untimed. */
+  int timed = s->start && hbg_dev_event_record(rt->dev, s->start, s->q) == 0;
   rc = hbg_dev_launch(rt->dev, s->q, &d);
   if (rc < 0)
     return latch(b, rc);
   b->state = HBG__BIND_LAUNCHED;
   s->in_flight = 1;
   rc = hbg_dev_event_record(rt->dev, s->done, s->q);
+  s->timed = timed && rc == 0;
   if (rc < 0) {
     /* Launched but untracked. The bind runs whatever we return, so it is
      * not reported as failed (a caller retrying it would run it twice):

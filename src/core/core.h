@@ -153,7 +153,10 @@ struct hbg__slot {
   uint32_t index;
   hbg_dev_queue *q;
   hbg_dev_event *done;
+  hbg_dev_event *start; /* recorded right before each launch; NULL where
+                           the device keeps no event timer */
   int in_flight;       /* launched, completion not yet observed */
+  int timed;           /* the in-flight launch has start and done recorded */
   hbg__arena arena;
   hbg__map retained;   /* pinned-eager buffers */
   hbg__map rkeys;      /* pinned-eager: full key -> occurrences retained */

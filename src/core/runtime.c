@@ -4,6 +4,7 @@
 
 #include "common/util.h"
 #include "core/policy/policy.h"
+#include "device/device_internal.h"
 
 void hbg__trace(hbg_runtime *rt, uint32_t track, const char *name,
                 uint64_t start, uint64_t end, uint64_t bytes, uint64_t seq) {
@@ -29,6 +30,11 @@ int hbg__slot_init(hbg_runtime *rt, hbg__slot *s, uint32_t index) {
   rc = hbg_dev_event_create(rt->dev, &s->done);
   if (rc < 0)
     goto err;
+  if (hbg__dev_times_events(rt->dev)) {
+    rc = hbg_dev_event_create(rt->dev, &s->start);
+    if (rc < 0)
+      goto err;
+  }
   /* A policy that stages in heap memory only keeps no arena. */
   if (rt->ops->arena) {
     rc = hbg__arena_reserve(rt, s, rt->cfg.arena_bytes);
@@ -110,6 +116,8 @@ void hbg__slot_fini(hbg_runtime *rt, hbg__slot *s) {
   if (s->status_dev)
     hbg_dev_mem_free(rt->dev, s->status_dev);
   hbg__arena_release(rt, s);
+  if (s->start)
+    hbg_dev_event_destroy(rt->dev, s->start);
   if (s->done)
     hbg_dev_event_destroy(rt->dev, s->done);
   if (s->q)

@@ -53,7 +53,7 @@ int hbg_device_open_ops(const hbg_dev_ops *ops, const char *options,
                         hbg_device **out) {
   hbg__error_clear();
   HBG__RETURN_IF(!ops || !out, HBG_E_INVAL);
-  HBG__RETURN_IF(ops->struct_size < sizeof(hbg_dev_ops) ||
+  HBG__RETURN_IF(ops->struct_size < HBG_DEV_OPS_V1_SIZE ||
                      ops->abi_version != HBG_DEV_ABI_VERSION || !ops->open ||
                      !ops->close || !ops->name,
                  HBG_E_INVAL);
@@ -61,6 +61,9 @@ int hbg_device_open_ops(const hbg_dev_ops *ops, const char *options,
   if (!d)
     return HBG_E_NOMEM;
   d->ops = ops;
+  if (ops->struct_size >= offsetof(hbg_dev_ops, event_elapsed) +
+                              sizeof ops->event_elapsed)
+    d->event_elapsed = ops->event_elapsed;
   int rc = ops->open(d, options);
   if (rc < 0) {
     if (d->has_native)
@@ -260,4 +263,18 @@ int hbg_dev_launch(hbg_device *dev, hbg_dev_queue *q, const hbg_dev_launch_desc 
     d.flags &= ~(uint32_t)HBG_DEV_LAUNCH_SIZED;
   d.struct_size = sizeof d;
   HBG__DISPATCH(launch, q, &d);
+}
+int hbg_dev_event_elapsed(hbg_device *dev, hbg_dev_event *start,
+                          hbg_dev_event *end, uint64_t *ns) {
+  HBG__RETURN_IF(!dev || !start || !end || !ns, HBG_E_INVAL);
+  if (!dev->event_elapsed)
+    return HBG_E_UNSUPPORTED;
+  return dev->event_elapsed(dev, start, end, ns);
+}
+
+int hbg__dev_times_events(hbg_device *dev) {
+  if (!dev || !dev->event_elapsed)
+    return 0;
+  hbg_device *inner = hbg_fault_inner(dev);
+  return inner ? hbg__dev_times_events(inner) : 1;
 }

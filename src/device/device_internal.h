@@ -6,6 +6,9 @@
 
 struct hbg_device {
   const hbg_dev_ops *ops;
+  /* ops added after the first version, NULL where ops ends before them */
+  int (*event_elapsed)(hbg_device *dev, hbg_dev_event *start,
+                       hbg_dev_event *end, uint64_t *ns);
   void *impl;
   int has_native;
   int64_t native_code;
@@ -13,6 +16,10 @@ struct hbg_device {
   hbg_trace_fn trace_fn;
   void *trace_user;
 };
+
+/* @return non-zero when dev (through a fault wrapper: its inner device)
+ * implements event_elapsed, so a start event is worth recording. */
+int hbg__dev_times_events(hbg_device *dev);
 
 extern const hbg_dev_ops hbg__sim_ops;
 extern const hbg_dev_ops hbg__fault_ops;

@@ -369,6 +369,7 @@ class BindStats:
     fatal: int
     device_status: int
     n_evicted: int
+    device_ns: int  # device time by device events; 0 where not kept
 
     @classmethod
     def _from_c(cls, s):
@@ -379,7 +380,7 @@ class BindStats:
             s.window.copies, s.def_bytes, s.h2d_bytes, s.h2d_copies,
             s.n_tasks, s.n_graphs, s.n_recorded, s.leftover, s.fallback,
             s.dev_allocs, s.arena_high_water, s.fatal, s.device_status,
-            s.n_evicted)
+            s.n_evicted, s.device_ns)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -113,7 +113,8 @@ class BindStats_c(Structure):
                 ("n_recorded", c_uint32), ("leftover", c_uint32),
                 ("fallback", c_uint32), ("dev_allocs", c_uint32),
                 ("arena_high_water", c_uint64), ("fatal", c_int32),
-                ("device_status", c_int32), ("n_evicted", c_uint32)]
+                ("device_status", c_int32), ("n_evicted", c_uint32),
+                ("device_ns", c_uint64)]
 
 
 class TraceEvent_c(Structure):

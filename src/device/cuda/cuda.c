@@ -9,9 +9,10 @@
  * internal non-blocking stream followed by a stream synchronize, so they
  * return only once the DMA has landed (a plain cuMemcpyHtoD from pageable
  * memory may return while the DMA is still in flight). Queues are
- * non-blocking streams; events are created with timing disabled. Every
- * CUresult is checked where it is returned and mapped there, the native
- * code and message kept on the device.
+ * non-blocking streams; events are created with timing enabled where the
+ * driver has cuEventElapsedTime (the event_elapsed op), disabled otherwise.
+ * Every CUresult is checked where it is returned and mapped there, the
+ * native code and message kept on the device.
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -816,7 +817,8 @@ static int cu_event_create(hbg_device *dev, hbg_dev_event **out) {
   int rc = hbg__cu_enter(dev, c);
   if (rc < 0)
     goto err_free;
-  CUresult e = c->f.cuEventCreate(&ev->e, CU_EVENT_DISABLE_TIMING);
+  unsigned flags = c->f.cuEventElapsedTime_v2 ? 0u : CU_EVENT_DISABLE_TIMING;
+  CUresult e = c->f.cuEventCreate(&ev->e, flags);
   if (e != CUDA_SUCCESS) {
     rc = hbg__cu_err(dev, e, "cuEventCreate", HBG_E_DEVMEM);
     goto err_free;
@@ -868,6 +870,22 @@ static int cu_event_wait(hbg_device *dev, hbg_dev_event *ev) {
   return 0;
 }
 
+static int cu_event_elapsed(hbg_device *dev, hbg_dev_event *start,
+                            hbg_dev_event *end, uint64_t *ns) {
+  hbg__cuda *c = impl_of(dev);
+  if (!c->f.cuEventElapsedTime_v2)
+    return HBG_E_UNSUPPORTED;
+  HBG__TRY(hbg__cu_enter(dev, c));
+  float ms = 0.0f;
+  CUresult e = c->f.cuEventElapsedTime_v2(&ms, start->e, end->e);
+  if (e == CUDA_ERROR_NOT_READY)
+    return HBG_E_AGAIN;
+  if (e != CUDA_SUCCESS)
+    return hbg__cu_err(dev, e, "cuEventElapsedTime_v2", HBG_E_DEVICE);
+  *ns = ms > 0.0f ? (uint64_t)((double)ms * 1e6) : 0;
+  return 0;
+}
+
 const hbg_dev_ops hbg__cuda_ops = {
     .struct_size = sizeof(hbg_dev_ops),
     .abi_version = HBG_DEV_ABI_VERSION,
@@ -903,4 +921,5 @@ const hbg_dev_ops hbg__cuda_ops = {
     .event_query = cu_event_query,
     .event_wait = cu_event_wait,
     .launch = hbg__cu_launch,
+    .event_elapsed = cu_event_elapsed,
 };

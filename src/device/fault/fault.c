@@ -226,6 +226,10 @@ static int fault_launch(hbg_device *dev, hbg_dev_queue *q,
                         const hbg_dev_launch_desc *l) {
   FAULT_FWD(LAUNCH, hbg_dev_launch(f->inner, q, l));
 }
+static int fault_event_elapsed(hbg_device *dev, hbg_dev_event *start,
+                               hbg_dev_event *end, uint64_t *ns) {
+  FAULT_FWD(EVENT_ELAPSED, hbg_dev_event_elapsed(f->inner, start, end, ns));
+}
 
 const hbg_dev_ops hbg__fault_ops = {
     .struct_size = sizeof(hbg_dev_ops),
@@ -256,6 +260,7 @@ const hbg_dev_ops hbg__fault_ops = {
     .event_query = fault_event_query,
     .event_wait = fault_event_wait,
     .launch = fault_launch,
+    .event_elapsed = fault_event_elapsed,
 };
 
 int hbg_fault_arm(hbg_device *dev, int op, uint64_t k, int err) {

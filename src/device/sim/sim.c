@@ -266,6 +266,7 @@ const hbg_dev_ops hbg__sim_ops = {
     .event_record = hbg__sim_event_record,
     .event_query = hbg__sim_event_query,
     .event_wait = hbg__sim_event_wait,
+    .event_elapsed = hbg__sim_event_elapsed,
     .launch = hbg__sim_launch,
 };
 

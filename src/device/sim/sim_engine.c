@@ -125,8 +125,10 @@ static void run_launch(hbg__sim *s, hbg__sim_cmd *c) {
 
 /* Caller holds mu. */
 static void event_done(hbg__sim_event *ev, uint64_t seq) {
-  if (seq > ev->done)
+  if (seq > ev->done) {
     ev->done = seq;
+    ev->done_ns = hbg__now_ns();
+  }
   if (--ev->refs == 0)
     free(ev);
 }
@@ -786,6 +788,30 @@ int hbg__sim_event_wait(hbg_device *dev, hbg_dev_event *h) {
     free(ev);
   pthread_mutex_unlock(&s->mu);
   return 0;
+}
+
+/* The completion times event_done stamped: the moment the queue reached
+ * each record, which is when the work queued before it had completed. */
+int hbg__sim_event_elapsed(hbg_device *dev, hbg_dev_event *sh,
+                           hbg_dev_event *eh, uint64_t *ns) {
+  hbg__sim *s = hbg_device_impl(dev);
+  HBG__RETURN_IF(!sh || !eh || !ns, HBG_E_INVAL);
+  pthread_mutex_lock(&s->mu);
+  hbg__sim_event *a = event_get(s, sh), *b = event_get(s, eh);
+  int rc = 0;
+  uint64_t d = 0;
+  if (!a || !b)
+    rc = HBG_E_INVAL;
+  else if (!a->rec || !b->rec)
+    rc = HBG_E_STATE;
+  else if (a->done < a->rec || b->done < b->rec)
+    rc = HBG_E_AGAIN;
+  else
+    d = b->done_ns > a->done_ns ? b->done_ns - a->done_ns : 0;
+  pthread_mutex_unlock(&s->mu);
+  if (rc == 0)
+    *ns = d;
+  return rc;
 }
 
 /* ---- launch ------------------------------------------------------------- */

@@ -70,6 +70,7 @@ struct hbg__sim_event {
   hbg__sim *s;
   uint64_t rec;  /* sequence of the latest record */
   uint64_t done; /* highest completed record sequence */
+  uint64_t done_ns; /* when record `done` completed (CLOCK_MONOTONIC) */
   int refs;      /* the handle plus pending records */
   hbg__sim_event *prev, *next;
 };
@@ -237,6 +238,8 @@ int hbg__sim_event_record(hbg_device *dev, hbg_dev_event *ev,
                           hbg_dev_queue *q);
 int hbg__sim_event_query(hbg_device *dev, hbg_dev_event *ev);
 int hbg__sim_event_wait(hbg_device *dev, hbg_dev_event *ev);
+int hbg__sim_event_elapsed(hbg_device *dev, hbg_dev_event *start,
+                           hbg_dev_event *end, uint64_t *ns);
 int hbg__sim_launch(hbg_device *dev, hbg_dev_queue *q,
                     const hbg_dev_launch_desc *l);
 
