@@ -29,6 +29,7 @@ static void one_bind(chain *c, uint32_t step, hbg_bind_stats *st) {
   hbg_bind_end(b);
   ASSERT_EQ(st->device_status, 0);
   ASSERT_EQ(st->fatal, 0);
+  ASSERT(st->device_ns > 0); /* timed events around the launch */
   ASSERT_UEQ(st->n_graphs, LAYERS);
   ASSERT_UEQ(st->n_tasks, LAYERS + 2);
 }
