@@ -39,6 +39,7 @@ static void make_result(bench_result *r) {
                                   x->ns[BENCH_PH_GRAPH_UP];
       x->ns[BENCH_PH_CONTROL] = cp;
       x->ns[BENCH_PH_EXEC] = 50000 + i;
+      x->ns[BENCH_PH_DEVICE] = 40000 + i;
       x->graph_bytes = 5310080 / (a + 1);
       x->graph_copies = 40;
       x->window_bytes = 4096;
@@ -155,7 +156,7 @@ static void t_json(void) {
   ASSERT_EQ(cJSON_GetArraySize(ps), NPOL);
   static const char *const phases[] = {"control_plane_us", "host_orch_us",
                                        "graph_upload_us", "window_upload_us",
-                                       "exec_us"};
+                                       "exec_us", "device_us"};
   static const char *const per_bind[] = {
       "graph_bytes_per_bind", "def_bytes_per_bind", "h2d_bytes_per_bind",
       "h2d_copies_per_bind", "leftover_per_bind", "fallback_per_bind"};
@@ -187,6 +188,10 @@ static void t_json(void) {
   /* values in microseconds */
   const cJSON *p1 = cJSON_GetArrayItem(ps, 1);
   ASSERT(fabs(num(get(p1, "control_plane_us"), "median") - 8.0) < 1e-9);
+  ASSERT(fabs(num(get(p1, "device_us"), "median") - 40.003) < 1e-9);
+  /* no peer arms: an empty list */
+  ASSERT(cJSON_IsArray(get(root, "arms")));
+  ASSERT_EQ(cJSON_GetArraySize(get(root, "arms")), 0);
   ASSERT(fabs(num(p1, "h2d_bytes_per_bind") - (5310080.0 / 2 + 4096)) < 1e-6);
   cJSON_Delete(root);
   free(s);
@@ -225,10 +230,14 @@ static void t_csv(void) {
   ASSERT(strstr(s, "control_plane_ns"));
   ASSERT(strstr(s, "h2d_copies"));
   ASSERT(strstr(s, "\npinned-eager,3,8,"));
-  ASSERT(strstr(s, ",minor_faults,host_alloc,device_profile,sim_spin_us\n"));
-  /* every row ends with the bind's faults and the run's settings */
-  ASSERT(strstr(s, ",103,retain,ascend-a2,0\n"));
-  ASSERT(strstr(s, ",,retain,ascend-a2,0\n")); /* no count: empty */
+  ASSERT(strstr(s, ",exec_ns,device_ns,"));
+  ASSERT(strstr(s, ",minor_faults,host_alloc,device_profile,sim_spin_us,kind,"
+                   "launches,updates,capture_ns,instantiate_ns\n"));
+  /* every row ends with the bind's faults and the run's settings, and a
+   * policy's has no peer counts */
+  ASSERT(strstr(s, ",103,retain,ascend-a2,0,policy,,,,\n"));
+  ASSERT(strstr(s, ",,retain,ascend-a2,0,policy,,,,\n")); /* no count: empty */
+  ASSERT(strstr(s, "\npinned-eager,3,8,8000,800,5600,1600,50003,40003,"));
   for (const char *p = strchr(s, '\n') + 1; *p; p = strchr(p, '\n') + 1) {
     size_t commas = 0;
     for (const char *q = p; *q != '\n'; q++)
@@ -495,6 +504,163 @@ static void t_svg(void) {
   free(s);
 }
 
+/* ---- peer arms (hbg bench --arm) ---- */
+
+#define NARM 2u
+static bench_rec arecs[(NPOL + NARM) * ROUNDS];
+static bench_policy_res apol[NPOL + NARM];
+
+/* make_result's policies, then two peer arms: eager (control plane 20 us,
+ * 300 launches per step) and cuda-graph (control plane 5 us, 1 launch and
+ * 12 node updates per step, captured once in the warm-up: 900 us capture,
+ * 1500 us instantiation); exec 60 us, device 30 us + round ns. */
+static void make_arms(bench_result *r) {
+  make_result(r);
+  memcpy(arecs, recs, sizeof recs);
+  memcpy(apol, pol, sizeof pol);
+  memset(apol + NPOL, 0, NARM * sizeof apol[0]);
+  for (uint32_t a = 0; a < NARM; a++) {
+    bench_policy_res *p = &apol[NPOL + a];
+    p->name = a ? "cuda-graph" : "eager";
+    p->arm = 1;
+    if (a) {
+      p->capture_ns = 900000;
+      p->instantiate_ns = 1500000;
+      p->captures = 1;
+    }
+    for (uint32_t i = 0; i < ROUNDS; i++) {
+      bench_rec *x = &arecs[(NPOL + a) * ROUNDS + i];
+      memset(x, 0, sizeof *x);
+      x->arm = NPOL + a;
+      x->round = i;
+      x->seq = 5 + i;
+      x->ns[BENCH_PH_CONTROL] = a ? 5000 : 20000;
+      x->ns[BENCH_PH_EXEC] = 60000 + i;
+      x->ns[BENCH_PH_DEVICE] = 30000 + i;
+      x->launches = a ? 1 : 300;
+      x->updates = a ? 12 : 0;
+      x->verified = i == ROUNDS - 1 ? 1 : -1;
+      x->minflt = 0;
+    }
+  }
+  r->pol = apol;
+  r->recs = arecs;
+  r->n_arms = NARM;
+  r->n_recs = (NPOL + NARM) * ROUNDS;
+  ASSERT_EQ(bench_result_compute(r), 0);
+}
+
+static void t_arms(void) {
+  bench_result r;
+  make_arms(&r);
+  /* computed: means, ratios against the first policy; the caller's capture
+   * kept */
+  const bench_policy_res *e = &apol[NPOL], *g = &apol[NPOL + 1];
+  ASSERT(fabs(e->launches - 300.0) < 1e-9 && fabs(g->launches - 1.0) < 1e-9);
+  ASSERT(fabs(g->updates - 12.0) < 1e-9);
+  ASSERT(fabs(e->ratio[BENCH_PH_CONTROL] - 5.0) < 1e-9);  /* 20 / 4 us */
+  ASSERT(fabs(g->ratio[BENCH_PH_CONTROL] - 1.25) < 1e-9); /* 5 / 4 us */
+  ASSERT(fabs(g->ph[BENCH_PH_DEVICE].median - 30003.0) < 1e-9);
+  ASSERT_UEQ(g->capture_ns, 900000);
+  ASSERT_UEQ(g->instantiate_ns, 1500000);
+  ASSERT_UEQ(g->captures, 1);
+  ASSERT(e->arm && g->arm && !apol[0].arm);
+  ASSERT_UEQ(g->checked, 1);
+  ASSERT_EQ(g->verified, 1);
+
+  /* JSON: the policies as before, the arms in their own list with the
+   * phases an arm has, the per-step counts and the capture apart */
+  char *s = render(bench_write_json, &r);
+  cJSON *root = cJSON_Parse(s);
+  ASSERT(root);
+  ASSERT_EQ(cJSON_GetArraySize(get(root, "policies")), NPOL);
+  const cJSON *arms = get(root, "arms");
+  ASSERT(cJSON_IsArray(arms));
+  ASSERT_EQ(cJSON_GetArraySize(arms), NARM);
+  for (uint32_t a = 0; a < NARM; a++) {
+    const cJSON *p = cJSON_GetArrayItem(arms, (int)a);
+    ASSERT_STREQ(cJSON_GetStringValue(get(p, "name")), apol[NPOL + a].name);
+    num(get(p, "control_plane_us"), "median");
+    num(get(p, "exec_us"), "trimmed_mean");
+    num(get(p, "device_us"), "median");
+    ASSERT(!cJSON_GetObjectItemCaseSensitive(p, "host_orch_us"));
+    ASSERT(!cJSON_GetObjectItemCaseSensitive(p, "graph_upload_us"));
+    ASSERT(!cJSON_GetObjectItemCaseSensitive(p, "graph_bytes_per_bind"));
+    ASSERT_EQ(num(p, "binds"), ROUNDS);
+    ASSERT(cJSON_IsTrue(get(p, "verified")));
+    const cJSON *ra = get(p, "ratio_vs_first");
+    ASSERT(fabs(num(ra, "control_plane") - (a ? 1.25 : 5.0)) < 1e-9);
+    num(ra, "device");
+    ASSERT(!cJSON_GetObjectItemCaseSensitive(ra, "graph_upload"));
+  }
+  const cJSON *je = cJSON_GetArrayItem(arms, 0), *jg = cJSON_GetArrayItem(arms, 1);
+  ASSERT_EQ(num(je, "launches_per_step"), 300);
+  ASSERT_EQ(num(je, "updates_per_step"), 0);
+  ASSERT(cJSON_IsNull(get(je, "capture_us"))); /* never captured */
+  ASSERT(cJSON_IsNull(get(je, "instantiate_us")));
+  ASSERT_EQ(num(je, "captures"), 0);
+  ASSERT_EQ(num(jg, "launches_per_step"), 1);
+  ASSERT_EQ(num(jg, "updates_per_step"), 12);
+  ASSERT(fabs(num(jg, "capture_us") - 900.0) < 1e-9);
+  ASSERT(fabs(num(jg, "instantiate_us") - 1500.0) < 1e-9);
+  ASSERT_EQ(num(jg, "captures"), 1);
+  ASSERT(fabs(num(get(jg, "device_us"), "median") - 30.003) < 1e-9);
+  cJSON_Delete(root);
+  free(s);
+
+  /* CSV: one row per measured step of every arm too, the columns alike */
+  s = render(bench_write_csv, &r);
+  size_t lines = 0, header_commas = 0;
+  for (const char *p = s; *p; p++)
+    lines += *p == '\n';
+  for (const char *p = s; *p != '\n'; p++)
+    header_commas += *p == ',';
+  ASSERT_UEQ(lines, 1 + (NPOL + NARM) * ROUNDS);
+  for (const char *p = strchr(s, '\n') + 1; *p; p = strchr(p, '\n') + 1) {
+    size_t commas = 0;
+    for (const char *q = p; *q != '\n'; q++)
+      commas += *q == ',';
+    ASSERT_UEQ(commas, header_commas);
+  }
+  ASSERT(strstr(s, "\ncuda-graph,3,8,5000,0,0,0,60003,30003,"));
+  ASSERT(strstr(s, ",arm,1,12,900000,1500000\n"));
+  ASSERT(strstr(s, ",arm,300,0,0,0\n"));
+  ASSERT(strstr(s, ",policy,,,,\n"));
+  free(s);
+
+  /* table: arm rows with their three phases, the per-step table with the
+   * capture, and ratios of those phases only */
+  s = render(bench_print_table, &r);
+  ASSERT(strstr(s, "peer arms: eager cuda-graph"));
+  ASSERT(strstr(s, "\neager          control_plane         20.00"));
+  ASSERT(strstr(s, "\ncuda-graph     control_plane          5.00"));
+  ASSERT(strstr(s, "               device                30.00"));
+  ASSERT(strstr(s, "capture us"));
+  ASSERT(strstr(s, "\ncuda-graph            1.0       12.0       900.00"
+                   "        1500.00         1  yes (1/1)"));
+  ASSERT(strstr(s, "\neager               300.0        0.0         0.00"
+                   "           0.00         0  yes (1/1)"));
+  const char *line = strstr(s, "\n  eager ");
+  ASSERT(line);
+  const char *eol = strchr(line + 1, '\n');
+  ASSERT(eol);
+  ASSERT(strstr(line, "control_plane 5.000x") < eol);
+  const char *up = strstr(line, "graph_upload");
+  ASSERT(!up || up > eol);
+  free(s);
+
+  /* SVG: a bar per policy and per arm (an arm's is its control plane) */
+  s = render(bench_write_svg, &r);
+  ASSERT(xml_check(s) == NULL);
+  ASSERT_UGE(count(s, "<g class=\"bar\">"), NPOL + NARM);
+  ASSERT(strstr(s, ">cuda-graph</text>"));
+  ASSERT(strstr(s, "peer arm: control_plane"));
+  ASSERT(strstr(s, "<tspan class=\"total\">20.0</tspan>")); /* eager */
+  int rc = svg_external(s, "0.02");
+  ASSERT(rc == 0 || rc == 77);
+  free(s);
+}
+
 static void t_trace(void) {
   static const char *const procs[] = {"deferred", "coalesced"};
   static const char *const tracks[] = {"orchestration", "uploads",
@@ -570,6 +736,7 @@ int main(void) {
   t_csv();
   t_table();
   t_xml_checker();
+  t_arms();
   t_svg();
   t_trace();
   printf("test_bench_output: ok\n");

@@ -8,19 +8,32 @@
 #include <cjson/cJSON.h>
 
 static const char *const phase_names[BENCH_PH__COUNT] = {
-    "control_plane", "host_orch", "graph_upload", "window_upload", "exec"};
+    "control_plane", "host_orch", "graph_upload", "window_upload", "exec",
+    "device"};
 
 const char *bench_phase_name(int ph) {
   return ph >= 0 && ph < BENCH_PH__COUNT ? phase_names[ph] : "?";
+}
+
+int bench_phase_of_arm(int ph) {
+  return ph == BENCH_PH_CONTROL || ph == BENCH_PH_EXEC || ph == BENCH_PH_DEVICE;
+}
+
+static uint32_t n_rows(const bench_result *r) {
+  return r->n_policies + r->n_arms;
 }
 
 /* ---------------- aggregation ---------------- */
 
 static int compute_policy(bench_result *r, uint32_t arm, uint64_t *scratch) {
   bench_policy_res *p = &r->pol[arm];
-  const char *name = p->name;
+  const bench_policy_res keep = *p;
   memset(p, 0, sizeof *p);
-  p->name = name;
+  p->name = keep.name;
+  p->arm = keep.arm;
+  p->capture_ns = keep.capture_ns;
+  p->instantiate_ns = keep.instantiate_ns;
+  p->captures = keep.captures;
   size_t n = 0;
   for (size_t i = 0; i < r->n_recs; i++) {
     const bench_rec *x = &r->recs[i];
@@ -38,6 +51,8 @@ static int compute_policy(bench_result *r, uint32_t arm, uint64_t *scratch) {
     p->fallback += x->fallback;
     p->dev_allocs += x->dev_allocs;
     p->minflt += x->minflt == UINT64_MAX ? NAN : (double)x->minflt;
+    p->launches += (double)x->launches;
+    p->updates += (double)x->updates;
     if (x->arena_high_water > p->arena_high_water)
       p->arena_high_water = x->arena_high_water;
     if (x->verified >= 0) {
@@ -52,7 +67,8 @@ static int compute_policy(bench_result *r, uint32_t arm, uint64_t *scratch) {
   double *means[] = {&p->graph_bytes, &p->graph_copies, &p->window_bytes,
                      &p->window_copies, &p->def_bytes, &p->h2d_bytes,
                      &p->h2d_copies, &p->leftover, &p->fallback,
-                     &p->dev_allocs, &p->minflt};
+                     &p->dev_allocs, &p->minflt, &p->launches,
+                     &p->updates};
   for (size_t i = 0; i < sizeof means / sizeof means[0]; i++)
     *means[i] /= (double)n;
   p->binds = (uint32_t)n;
@@ -71,16 +87,17 @@ static int compute_policy(bench_result *r, uint32_t arm, uint64_t *scratch) {
 int bench_result_compute(bench_result *r) {
   if (!r || !r->n_policies || !r->pol || !r->n_recs || !r->recs)
     return -1;
+  const uint32_t rows = n_rows(r);
   uint64_t *scratch = malloc(r->n_recs * sizeof *scratch);
   if (!scratch)
     return -1;
   int rc = 0;
-  for (uint32_t a = 0; a < r->n_policies && rc == 0; a++)
+  for (uint32_t a = 0; a < rows && rc == 0; a++)
     rc = compute_policy(r, a, scratch);
   free(scratch);
   if (rc < 0)
     return rc;
-  for (uint32_t a = 0; a < r->n_policies; a++)
+  for (uint32_t a = 0; a < rows; a++)
     for (int ph = 0; ph < BENCH_PH__COUNT; ph++)
       r->pol[a].ratio[ph] =
           bench_ratio(r->pol[a].ph[ph].median, r->pol[0].ph[ph].median);
@@ -152,17 +169,31 @@ int bench_print_table(const bench_result *r, FILE *f) {
   if (r->def_size)
     fprintf(f, "  Definitions padded to at least %u B (opaque section)\n",
             r->def_size);
+  if (r->n_arms) {
+    fprintf(f, "  peer arms:");
+    for (uint32_t a = r->n_policies; a < n_rows(r); a++)
+      fprintf(f, " %s", r->pol[a].name);
+    fprintf(f, " (steps run without hbg, interleaved with the policies; "
+               "no upload phases)\n");
+  }
   fprintf(f, "  machine %s, %ld cpus\n\n", r->hostname, r->nproc);
 
-  fprintf(f, "%-14s %-14s %12s %12s %12s\n", "policy", "phase (us)",
+  fprintf(f, "%-14s %-14s %12s %12s %12s\n", "policy / arm", "phase (us)",
           "median", "min", "tmean");
-  for (uint32_t a = 0; a < r->n_policies; a++) {
+  for (uint32_t a = 0; a < n_rows(r); a++) {
     const bench_policy_res *p = &r->pol[a];
-    for (int ph = 0; ph < BENCH_PH__COUNT; ph++)
-      fprintf(f, "%-14s %-14s %12.2f %12.2f %12.2f\n", ph ? "" : p->name,
+    int first = 1;
+    for (int ph = 0; ph < BENCH_PH__COUNT; ph++) {
+      if (p->arm && !bench_phase_of_arm(ph))
+        continue;
+      fprintf(f, "%-14s %-14s %12.2f %12.2f %12.2f\n", first ? p->name : "",
               phase_names[ph], p->ph[ph].median / 1e3, p->ph[ph].min / 1e3,
               p->ph[ph].tmean / 1e3);
+      first = 0;
+    }
   }
+  fprintf(f, "(device: device time by device events, 0 where the device "
+             "keeps no event timer)\n");
   fprintf(f, "\n%-14s %12s %12s %10s %12s %9s %9s %10s %9s  %s\n",
           "per bind", "graph B", "H2D B", "H2D cps", "def B", "leftover",
           "fallback", "arena hw", "faults", "verified");
@@ -177,11 +208,29 @@ int bench_print_table(const bench_result *r, FILE *f) {
   }
   fprintf(f, "(faults: minor page faults of the orchestrating thread per "
              "bind, host-reference checks excluded)\n");
-  if (r->n_policies > 1) {
+  if (r->n_arms) {
+    fprintf(f, "\n%-14s %10s %10s %12s %14s %9s  %s\n", "per step",
+            "launches", "updates", "capture us", "instantiate us", "captures",
+            "verified");
+    for (uint32_t a = r->n_policies; a < n_rows(r); a++) {
+      const bench_policy_res *p = &r->pol[a];
+      fprintf(f, "%-14s %10.1f %10.1f %12.2f %14.2f %9u  %s (%u/%u)\n",
+              p->name, p->launches, p->updates, p->capture_ns / 1e3,
+              p->instantiate_ns / 1e3, p->captures,
+              p->verified ? "yes" : "NO", p->checked - p->mismatched,
+              p->checked);
+    }
+    fprintf(f, "(capture, instantiate: the arm's first graph capture, "
+               "outside the rows above; captures: steps that captured, "
+               "warm-up included)\n");
+  }
+  if (n_rows(r) > 1) {
     fprintf(f, "\nratio of medians vs %s:\n", r->pol[0].name);
-    for (uint32_t a = 1; a < r->n_policies; a++) {
+    for (uint32_t a = 1; a < n_rows(r); a++) {
       fprintf(f, "  %-14s", r->pol[a].name);
       for (int ph = 0; ph < BENCH_PH__COUNT; ph++) {
+        if (r->pol[a].arm && !bench_phase_of_arm(ph))
+          continue;
         double x = r->pol[a].ratio[ph];
         if (isnan(x))
           fprintf(f, " %s n/a", phase_names[ph]);
@@ -232,8 +281,30 @@ static int json_policy(cJSON *arr, const bench_policy_res *p) {
   char key[32];
   int bad = jstr(o, "name", p->name);
   for (int ph = 0; ph < BENCH_PH__COUNT; ph++) {
+    if (p->arm && !bench_phase_of_arm(ph))
+      continue;
     snprintf(key, sizeof key, "%s_us", phase_names[ph]);
     bad |= jsum(o, key, &p->ph[ph]);
+  }
+  if (p->arm) {
+    bad |= jnum(o, "launches_per_step", p->launches);
+    bad |= jnum(o, "updates_per_step", p->updates);
+    bad |= jnum(o, "capture_us", p->captures ? p->capture_ns / 1e3 : NAN);
+    bad |= jnum(o, "instantiate_us",
+                p->captures ? p->instantiate_ns / 1e3 : NAN);
+    bad |= jnum(o, "captures", p->captures);
+    bad |= jnum(o, "binds", p->binds);
+    bad |= jnum(o, "verified_binds", p->checked);
+    bad |= jnum(o, "verify_mismatches", p->mismatched);
+    bad |= jnum(o, "max_abs_err", p->max_abs_err);
+    bad |= cJSON_AddBoolToObject(o, "verified", p->verified) ? 0 : -1;
+    cJSON *ra = cJSON_AddObjectToObject(o, "ratio_vs_first");
+    if (!ra)
+      return -1;
+    for (int ph = 0; ph < BENCH_PH__COUNT; ph++)
+      if (bench_phase_of_arm(ph))
+        bad |= jnum(ra, phase_names[ph], p->ratio[ph]);
+    return bad;
   }
   bad |= jnum(o, "graph_bytes_per_bind", p->graph_bytes);
   bad |= jnum(o, "graph_copies_per_bind", p->graph_copies);
@@ -306,10 +377,11 @@ int bench_write_json(const bench_result *r, FILE *f) {
     bad |= jnum(m, "nproc", (double)r->nproc);
   }
   cJSON *arr = cJSON_AddArrayToObject(root, "policies");
-  if (!m || !arr)
+  cJSON *arms = cJSON_AddArrayToObject(root, "arms");
+  if (!m || !arr || !arms)
     bad = -1;
-  for (uint32_t a = 0; a < r->n_policies && !bad; a++)
-    bad |= json_policy(arr, &r->pol[a]);
+  for (uint32_t a = 0; a < n_rows(r) && !bad; a++)
+    bad |= json_policy(a < r->n_policies ? arr : arms, &r->pol[a]);
   if (!bad)
     bad = write_cjson(root, 1, f);
   cJSON_Delete(root);
@@ -325,10 +397,12 @@ int bench_write_csv(const bench_result *r, FILE *f) {
   fprintf(f, ",graph_bytes,graph_copies,window_bytes,window_copies,def_bytes,"
              "h2d_bytes,h2d_copies,leftover,fallback,dev_allocs,recorded,"
              "arena_high_water,verified,max_abs_err,minor_faults,host_alloc,"
-             "device_profile,sim_spin_us\n");
+             "device_profile,sim_spin_us,kind,launches,updates,capture_ns,"
+             "instantiate_ns\n");
   for (size_t i = 0; i < r->n_recs; i++) {
     const bench_rec *x = &r->recs[i];
-    const char *name = x->arm < r->n_policies ? r->pol[x->arm].name : "?";
+    const bench_policy_res *p = x->arm < n_rows(r) ? &r->pol[x->arm] : NULL;
+    const char *name = p ? p->name : "?";
     fprintf(f, "%s,%u,%llu", name, x->round, (unsigned long long)x->seq);
     for (int ph = 0; ph < BENCH_PH__COUNT; ph++)
       fprintf(f, ",%llu", (unsigned long long)x->ns[ph]);
@@ -350,7 +424,13 @@ int bench_write_csv(const bench_result *r, FILE *f) {
             r->device_profile ? r->device_profile : "none");
     if (r->sim_spin_us >= 0)
       fprintf(f, "%lld", (long long)r->sim_spin_us);
-    fputc('\n', f);
+    if (p && p->arm)
+      fprintf(f, ",arm,%llu,%llu,%llu,%llu\n", (unsigned long long)x->launches,
+              (unsigned long long)x->updates,
+              (unsigned long long)p->capture_ns,
+              (unsigned long long)p->instantiate_ns);
+    else
+      fprintf(f, ",policy,,,,\n");
   }
   return ferror(f) ? -1 : 0;
 }
@@ -405,9 +485,13 @@ static double nice_step(double range) {
 static const int svg_segs[3] = {BENCH_PH_HOST_ORCH, BENCH_PH_GRAPH_UP,
                                 BENCH_PH_WINDOW_UP};
 static const char *const svg_colors[3] = {"#4e79a7", "#f28e2b", "#59a14f"};
+#define SVG_ARM_COLOR "#9c755f"
 
-/* The drawn bar: the medians of the three phases, stacked. */
+/* The drawn bar: the medians of the three phases, stacked; a peer arm's
+ * is its control_plane median alone. */
 static double svg_stacked_us(const bench_policy_res *p) {
+  if (p->arm)
+    return p->ph[BENCH_PH_CONTROL].median / 1e3;
   double s = 0.0;
   for (int i = 0; i < 3; i++)
     s += p->ph[svg_segs[i]].median / 1e3;
@@ -434,7 +518,18 @@ static void svg_bar(FILE *f, const bench_result *r, uint32_t a, double y,
           SVG_ML - 10.0, y + SVG_BH / 2.0 + 5.0);
   xml_text(f, p->name);
   fprintf(f, "</text>\n");
-  for (int i = 0; i < 3; i++) {
+  if (p->arm) {
+    double us = p->ph[BENCH_PH_CONTROL].median / 1e3;
+    double w = us / amax * pw;
+    fmt_us(b1, sizeof b1, us);
+    fprintf(f, "<rect class=\"seg\" x=\"%.3f\" y=\"%.1f\" "
+               "width=\"%.3f\" height=\"%.1f\" fill=\"%s\"><title>", x, y,
+            w, SVG_BH, SVG_ARM_COLOR);
+    xml_text(f, p->name);
+    fprintf(f, " control_plane: %s \xC2\xB5s</title></rect>\n", b1);
+    x += w;
+  }
+  for (int i = 0; i < 3 && !p->arm; i++) {
     double us = p->ph[svg_segs[i]].median / 1e3;
     double w = us / amax * pw;
     fmt_us(b1, sizeof b1, us);
@@ -455,7 +550,9 @@ static void svg_bar(FILE *f, const bench_result *r, uint32_t a, double y,
              " \xC2\xB5s</text>\n", x + 6.0, y + SVG_BH / 2.0 + 5.0, b1);
   fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" "
              "fill=\"#555555\">", SVG_ML + 2.0, y + SVG_BH + 14.0);
-  for (int i = 0; i < 3; i++) {
+  if (p->arm)
+    fprintf(f, "peer arm (no upload phases);");
+  for (int i = 0; i < 3 && !p->arm; i++) {
     fmt_us(b1, sizeof b1, p->ph[svg_segs[i]].median / 1e3);
     fprintf(f, "%s%s %s", i ? " + " : "", phase_names[svg_segs[i]], b1);
   }
@@ -507,7 +604,7 @@ static void svg_panel(FILE *f, const bench_result *r, const uint32_t *list,
 
 int bench_write_svg(const bench_result *r, FILE *f) {
   uint32_t all[64], zoom[64], nz = 0;
-  uint32_t n = r->n_policies < 64 ? r->n_policies : 64;
+  uint32_t n = n_rows(r) < 64 ? n_rows(r) : 64;
   double vmax = 0.0, zmax = 0.0;
   for (uint32_t a = 0; a < n; a++) {
     all[a] = a;
@@ -584,6 +681,11 @@ int bench_write_svg(const bench_result *r, FILE *f) {
             phase_names[svg_segs[i]]);
     lx += 160.0;
   }
+  if (r->n_arms)
+    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"14\" "
+               "fill=\"%s\"/>\n<text x=\"%.1f\" y=\"%.1f\">peer arm: "
+               "control_plane</text>\n", lx, legend_y - 11.0, SVG_ARM_COLOR,
+            lx + 20.0, legend_y);
   static const char *const note[] = {
       "Each bar stacks the medians of its three phases; the number at its "
       "end is their sum.",

@@ -15,11 +15,15 @@ enum {
   BENCH_PH_GRAPH_UP,
   BENCH_PH_WINDOW_UP,
   BENCH_PH_EXEC,
+  BENCH_PH_DEVICE, /* device time by device events (0: not kept) */
   BENCH_PH__COUNT
 };
 
 /* "control_plane", "host_orch", ... */
 const char *bench_phase_name(int ph);
+/* @return non-zero for the phases a peer arm has (control_plane, exec,
+ * device); the rest are upload phases only a policy has. */
+int bench_phase_of_arm(int ph);
 
 /* One measured bind. */
 typedef struct bench_rec {
@@ -36,6 +40,8 @@ typedef struct bench_rec {
   uint64_t minflt; /* orchestrating thread's minor faults; UINT64_MAX: n/a */
   int32_t verified; /* -1 not checked, 0 mismatch, 1 matched */
   double max_abs_err;
+  uint64_t launches, updates; /* peer arms: launch calls, kernel nodes
+                                 updated (cuda-graph) in the step */
 } bench_rec;
 
 typedef struct bench_policy_res {
@@ -50,6 +56,14 @@ typedef struct bench_policy_res {
   uint32_t binds, checked, mismatched;
   double max_abs_err;
   int verified; /* checked > 0 && mismatched == 0 */
+  /* Peer arms (hbg bench --arm); set by the caller, kept by
+   * bench_result_compute but for the means. */
+  int arm;                 /* 0: an upload policy, 1: a peer arm */
+  double launches, updates; /* means per measured step (computed) */
+  uint64_t capture_ns, instantiate_ns; /* the arm's first graph capture
+                                          and instantiation (cuda-graph),
+                                          0 when it never captured */
+  uint32_t captures;       /* steps that captured, warm-up included */
 } bench_policy_res;
 
 /* bench_result.verify_every: verify the last measured bind of each block. */
@@ -73,13 +87,16 @@ typedef struct bench_result {
   char hostname[128];
   long nproc;
   uint32_t n_policies;
-  bench_policy_res *pol; /* n_policies, name set by the caller */
+  uint32_t n_arms;       /* peer arms, after the policies in pol */
+  bench_policy_res *pol; /* n_policies + n_arms rows, name (and the peer
+                            fields of arm rows) set by the caller */
   size_t n_recs;
   const bench_rec *recs; /* measured binds, any order */
 } bench_result;
 
-/* Fill every pol[i] but its name from recs.
- * @return 0, or -1 (out of memory, a policy without measured binds). */
+/* Fill every pol[i] but its name and the caller's peer fields from recs
+ * (rec.arm indexes pol: policies, then peer arms).
+ * @return 0, or -1 (out of memory, a row without measured binds). */
 int bench_result_compute(bench_result *r);
 /* Hostname and processor count of this machine into r. */
 void bench_result_machine(bench_result *r);
