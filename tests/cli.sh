@@ -91,8 +91,14 @@ if [ "$build" = plain ]; then arm_re='"retain"'; else arm_re='"(retain|system)"'
 json_has "$tmp/b.json" host_alloc "$arm_re"
 json_has "$tmp/b.json" device_profile '"none"'
 json_has "$tmp/b.json" sim_spin_us 200
-head -1 "$tmp/b.csv" | grep -q ',host_alloc,device_profile,sim_spin_us$' || fail "bench: csv header"
-tail -1 "$tmp/b.csv" | grep -Eq ",${arm_re//\"/},none,200\$" || fail "bench: csv settings"
+head -1 "$tmp/b.csv" | grep -q ',host_alloc,device_profile,sim_spin_us,kind,launches,updates,capture_ns,instantiate_ns$' || fail "bench: csv header"
+tail -1 "$tmp/b.csv" | grep -Eq ",${arm_re//\"/},none,200,policy,,,,\$" || fail "bench: csv settings"
+# every policy bind carries the sim's device time (its events), inside exec
+head -1 "$tmp/b.csv" | cut -d, -f8,9 | grep -qx 'exec_ns,device_ns' || fail "bench: csv device_ns column"
+awk -F, 'NR > 1 && !($9 > 0 && $9 <= $8) { bad = 1 } END { exit bad }' "$tmp/b.csv" ||
+  fail "bench: a policy bind without device time inside its exec time"
+grep -q '"device_us"' "$tmp/b.json" || fail "bench: no device_us in JSON"
+grep -Eq '"arms":[[:space:]]*\[\]' "$tmp/b.json" || fail "bench: JSON lacks the empty arms list"
 grep -Eq "host allocator ${arm_re//\"/}" "$tmp/b.svg" || fail "bench: svg arm"
 if command -v xmllint >/dev/null; then
   "$src/svg_check.sh" "$tmp/b.svg" >/dev/null || fail "bench: svg segments/labels"
@@ -108,12 +114,31 @@ expect_rc 0 "$hbg" bench --layers 2 --rounds 2 --warmup 0 --policy deferred \
   --device-options profile=ascend-a2 --json "$tmp/p.json" --csv "$tmp/p.csv" --svg "$tmp/p.svg"
 grep -q 'device profile ascend-a2, sim copy polling spin=200' "$tmp/out" || fail "bench: table header lacks the profile"
 json_has "$tmp/p.json" device_profile '"ascend-a2"'
-tail -1 "$tmp/p.csv" | grep -Eq ',ascend-a2,200$' || fail "bench: csv profile"
+tail -1 "$tmp/p.csv" | grep -Eq ',ascend-a2,200,policy,,,,$' || fail "bench: csv profile"
 grep -q 'device profile ascend-a2' "$tmp/p.svg" || fail "bench: svg profile"
 expect_rc 2 "$hbg" bench --host-alloc keep
 grep -q "bad --host-alloc 'keep': want retain or trim" "$tmp/err" || fail "bench: bad --host-alloc message"
 expect_rc 2 "$hbg" bench --host-alloc
 "$hbg" bench --help | grep -q -- '--host-alloc ARM' || fail "bench --help: no --host-alloc"
+# peer arms (--arm): listed with the device they need; a bad list, or a
+# device other than cuda, is a usage error before anything runs
+expect_rc 0 "$hbg" bench --help
+grep -q -- '--arm LIST' "$tmp/out" || fail "bench --help: no --arm"
+grep -Eq '^ +eager +one kernel launch per kernel call' "$tmp/out" || fail "bench --help: no eager arm"
+grep -Eq '^ +cuda-graph +the step captured once as a CUDA graph' "$tmp/out" || fail "bench --help: no cuda-graph arm"
+grep -q 'they need --device cuda' "$tmp/out" || fail "bench --help: arms do not say they need cuda"
+for bad in nope eager,nope eager,eager eager, ,eager; do
+  expect_rc 2 "$hbg" bench --arm "$bad" --rounds 1
+  grep -q "bad --arm: want a comma list of distinct names from eager,cuda-graph" "$tmp/err" ||
+    fail "bench --arm $bad: no message"
+done
+expect_rc 2 "$hbg" bench --arm eager --device sim --rounds 1 --json "$tmp/arm.json"
+grep -q -- "--arm eager needs --device cuda: the peer executors launch CUDA kernels, and this run's device is sim" "$tmp/err" ||
+  fail "bench --arm on sim: no message"
+[ ! -e "$tmp/arm.json" ] || fail "bench --arm on sim: wrote output"
+! grep -q hbg_runtime_create "$tmp/err" || fail "bench --arm on sim: opened a runtime first"
+HBG_DEVICE=sim expect_rc 2 "$hbg" bench --arm cuda-graph --rounds 1
+grep -q -- "--arm cuda-graph needs --device cuda" "$tmp/err" || fail "bench --arm, HBG_DEVICE=sim: no message"
 # --host-alloc reaches the allocator: deferred mallocs ~2.5 MB of images per
 # bind and frees them at completion; under trim glibc returns them to the
 # kernel and every bind faults them in again, under retain it does not.

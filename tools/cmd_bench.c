@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <hbg/hbg.h>
+#include <hbg/hbg_peer.h>
 #include <hbg/hbg_workload.h>
 
 #include "bench_host.h"
@@ -16,6 +17,8 @@
 
 #define TRACE_BINDS 3u
 #define TRACE_CAP (1u << 17)
+#define MAX_PEERS 2u /* HBG_PEER_EAGER, HBG_PEER_CUDA_GRAPH */
+#define MAX_ARMS (HBG_POLICY__COUNT + MAX_PEERS)
 
 typedef struct bench_opts {
   const char *workload, *device, *device_options;
@@ -27,6 +30,8 @@ typedef struct bench_opts {
   int host_alloc; /* BENCH_ALLOC_* */
   int policies[HBG_POLICY__COUNT];
   uint32_t n_policies;
+  int peers[MAX_PEERS]; /* --arm: HBG_PEER_* */
+  uint32_t n_peers;
 } bench_opts;
 
 typedef struct trace_slot {
@@ -45,8 +50,14 @@ typedef struct trace_ctx {
   uint32_t pid;
 } trace_ctx;
 
+/* One arm of the run: an upload policy, or (peer != 0) a peer executor
+ * on its own runtime and workload. */
 typedef struct bench_arm {
   int policy;
+  int peer;       /* HBG_PEER_*, 0 for a policy */
+  hbg_peer *p;
+  uint64_t capture_ns, instantiate_ns; /* the first capture */
+  uint32_t captures;
   hbg_runtime *rt;
   hbg_workload *w;
   hbg_bind *inflight;
@@ -56,8 +67,8 @@ typedef struct bench_arm {
 
 typedef struct bench {
   bench_opts o;
-  bench_arm arms[HBG_POLICY__COUNT];
-  uint32_t n_arms;
+  bench_arm arms[MAX_ARMS]; /* the policies, then the peers */
+  uint32_t n_arms, n_pol;
   bench_rec *recs;
   uint32_t mismatches;
   uint64_t verify_minflt; /* faults taken inside host-reference checks */
@@ -83,6 +94,15 @@ static void usage(FILE *f) {
 "  --policy LIST         comma list of deferred,pinned-eager,coalesced,\n"
 "                        pinned-bulk\n"
 "                        (default all four; the first is the ratio baseline)\n"
+"  --arm LIST            comma list of peer executors run as extra arms,\n"
+"                        interleaved with the policies, each on its own\n"
+"                        runtime and workload and verified like them:\n"
+"                          eager       one kernel launch per kernel call\n"
+"                          cuda-graph  the step captured once as a CUDA graph,\n"
+"                                      replayed with one launch per step\n"
+"                        they need --device cuda (another device: exit 2\n"
+"                        before anything runs); their capture and\n"
+"                        instantiation are reported apart from the steps\n"
 "  --rounds N            measured binds per policy (default 60)\n"
 "  --warmup N            warm-up binds per policy, dropped (default 5)\n"
 "  --interleave K        binds per block: A x K, B x K, C x K, A x K ... (default 5)\n"
@@ -113,7 +133,8 @@ static void usage(FILE *f) {
 "  --quiet               no table, no progress\n"
 "  --help                this text\n"
 "\n"
-"Exit status: 0, 1 on an error or a verification mismatch, 2 on bad usage.\n",
+"Exit status: 0, 1 on an error or a verification mismatch, 2 on bad usage\n"
+"(--arm without --device cuda included).\n",
           HBG_WORKLOAD_MAX_LAYERS, TRACE_BINDS);
 }
 
@@ -188,6 +209,54 @@ bad:
   return -1;
 }
 
+static int parse_peers(bench_opts *o, const char *s) {
+  o->n_peers = 0;
+  while (*s) {
+    const char *e = strchr(s, ',');
+    size_t n = e ? (size_t)(e - s) : strlen(s);
+    char name[32];
+    int k;
+    if (n == 0 || n >= sizeof name)
+      goto bad;
+    memcpy(name, s, n);
+    name[n] = '\0';
+    if (hbg_peer_parse(name, &k) < 0 || o->n_peers >= MAX_PEERS)
+      goto bad;
+    for (uint32_t i = 0; i < o->n_peers; i++)
+      if (o->peers[i] == k)
+        goto bad;
+    o->peers[o->n_peers++] = k;
+    s += n + (e != NULL);
+    if (e && !*s)
+      goto bad;
+  }
+  if (o->n_peers)
+    return 0;
+bad:
+  fprintf(stderr, "hbg bench: bad --arm: want a comma list of distinct names "
+                  "from %s,%s\n",
+          hbg_peer_name(HBG_PEER_EAGER), hbg_peer_name(HBG_PEER_CUDA_GRAPH));
+  return -1;
+}
+
+/* The peers run CUDA kernels: on any other device the run would fail at
+ * hbg_peer_create, after the policies' setup. Refused here instead, with
+ * the device the run would use (--device, else HBG_DEVICE, else sim). */
+static int check_peer_device(const bench_opts *o) {
+  if (!o->n_peers)
+    return 0;
+  hbg_config cfg;
+  hbg_config_init(&cfg);
+  const char *dev = o->device ? o->device : cfg.device ? cfg.device : "sim";
+  if (!strcmp(dev, "cuda"))
+    return 0;
+  fprintf(stderr,
+          "hbg bench: --arm %s needs --device cuda: the peer executors "
+          "launch CUDA kernels, and this run's device is %s\n",
+          hbg_peer_name(o->peers[0]), dev);
+  return -1;
+}
+
 /* @return 0, 1 (--help), or -1 (usage error, printed). */
 static int parse_opts(bench_opts *o, int argc, char **argv) {
   memset(o, 0, sizeof *o);
@@ -230,6 +299,9 @@ static int parse_opts(bench_opts *o, int argc, char **argv) {
       o->device_options = v;
     else if (OPT("--policy")) {
       if (r > 0 && parse_policies(o, v) < 0)
+        return -1;
+    } else if (OPT("--arm")) {
+      if (r > 0 && parse_peers(o, v) < 0)
         return -1;
     } else if (OPT("--rounds")) {
       if (r > 0 && parse_u32(a, v, 1, &o->rounds) < 0)
@@ -289,7 +361,7 @@ static int parse_opts(bench_opts *o, int argc, char **argv) {
   }
   for (uint32_t k = 0; k < hbg_workload_count(); k++)
     if (!strcmp(o->workload, hbg_workload_name(k)))
-      return 0;
+      return check_peer_device(o);
   fprintf(stderr, "hbg bench: unknown workload '%s'; built in:", o->workload);
   for (uint32_t k = 0; k < hbg_workload_count(); k++)
     fprintf(stderr, " %s", hbg_workload_name(k));
@@ -320,10 +392,14 @@ static int check_outputs(const bench_opts *o) {
 
 /* ---------------- errors ---------------- */
 
+static const char *arm_name(const bench_arm *a) {
+  return a->peer ? hbg_peer_name(a->peer) : hbg_policy_name(a->policy);
+}
+
 static int report(const bench_arm *a, const char *what, int rc) {
   const char *why = hbg_last_error();
   fprintf(stderr, "hbg bench: %s%s%s failed: %s (%s)%s%s\n",
-          a ? hbg_policy_name(a->policy) : "", a ? ": " : "", what,
+          a ? arm_name(a) : "", a ? ": " : "", what,
           hbg_err_name(rc), hbg_strerror(rc), *why ? ": " : "", why);
   int64_t code;
   const char *msg = NULL;
@@ -370,6 +446,86 @@ static void progress(bench *B) {
     fprintf(stderr, "\rhbg bench: %zu/%zu binds", B->done, B->total);
 }
 
+/* The step's host-reference check when the schedule asks for one (*verified
+ * -1 when not checked, 0 on a mismatch, counted, 1 on a match), then the
+ * progress line. @return 0 or an error (reported). */
+static int check_step(bench *B, bench_arm *a, const bench_slot *s,
+                      double *err, int *verified) {
+  if (wants_verify(B, s)) {
+    uint64_t f0 = bench_thread_minflt();
+    int rc = hbg_workload_verify(a->w, s->index, err);
+    B->verify_minflt += bench_thread_minflt() - f0;
+    if (rc == HBG_E_VERIFY) {
+      if (B->progress)
+        fputc('\n', stderr);
+      fprintf(stderr,
+              "hbg bench: %s: step %u differs from the host reference "
+              "(max abs err %g)\n",
+              arm_name(a), s->index, *err);
+      B->mismatches++;
+      *verified = 0;
+    } else if (rc < 0) {
+      return report(a, "hbg_workload_verify", rc);
+    } else {
+      *verified = 1;
+    }
+  }
+  progress(B);
+  return 0;
+}
+
+/* The record of a measured step (arm, round and step set), or NULL. */
+static bench_rec *step_rec(bench *B, const bench_arm *a, const bench_slot *s) {
+  if (!s->measured || !B->recs)
+    return NULL;
+  bench_rec *x = &B->recs[(size_t)(a - B->arms) * B->o.rounds + s->round];
+  x->arm = (uint32_t)(a - B->arms);
+  x->round = s->round;
+  x->seq = s->index;
+  return x;
+}
+
+/* One step of a peer arm, launched and waited at once (a peer holds one
+ * step in flight; --pipeline is for the policies). A step that captured
+ * the graph has capture and instantiation taken out of its control plane:
+ * they are recorded apart, the first time in the arm. */
+static int run_peer_step(bench *B, bench_arm *a, const bench_slot *s) {
+  int rc = hbg_peer_launch(a->p, s->index);
+  if (rc < 0)
+    return report(a, "hbg_peer_launch", rc);
+  hbg_peer_stats st;
+  memset(&st, 0, sizeof st);
+  st.struct_size = sizeof st;
+  rc = hbg_peer_wait(a->p, &st);
+  if (rc < 0)
+    return report(a, "hbg_peer_wait", rc);
+  uint64_t setup = st.capture_ns + st.instantiate_ns;
+  if (setup) {
+    if (!a->captures) {
+      a->capture_ns = st.capture_ns;
+      a->instantiate_ns = st.instantiate_ns;
+    }
+    a->captures++;
+  }
+  double err = 0.0;
+  int verified = -1;
+  rc = check_step(B, a, s, &err, &verified);
+  if (rc < 0)
+    return rc;
+  bench_rec *x = step_rec(B, a, s);
+  if (!x)
+    return 0;
+  x->ns[BENCH_PH_CONTROL] =
+      st.control_plane_ns > setup ? st.control_plane_ns - setup : 0;
+  x->ns[BENCH_PH_EXEC] = st.exec_ns;
+  x->ns[BENCH_PH_DEVICE] = st.device_ns;
+  x->launches = st.launches;
+  x->updates = st.updates;
+  x->verified = verified;
+  x->max_abs_err = err;
+  return 0;
+}
+
 static int finish(bench *B, bench_arm *a, hbg_bind *b, const bench_slot *s) {
   hbg_bind_stats st;
   int rc = hbg_bind_wait(b);
@@ -391,37 +547,18 @@ static int finish(bench *B, bench_arm *a, hbg_bind *b, const bench_slot *s) {
     return report(a, "hbg_bind_stats_get", rc);
   double err = 0.0;
   int verified = -1;
-  if (wants_verify(B, s)) {
-    uint64_t f0 = bench_thread_minflt();
-    rc = hbg_workload_verify(a->w, s->index, &err);
-    B->verify_minflt += bench_thread_minflt() - f0;
-    if (rc == HBG_E_VERIFY) {
-      if (B->progress)
-        fputc('\n', stderr);
-      fprintf(stderr,
-              "hbg bench: %s: step %u differs from the host reference "
-              "(max abs err %g)\n",
-              hbg_policy_name(a->policy), s->index, err);
-      B->mismatches++;
-      verified = 0;
-    } else if (rc < 0) {
-      return report(a, "hbg_workload_verify", rc);
-    } else {
-      verified = 1;
-    }
-  }
-  progress(B);
-  if (!s->measured || !B->recs)
+  rc = check_step(B, a, s, &err, &verified);
+  if (rc < 0)
+    return rc;
+  bench_rec *x = step_rec(B, a, s);
+  if (!x)
     return 0;
-  bench_rec *x = &B->recs[(size_t)(a - B->arms) * B->o.rounds + s->round];
-  x->arm = (uint32_t)(a - B->arms);
-  x->round = s->round;
-  x->seq = s->index;
   x->ns[BENCH_PH_CONTROL] = st.control_plane_ns;
   x->ns[BENCH_PH_HOST_ORCH] = st.host_orch_ns;
   x->ns[BENCH_PH_GRAPH_UP] = st.graph_upload_ns;
   x->ns[BENCH_PH_WINDOW_UP] = st.window_upload_ns;
   x->ns[BENCH_PH_EXEC] = st.exec_ns;
+  x->ns[BENCH_PH_DEVICE] = st.device_ns;
   x->graph_bytes = st.graph.bytes;
   x->graph_copies = st.graph.copies;
   x->window_bytes = st.window.bytes;
@@ -442,6 +579,8 @@ static int finish(bench *B, bench_arm *a, hbg_bind *b, const bench_slot *s) {
 /* One bind of step s->index. With --pipeline the bind stays in flight until
  * the next one of the same policy is launched. */
 static int run_bind_inner(bench *B, bench_arm *a, const bench_slot *s) {
+  if (a->peer)
+    return run_peer_step(B, a, s);
   hbg_bind *b = NULL;
   int rc = hbg_bind_begin(a->rt, &b);
   if (rc < 0)
@@ -513,7 +652,7 @@ static int run_traced(bench *B) {
   atomic_init(&t->n, 0);
   for (uint32_t i = 0; i < TRACE_CAP; i++)
     atomic_init(&t->s[i].ready, 0);
-  for (uint32_t ai = 0; ai < B->n_arms; ai++) {
+  for (uint32_t ai = 0; ai < B->n_pol; ai++) {
     bench_arm *a = &B->arms[ai];
     a->tctx.buf = t;
     a->tctx.pid = ai;
@@ -550,12 +689,12 @@ static int write_trace(bench *B) {
     if (atomic_load_explicit(&t->s[i].ready, memory_order_acquire) &&
         t->s[i].ev.tid < 4)
       ev[k++] = t->s[i].ev;
-  for (uint32_t i = 0; i < B->n_arms; i++)
+  for (uint32_t i = 0; i < B->n_pol; i++)
     names[i] = hbg_policy_name(B->arms[i].policy);
   int rc = -1;
   FILE *f = fopen(B->o.trace, "w");
   if (f) {
-    rc = bench_write_trace(ev, k, names, B->n_arms, track_names, 4, f);
+    rc = bench_write_trace(ev, k, names, B->n_pol, track_names, 4, f);
     if (fclose(f) != 0)
       rc = -1;
   }
@@ -584,52 +723,77 @@ static int write_out(const char *path, writer_fn fn, const bench_result *r) {
 
 /* ---------------- setup ---------------- */
 
+/* Arm i's runtime and workload; the first also names the device and
+ * reads the layer count. */
+static int open_arm(bench *B, uint32_t i, const char **device,
+                    uint32_t *layers) {
+  bench_arm *a = &B->arms[i];
+  hbg_config cfg;
+  hbg_config_init(&cfg);
+  cfg.policy = (uint32_t)a->policy;
+  if (B->o.device)
+    cfg.device = B->o.device;
+  if (B->o.device_options)
+    cfg.device_options = B->o.device_options;
+  cfg.coalesce_chunk_bytes = B->o.chunk;
+  if (!i) {
+    *device = cfg.device ? cfg.device : "sim";
+    if (!B->o.device_options)
+      B->o.device_options = cfg.device_options;
+  }
+  int rc = hbg_runtime_create(&cfg, &a->rt);
+  if (rc < 0)
+    return report(a, "hbg_runtime_create", rc);
+  hbg_workload_config wc;
+  hbg_workload_config_init(&wc);
+  wc.name = B->o.workload;
+  wc.layers = B->o.layers;
+  wc.def_size = B->o.def_size;
+  rc = hbg_workload_create(a->rt, &wc, &a->w);
+  if (rc == HBG_E_NOTFOUND) {
+    fprintf(stderr, "hbg bench: unknown workload '%s'; built in:",
+            B->o.workload);
+    for (uint32_t k = 0; k < hbg_workload_count(); k++)
+      fprintf(stderr, " %s", hbg_workload_name(k));
+    fputc('\n', stderr);
+    return rc;
+  }
+  if (rc < 0)
+    return report(a, "hbg_workload_create", rc);
+  if (!i) {
+    hbg_workload_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    rc = hbg_workload_get_info(a->w, &info);
+    if (rc < 0)
+      return report(a, "hbg_workload_get_info", rc);
+    *layers = info.layers;
+  }
+  return 0;
+}
+
 static int open_arms(bench *B, const char **device, uint32_t *layers) {
   for (uint32_t i = 0; i < B->o.n_policies; i++) {
-    bench_arm *a = &B->arms[i];
-    a->policy = B->o.policies[i];
-    B->n_arms = i + 1;
-    hbg_config cfg;
-    hbg_config_init(&cfg);
-    cfg.policy = (uint32_t)a->policy;
-    if (B->o.device)
-      cfg.device = B->o.device;
-    if (B->o.device_options)
-      cfg.device_options = B->o.device_options;
-    cfg.coalesce_chunk_bytes = B->o.chunk;
-    if (!i) {
-      *device = cfg.device ? cfg.device : "sim";
-      if (!B->o.device_options)
-        B->o.device_options = cfg.device_options;
-    }
-    int rc = hbg_runtime_create(&cfg, &a->rt);
+    B->arms[i].policy = B->o.policies[i];
+    B->n_arms = B->n_pol = i + 1;
+    int rc = open_arm(B, i, device, layers);
     if (rc < 0)
-      return report(a, "hbg_runtime_create", rc);
-    hbg_workload_config wc;
-    hbg_workload_config_init(&wc);
-    wc.name = B->o.workload;
-    wc.layers = B->o.layers;
-    wc.def_size = B->o.def_size;
-    rc = hbg_workload_create(a->rt, &wc, &a->w);
-    if (rc == HBG_E_NOTFOUND) {
-      fprintf(stderr, "hbg bench: unknown workload '%s'; built in:",
-              B->o.workload);
-      for (uint32_t k = 0; k < hbg_workload_count(); k++)
-        fprintf(stderr, " %s", hbg_workload_name(k));
-      fputc('\n', stderr);
       return rc;
-    }
+  }
+  /* Each peer on a runtime of its own (the first policy's settings; the
+   * peer uploads nothing through it) and a workload of its own. */
+  for (uint32_t j = 0; j < B->o.n_peers; j++) {
+    uint32_t i = B->n_pol + j;
+    bench_arm *a = &B->arms[i];
+    a->policy = B->o.policies[0];
+    a->peer = B->o.peers[j];
+    B->n_arms = i + 1;
+    int rc = open_arm(B, i, device, layers);
     if (rc < 0)
-      return report(a, "hbg_workload_create", rc);
-    if (!i) {
-      hbg_workload_info info;
-      memset(&info, 0, sizeof info);
-      info.struct_size = sizeof info;
-      rc = hbg_workload_get_info(a->w, &info);
-      if (rc < 0)
-        return report(a, "hbg_workload_get_info", rc);
-      *layers = info.layers;
-    }
+      return rc;
+    rc = hbg_peer_create(a->w, a->peer, &a->p);
+    if (rc < 0)
+      return report(a, "hbg_peer_create", rc);
   }
   return 0;
 }
@@ -639,6 +803,8 @@ static void close_arms(bench *B) {
     bench_arm *a = &B->arms[i];
     hbg_bind_end(a->inflight);
     a->inflight = NULL;
+    hbg_peer_destroy(a->p);
+    a->p = NULL;
     hbg_workload_destroy(a->w);
     hbg_runtime_destroy(a->rt);
     a->w = NULL;
@@ -659,7 +825,7 @@ int hbg_cmd_bench(int argc, char **argv) {
     return 2;
   }
   const bench_opts *o = &B.o;
-  bench_policy_res pol[HBG_POLICY__COUNT];
+  bench_policy_res pol[MAX_ARMS];
   bench_result res;
   memset(&res, 0, sizeof res);
   memset(pol, 0, sizeof pol);
@@ -677,7 +843,8 @@ int hbg_cmd_bench(int argc, char **argv) {
 
   if (check_outputs(o) < 0)
     return 1;
-  B.recs = calloc((size_t)o->n_policies * o->rounds, sizeof *B.recs);
+  B.recs = calloc((size_t)(o->n_policies + o->n_peers) * o->rounds,
+                  sizeof *B.recs);
   if (!B.recs) {
     report(NULL, "calloc", HBG_E_NOMEM);
     return 1;
@@ -685,7 +852,7 @@ int hbg_cmd_bench(int argc, char **argv) {
   if (open_arms(&B, &res.device, &res.layers) < 0)
     goto out;
   B.total = bench_schedule_len(B.n_arms, o->warmup, o->rounds) +
-            (o->trace ? (size_t)B.n_arms * TRACE_BINDS : 0);
+            (o->trace ? (size_t)B.n_pol * TRACE_BINDS : 0);
   B.progress = !o->quiet && isatty(STDERR_FILENO);
   if (run_measured(&B) < 0)
     goto out;
@@ -714,12 +881,19 @@ int hbg_cmd_bench(int argc, char **argv) {
   res.chunk = o->chunk;
   res.def_size = o->def_size;
   res.trim = o->trim;
-  res.n_policies = B.n_arms;
+  res.n_policies = B.n_pol;
+  res.n_arms = B.n_arms - B.n_pol;
   res.pol = pol;
   res.n_recs = (size_t)B.n_arms * o->rounds;
   res.recs = B.recs;
-  for (uint32_t i = 0; i < B.n_arms; i++)
-    pol[i].name = hbg_policy_name(B.arms[i].policy);
+  for (uint32_t i = 0; i < B.n_arms; i++) {
+    const bench_arm *a = &B.arms[i];
+    pol[i].name = arm_name(a);
+    pol[i].arm = a->peer != 0;
+    pol[i].capture_ns = a->capture_ns;
+    pol[i].instantiate_ns = a->instantiate_ns;
+    pol[i].captures = a->captures;
+  }
   bench_result_machine(&res);
   if (bench_result_compute(&res) < 0) {
     report(NULL, "statistics", HBG_E_NOMEM);

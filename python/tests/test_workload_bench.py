@@ -124,6 +124,8 @@ def test_bench_same_schema_as_cli(tmp_path):
     assert keys(d) == keys(cli)
     assert json.loads(r.to_json()) == d
     assert set(r.policies) == set(names)
+    assert r["arms"] == [] and r.arms == {}
+    assert all(p["device_us"]["median"] > 0 for p in d["policies"])
     assert "control_plane" in r.table
 
 
@@ -143,6 +145,11 @@ def test_bench_policy_subset_and_errors():
         hbg.bench(workload="qwen3-14b", rounds=0)
     with pytest.raises(hbg.HbgError):
         hbg.bench(workload="no-such-workload", rounds=1, warmup=0)
+    # peer arms: an unknown one, or any on the sim, is refused before a run
+    with pytest.raises(hbg.ArgumentError, match="bad --arm"):
+        hbg.bench(arms="nope", rounds=1)
+    with pytest.raises(hbg.ArgumentError, match="needs --device cuda"):
+        hbg.bench(arms=["eager", "cuda-graph"], device="sim", rounds=1)
 
 
 def test_python_m_hbg_bench(tmp_path):

@@ -48,7 +48,8 @@ def find_cli():
 class BenchResult:
     """What `hbg bench --json` reports. ``to_dict()`` is that JSON object
     (same schema), ``to_json()`` its text, ``policies`` the per-policy
-    entries by name, ``table`` the CLI's text table, ``plot()`` a
+    entries by name, ``arms`` the peer arms' (``bench(arms=...)``) by name,
+    ``table`` the CLI's text table, ``plot()`` a
     matplotlib bar chart of the control-plane phases."""
 
     PHASES = ("host_orch", "graph_upload", "window_upload")
@@ -67,6 +68,10 @@ class BenchResult:
     @property
     def policies(self):
         return {p["name"]: p for p in self._d.get("policies", [])}
+
+    @property
+    def arms(self):
+        return {p["name"]: p for p in self._d.get("arms", [])}
 
     def __getitem__(self, k):
         return self._d[k]
@@ -108,12 +113,14 @@ def bench(workload="qwen3-14b", policies=None, rounds=60, warmup=5,
           layers=None, device=None, device_options=None, interleave=None,
           trim=None, chunk=None, pipeline=False, verify_every=None,
           host_alloc=None, def_size=None, csv=None, svg=None, trace=None,
-          cli=None, timeout=None):
+          arms=None, cli=None, timeout=None):
     """Run the policies side by side on a built-in workload and return a
     BenchResult. Arguments mirror `hbg bench` (see ``hbg bench --help``);
     policies is a list or comma string (default: every policy the library
-    has, hbg.policies()). Raises ArgumentError for an unknown policy and
-    HbgError when the run fails or a bind differs from the reference."""
+    has, hbg.policies()); arms a list or comma string of peer arms
+    ("eager", "cuda-graph"; they need device="cuda"). Raises ArgumentError
+    for an unknown policy or bad usage (an unknown arm, arms without cuda)
+    and HbgError when the run fails or a bind differs from the reference."""
     have = _policies()
     if policies is None:
         policies = have
@@ -138,6 +145,9 @@ def bench(workload="qwen3-14b", policies=None, rounds=60, warmup=5,
         for name, v in opt:
             if v is not None:
                 argv += [name, str(v)]
+        if arms:
+            argv += ["--arm", arms if isinstance(arms, str)
+                     else ",".join(arms)]
         if pipeline:
             argv.append("--pipeline")
         r = subprocess.run(argv, stdout=subprocess.PIPE,
