@@ -166,6 +166,10 @@ def test_python_m_hbg_bench(tmp_path):
                         "nope", "--rounds", "1"], stderr=subprocess.PIPE,
                        text=True)
     assert r.returncode == 1 and "nope" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "hbg", "bench", "--arm",
+                        "eager", "--device", "sim", "--rounds", "1"],
+                       stderr=subprocess.PIPE, text=True)
+    assert r.returncode == 1 and "needs --device cuda" in r.stderr
 
 
 def test_plot(tmp_path):

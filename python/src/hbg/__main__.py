@@ -16,6 +16,8 @@ def _bench(argv):
     ap.add_argument("--device")
     ap.add_argument("--device-options")
     ap.add_argument("--policy", help="comma list from " + ",".join(policies()))
+    ap.add_argument("--arm", help="peer arms: comma list from eager,cuda-graph "
+                    "(need --device cuda)")
     ap.add_argument("--rounds", type=int, default=60)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--interleave", type=int)
@@ -36,7 +38,7 @@ def _bench(argv):
                   device_options=a.device_options, interleave=a.interleave,
                   trim=a.trim, chunk=a.chunk, pipeline=a.pipeline,
                   verify_every=a.verify_every, csv=a.csv, svg=a.svg,
-                  trace=a.trace)
+                  trace=a.trace, arms=a.arm)
     except HbgError as e:
         print("python -m hbg bench: %s" % e, file=sys.stderr)
         return 1
