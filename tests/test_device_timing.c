@@ -89,6 +89,40 @@ static void test_bind_device_ns(const char *name, const char *opts) {
   hbg_device_close(dev);
 }
 
+/* A caller built before device_ns (struct_size HBG_BIND_STATS_SIZE_V1)
+ * gets its struct and nothing past it; a current caller gets device_ns. */
+static void test_v1_bind_stats(void) {
+  hbg_device *dev = NULL;
+  ASSERT_OK(hbg_device_open("sim", NULL, &dev));
+  hbg_runtime *rt = mk(dev, HBG_POLICY_COALESCED);
+  chain c;
+  ASSERT_OK(chain_create(&c, rt, 2, 256));
+  hbg_bind *b = NULL;
+  ASSERT_OK(hbg_bind_begin(rt, &b));
+  ASSERT_OK(chain_submit(&c, b, 1));
+  ASSERT_OK(hbg_bind_launch(b));
+  ASSERT_OK(hbg_bind_wait(b));
+  unsigned char raw[sizeof(hbg_bind_stats)];
+  memset(raw, 0xA5, sizeof raw);
+  hbg_bind_stats *old = (hbg_bind_stats *)(void *)raw;
+  old->struct_size = HBG_BIND_STATS_SIZE_V1;
+  ASSERT_OK(hbg_bind_stats_get(b, old));
+  ASSERT_UEQ(old->struct_size, HBG_BIND_STATS_SIZE_V1);
+  ASSERT(old->control_plane_ns > 0);
+  for (size_t k = HBG_BIND_STATS_SIZE_V1; k < sizeof raw; k++)
+    ASSERT_EQ(raw[k], 0xA5);
+  hbg_bind_stats st;
+  st.struct_size = sizeof st;
+  ASSERT_OK(hbg_bind_stats_get(b, &st));
+  ASSERT_UEQ(st.struct_size, sizeof st);
+  ASSERT(st.device_ns > 0);
+  ASSERT_UEQ(st.control_plane_ns, old->control_plane_ns);
+  hbg_bind_end(b);
+  chain_destroy(&c);
+  hbg_runtime_destroy(rt);
+  hbg_device_close(dev);
+}
+
 /* One bind with the k-th call of op failing by injection. */
 static hbg_bind_stats faulted_bind(hbg_device *dev, hbg_runtime *rt, chain *c,
                                    int op, uint64_t step) {
@@ -182,6 +216,7 @@ static void test_v1_ops(void) {
 
 int main(void) {
   test_sim_elapsed();
+  test_v1_bind_stats();
   test_bind_device_ns("sim", NULL);
   test_bind_device_ns("fault", "inner=sim");
   test_timer_faults();

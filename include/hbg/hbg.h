@@ -619,7 +619,13 @@ typedef struct hbg_bind_stats {
                                 timer could not be read */
 } hbg_bind_stats;
 
-/* @return 0 and *out, or HBG_E_INVAL. */
+/* sizeof(hbg_bind_stats) before device_ns was added. */
+#define HBG_BIND_STATS_SIZE_V1 152u
+
+/* *out receives the bind's statistics. A caller built before device_ns
+ * sets out->struct_size to HBG_BIND_STATS_SIZE_V1 and gets nothing written
+ * past that; any other struct_size gets the whole struct.
+ * @return 0 and *out, or HBG_E_INVAL. */
 HBG_API int hbg_bind_stats_get(const hbg_bind *b, hbg_bind_stats *out);
 /* @return the latched fatal error of the bind, 0 if none. */
 HBG_API int hbg_bind_fatal(const hbg_bind *b);

@@ -4,6 +4,7 @@
  * differs between upload policies lives in src/core/policy/, one file per
  * policy, reached through rt->ops.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -795,7 +796,15 @@ int hbg_bind_wait(hbg_bind *b) {
 
 int hbg_bind_stats_get(const hbg_bind *b, hbg_bind_stats *out) {
   HBG__RETURN_IF(!b || !out, HBG_E_INVAL);
-  *out = b->st;
+  _Static_assert(offsetof(hbg_bind_stats, device_ns) ==
+                     HBG_BIND_STATS_SIZE_V1,
+                 "the first version ends where device_ns starts");
+  size_t n = out->struct_size == HBG_BIND_STATS_SIZE_V1
+                 ? HBG_BIND_STATS_SIZE_V1
+                 : sizeof *out;
+  hbg_bind_stats st = b->st;
+  st.struct_size = (uint32_t)n;
+  memcpy(out, &st, n);
   return 0;
 }
 
