@@ -37,9 +37,14 @@
 #   4. a first tiny bind: one layer, one bind (hbg bench --layers 1), with
 #      exec=verify and with exec=device (which must verify)
 #   5. hbg bench --device cuda on qwen3-14b and dsv4, every policy, two
-#      arms: exec=verify (host-side launch verifier) and exec=device (the
-#      bind runs on the GPU; must verify against the host reference)
-#   6. compute-sanitizer memcheck on one short bench run (when installed)
+#      runs: exec=verify (host-side launch verifier) and exec=device (the
+#      bind runs on the GPU; must verify against the host reference), the
+#      latter beside the peer arms eager and cuda-graph (--arm; each row:
+#      control plane and device time per step, cuda-graph's capture and
+#      instantiation apart; JSON and CSV kept)
+#   6. compute-sanitizer memcheck on one short bench run with exec=device
+#      and both peer arms, so every device kernel runs under it (when
+#      installed)
 #   7. one JSON file with everything (gpu-check.json) and a summary table
 #      (gpu-check-summary.txt), plus each step's log, in the output folder
 #
@@ -345,11 +350,15 @@ for wl in qwen3-14b dsv4; do
     extra=()
     [ "$MOCK" = 1 ] && extra=(--layers 4 --warmup 1)
     name=bench-$wl
-    [ "$arm" = device ] && name=bench-$wl-exec-device
-    run_to "$name" "$(cap 45)" "$HBG" bench --device cuda \
+    # the peers (one launch per call, a replayed CUDA graph) beside the
+    # policies where the policies execute too
+    [ "$arm" = device ] && name=bench-$wl-exec-device &&
+      extra+=(--arm eager,cuda-graph)
+    run_to "$name" "$(cap 60)" "$HBG" bench --device cuda \
       --device-options "exec=$arm" --workload "$wl" \
       --policy deferred,pinned-eager,coalesced,pinned-bulk --rounds "$ROUNDS" \
-      ${extra[@]+"${extra[@]}"} --json "$OUTDIR/gpu-check-$name.json"
+      ${extra[@]+"${extra[@]}"} --json "$OUTDIR/gpu-check-$name.json" \
+      --csv "$OUTDIR/gpu-check-$name.csv"
     rc=$?
     bench_row "bench $wl exec=$arm" "$(log "$name")" "$OUTDIR/gpu-check-$name.json" $rc $(($(date +%s) - t0)) \
       "$([ "$arm" = device ] && echo strict)"
@@ -363,8 +372,9 @@ if [ "$MOCK" = 1 ]; then
 elif command -v compute-sanitizer >/dev/null 2>&1; then
   t0=$(date +%s)
   run_to memcheck "$(cap 60)" compute-sanitizer --tool memcheck --error-exitcode 3 \
-    "$HBG" bench --device cuda --workload qwen3-14b --layers 2 --rounds 2 \
-    --warmup 0 --policy deferred,coalesced --quiet
+    "$HBG" bench --device cuda --device-options exec=device \
+    --workload qwen3-14b --layers 2 --rounds 2 --warmup 1 \
+    --policy deferred,coalesced --arm eager,cuda-graph --quiet
   rc=$?
   summary=$(grep -m1 'ERROR SUMMARY' "$(log memcheck)")
   if [ $rc -eq 3 ]; then
