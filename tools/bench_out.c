@@ -293,31 +293,20 @@ static int json_policy(cJSON *arr, const bench_policy_res *p) {
     bad |= jnum(o, "instantiate_us",
                 p->captures ? p->instantiate_ns / 1e3 : NAN);
     bad |= jnum(o, "captures", p->captures);
-    bad |= jnum(o, "binds", p->binds);
-    bad |= jnum(o, "verified_binds", p->checked);
-    bad |= jnum(o, "verify_mismatches", p->mismatched);
-    bad |= jnum(o, "max_abs_err", p->max_abs_err);
-    bad |= cJSON_AddBoolToObject(o, "verified", p->verified) ? 0 : -1;
-    cJSON *ra = cJSON_AddObjectToObject(o, "ratio_vs_first");
-    if (!ra)
-      return -1;
-    for (int ph = 0; ph < BENCH_PH__COUNT; ph++)
-      if (bench_phase_of_arm(ph))
-        bad |= jnum(ra, phase_names[ph], p->ratio[ph]);
-    return bad;
+  } else {
+    bad |= jnum(o, "graph_bytes_per_bind", p->graph_bytes);
+    bad |= jnum(o, "graph_copies_per_bind", p->graph_copies);
+    bad |= jnum(o, "window_bytes_per_bind", p->window_bytes);
+    bad |= jnum(o, "window_copies_per_bind", p->window_copies);
+    bad |= jnum(o, "def_bytes_per_bind", p->def_bytes);
+    bad |= jnum(o, "h2d_bytes_per_bind", p->h2d_bytes);
+    bad |= jnum(o, "h2d_copies_per_bind", p->h2d_copies);
+    bad |= jnum(o, "leftover_per_bind", p->leftover);
+    bad |= jnum(o, "fallback_per_bind", p->fallback);
+    bad |= jnum(o, "dev_allocs_per_bind", p->dev_allocs);
+    bad |= jnum(o, "minor_faults_per_bind", p->minflt);
+    bad |= jnum(o, "arena_high_water_bytes", (double)p->arena_high_water);
   }
-  bad |= jnum(o, "graph_bytes_per_bind", p->graph_bytes);
-  bad |= jnum(o, "graph_copies_per_bind", p->graph_copies);
-  bad |= jnum(o, "window_bytes_per_bind", p->window_bytes);
-  bad |= jnum(o, "window_copies_per_bind", p->window_copies);
-  bad |= jnum(o, "def_bytes_per_bind", p->def_bytes);
-  bad |= jnum(o, "h2d_bytes_per_bind", p->h2d_bytes);
-  bad |= jnum(o, "h2d_copies_per_bind", p->h2d_copies);
-  bad |= jnum(o, "leftover_per_bind", p->leftover);
-  bad |= jnum(o, "fallback_per_bind", p->fallback);
-  bad |= jnum(o, "dev_allocs_per_bind", p->dev_allocs);
-  bad |= jnum(o, "minor_faults_per_bind", p->minflt);
-  bad |= jnum(o, "arena_high_water_bytes", (double)p->arena_high_water);
   bad |= jnum(o, "binds", p->binds);
   bad |= jnum(o, "verified_binds", p->checked);
   bad |= jnum(o, "verify_mismatches", p->mismatched);
@@ -327,7 +316,8 @@ static int json_policy(cJSON *arr, const bench_policy_res *p) {
   if (!ra)
     return -1;
   for (int ph = 0; ph < BENCH_PH__COUNT; ph++)
-    bad |= jnum(ra, phase_names[ph], p->ratio[ph]);
+    if (!p->arm || bench_phase_of_arm(ph))
+      bad |= jnum(ra, phase_names[ph], p->ratio[ph]);
   return bad;
 }
 

@@ -179,30 +179,37 @@ static int parse_u32(const char *name, const char *s, uint32_t lo,
   return 0;
 }
 
-static int parse_policies(bench_opts *o, const char *s) {
-  o->n_policies = 0;
+/* A comma list of distinct names, each turned into an int by parse, at
+ * most max of them. @return 0 with out[0..*n), or -1. */
+static int parse_list(const char *s, int (*parse)(const char *, int *),
+                      int *out, uint32_t max, uint32_t *n) {
+  *n = 0;
   while (*s) {
     const char *e = strchr(s, ',');
-    size_t n = e ? (size_t)(e - s) : strlen(s);
+    size_t len = e ? (size_t)(e - s) : strlen(s);
     char name[32];
-    int p;
-    if (n == 0 || n >= sizeof name)
-      goto bad;
-    memcpy(name, s, n);
-    name[n] = '\0';
-    if (hbg_policy_parse(name, &p) < 0 || o->n_policies >= HBG_POLICY__COUNT)
-      goto bad;
-    for (uint32_t i = 0; i < o->n_policies; i++)
-      if (o->policies[i] == p)
-        goto bad;
-    o->policies[o->n_policies++] = p;
-    s += n + (e != NULL);
+    int v;
+    if (len == 0 || len >= sizeof name)
+      return -1;
+    memcpy(name, s, len);
+    name[len] = '\0';
+    if (parse(name, &v) < 0 || *n >= max)
+      return -1;
+    for (uint32_t i = 0; i < *n; i++)
+      if (out[i] == v)
+        return -1;
+    out[(*n)++] = v;
+    s += len + (e != NULL);
     if (e && !*s)
-      goto bad;
+      return -1;
   }
-  if (o->n_policies)
+  return *n ? 0 : -1;
+}
+
+static int parse_policies(bench_opts *o, const char *s) {
+  if (parse_list(s, hbg_policy_parse, o->policies, HBG_POLICY__COUNT,
+                 &o->n_policies) == 0)
     return 0;
-bad:
   fprintf(stderr,
           "hbg bench: bad --policy: want a comma list of distinct names from "
           "deferred,pinned-eager,coalesced,pinned-bulk\n");
@@ -210,29 +217,8 @@ bad:
 }
 
 static int parse_peers(bench_opts *o, const char *s) {
-  o->n_peers = 0;
-  while (*s) {
-    const char *e = strchr(s, ',');
-    size_t n = e ? (size_t)(e - s) : strlen(s);
-    char name[32];
-    int k;
-    if (n == 0 || n >= sizeof name)
-      goto bad;
-    memcpy(name, s, n);
-    name[n] = '\0';
-    if (hbg_peer_parse(name, &k) < 0 || o->n_peers >= MAX_PEERS)
-      goto bad;
-    for (uint32_t i = 0; i < o->n_peers; i++)
-      if (o->peers[i] == k)
-        goto bad;
-    o->peers[o->n_peers++] = k;
-    s += n + (e != NULL);
-    if (e && !*s)
-      goto bad;
-  }
-  if (o->n_peers)
+  if (parse_list(s, hbg_peer_parse, o->peers, MAX_PEERS, &o->n_peers) == 0)
     return 0;
-bad:
   fprintf(stderr, "hbg bench: bad --arm: want a comma list of distinct names "
                   "from %s,%s\n",
           hbg_peer_name(HBG_PEER_EAGER), hbg_peer_name(HBG_PEER_CUDA_GRAPH));
