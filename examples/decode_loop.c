@@ -91,6 +91,7 @@ int main(void) {
     CHECK(hbg_bind_launch(b));
     CHECK(hbg_bind_wait(b));
     hbg_bind_stats st;
+    st.struct_size = sizeof st; /* the struct this program was built with */
     CHECK(hbg_bind_stats_get(b, &st));
     hbg_bind_end(b);
 

@@ -527,6 +527,7 @@ static int finish(bench *B, bench_arm *a, hbg_bind *b, const bench_slot *s) {
       fprintf(stderr, "hbg bench:   at window entry %u\n", entry);
     return rc;
   }
+  st.struct_size = sizeof st; /* this build's struct, device_ns included */
   rc = hbg_bind_stats_get(b, &st);
   hbg_bind_end(b);
   if (rc < 0)

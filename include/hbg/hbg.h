@@ -622,9 +622,10 @@ typedef struct hbg_bind_stats {
 /* sizeof(hbg_bind_stats) before device_ns was added. */
 #define HBG_BIND_STATS_SIZE_V1 152u
 
-/* *out receives the bind's statistics. A caller built before device_ns
- * sets out->struct_size to HBG_BIND_STATS_SIZE_V1 and gets nothing written
- * past that; any other struct_size gets the whole struct.
+/* *out receives the bind's statistics. Set out->struct_size to
+ * sizeof(hbg_bind_stats) first: a caller built before device_ns has
+ * HBG_BIND_STATS_SIZE_V1 there and gets nothing written past that; any
+ * other value gets the whole struct (a struct grows only at its end).
  * @return 0 and *out, or HBG_E_INVAL. */
 HBG_API int hbg_bind_stats_get(const hbg_bind *b, hbg_bind_stats *out);
 /* @return the latched fatal error of the bind, 0 if none. */
