@@ -9,6 +9,11 @@
  *     synchronisation of the queue;
  *   - a corrupt window, Definition or misaligned boundary tensor is the
  *     validator's code at its entry (and node);
+ *   - each distinct Definition is validated once per launch (defs_verified
+ *     and the stand-in's count of validator runs): graph entries naming it
+ *     again reuse its view and run bit-exact; an entry naming a second,
+ *     corrupt one still fails at that entry; past the 16 a launch
+ *     remembers, a forgotten one is validated again;
  *   - user kernels (no device implementation) are HBG_E_KERNEL at their
  *     entry, and node: in a hand-built window, and through hbg_bind_wait;
  *   - the scratch block: a launch with sizing hints grows the queue's
@@ -40,6 +45,7 @@ static long (*mock_kernels_run)(void);
 static void (*mock_hold)(int on);
 static void (*mock_fail)(const char *name, int code, int nth);
 static int (*mock_armed)(void);
+static long (*mock_defs_validated)(void);
 static int mocked;
 
 static void load_mock(void) {
@@ -51,12 +57,14 @@ static void load_mock(void) {
   void *o = h ? dlsym(h, "hbgmock_hold") : NULL;
   void *f = h ? dlsym(h, "hbgmock_fail") : NULL;
   void *a = h ? dlsym(h, "hbgmock_armed") : NULL;
-  if (!k || !o || !f || !a)
+  void *v = h ? dlsym(h, "hbgmock_defs_validated") : NULL;
+  if (!k || !o || !f || !a || !v)
     return;
   memcpy(&mock_kernels_run, &k, sizeof k);
   memcpy(&mock_hold, &o, sizeof o);
   memcpy(&mock_fail, &f, sizeof f);
   memcpy(&mock_armed, &a, sizeof a);
+  memcpy(&mock_defs_validated, &v, sizeof v);
   mocked = 1;
 }
 
@@ -613,6 +621,110 @@ static void test_grow_fails(void) {
   ASSERT(found);
 }
 
+/* ---- each Definition validated once per launch ---- */
+
+/* COPY x -> z, then `graphs` graph entries after it, graph entry g (window
+ * entry g + 1) naming defs[g]. */
+static uint64_t build_defs(scene *s, const uint64_t *defs, uint32_t graphs,
+                           uint64_t *bytes) {
+  hbg_tensor cp[2] = {xg_vec(s->x, 0, N, HBG_ACCESS_IN),
+                      xg_vec(s->z, 0, N, HBG_ACCESS_OUT)};
+  wb b;
+  wb_init(&b);
+  uint32_t t0 = wb_task(&b, HBG_KERNEL_COPY, cp, 2, NULL, 0, NULL, 0);
+  for (uint32_t g = 0; g < graphs; g++)
+    wb_graph(&b, s->sub, s->sub_size, defs[g], s->d->size, s->heap, &t0, 1);
+  return wb_upload(&b, &s->f, bytes);
+}
+
+/* Launch it with true sizing hints; @return the status. The stand-in's
+ * validator runs during it in *validated (0 on a GPU). */
+static hbg_dev_status run_defs(scene *s, const uint64_t *defs,
+                               uint32_t graphs, long *validated) {
+  float zero[N] = {0};
+  xf_write(&s->f, s->y, zero, sizeof zero);
+  xf_write(&s->f, s->z, zero, sizeof zero);
+  uint64_t bytes, W = build_defs(s, defs, graphs, &bytes);
+  hbg_dev_launch_desc l = {.struct_size = sizeof l,
+                           .flags = HBG_DEV_LAUNCH_SIZED,
+                           .window = W,
+                           .window_bytes = bytes,
+                           .status = s->f.status,
+                           .n_tasks = graphs + 1,
+                           .n_deps = graphs,
+                           .n_nodes = (uint64_t)graphs * s->d->n_nodes,
+                           .kernel_scratch = s->d->kscr_floats};
+  long v0 = mocked ? mock_defs_validated() : 0;
+  hbg_dev_status st = launch_on(s, s->f.q, &l);
+  *validated = mocked ? mock_defs_validated() - v0 : 0;
+  ASSERT_OK(hbg_dev_mem_free(s->f.dev, W));
+  return st;
+}
+
+/* z == x and y == the host reference, bit for bit. */
+static void expect_outputs(scene *s, const char *what) {
+  float y[N], z[N], ref[N];
+  xf_read(&s->f, y, s->y, sizeof y);
+  xf_read(&s->f, z, s->z, sizeof z);
+  xg_ref(s->hx, s->hb, 1.5f, ref);
+  if (memcmp(z, s->hx, sizeof z) || memcmp(y, ref, sizeof y))
+    T_FAIL("%s: outputs differ from the host reference", what);
+}
+
+static void test_defs_once(scene *s) {
+  enum { G = 8, M = 17 }; /* M distinct: one past what a launch keeps */
+  uint64_t defs[M + 2];
+  long validated;
+  char what[64];
+
+  /* G entries over one resident Definition: validated once. */
+  for (uint32_t g = 0; g < G; g++)
+    defs[g] = s->def;
+  hbg_dev_status st = run_defs(s, defs, G, &validated);
+  snprintf(what, sizeof what, "%u entries, one Definition", (unsigned)G);
+  expect(what, &st, 0, NONE, NONE);
+  printf("  defs_verified %llu, validator runs %ld\n",
+         (unsigned long long)st.defs_verified, validated);
+  ASSERT_UEQ(st.defs_verified, 1);
+  ASSERT_EQ(st.nodes_done, 1 + (uint64_t)G * s->d->n_nodes);
+  if (mocked)
+    ASSERT_EQ(validated, 1);
+  expect_outputs(s, what);
+
+  /* Entry 4 (graph entry 3) names a second Definition, corrupt: it is
+   * still validated, and fails there; entries 2 and 3 reused the first. */
+  uint8_t *img = malloc(s->d->size);
+  ASSERT(img);
+  memcpy(img, s->d->image, s->d->size);
+  img[s->d->size - 8] ^= 0x10; /* the last node record: a bad field */
+  uint64_t bad = xf_upload(&s->f, img, s->d->size);
+  free(img);
+  defs[3] = bad;
+  st = run_defs(s, defs, G, &validated);
+  expect("entry 4 names a corrupt Definition", &st, HBG_E_IMG_FIELD, 4,
+         NONE);
+  if (mocked)
+    ASSERT_EQ(validated, 2);
+  ASSERT_OK(hbg_dev_mem_free(s->f.dev, bad));
+
+  /* M distinct copies, then the first and third again: the first was
+   * forgotten (validated again, never skipped), the third is still kept. */
+  for (uint32_t g = 0; g < M; g++)
+    defs[g] = xf_upload(&s->f, s->d->image, s->d->size);
+  defs[M] = defs[0];
+  defs[M + 1] = defs[2];
+  st = run_defs(s, defs, M + 2, &validated);
+  expect("17 Definitions, then two again", &st, 0, NONE, NONE);
+  printf("  defs_verified %llu, validator runs %ld\n",
+         (unsigned long long)st.defs_verified, validated);
+  ASSERT_UEQ(st.defs_verified, M + 1);
+  if (mocked)
+    ASSERT_EQ(validated, M + 1);
+  expect_outputs(s, "17 Definitions, then two again");
+  for (uint32_t g = 0; g < M; g++)
+    ASSERT_OK(hbg_dev_mem_free(s->f.dev, defs[g]));
+}
+
 int main(void) {
   load_mock();
   hbg_device *probe = NULL;
@@ -630,6 +742,7 @@ int main(void) {
   test_async(&s);
   test_errors(&s);
   test_hints(&s);
+  test_defs_once(&s);
   scene_close(&s);
   test_bind_errors();
   test_grow_fails();

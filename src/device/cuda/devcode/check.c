@@ -1,7 +1,9 @@
 /*
  * Device-side image check (see devcode.h): the window, then each graph
  * entry's Submission and Definition, in entry order, the first failure
- * being the verdict. The content hashes are not checked (the validators'
+ * being the verdict. Each distinct Definition is validated once per
+ * launch (dc_seen); entries naming it again reuse the verdict. Nothing is
+ * kept across launches. The content hashes are not checked (the validators'
  * hash callback is NULL: there is no XXH3 on the device yet), nor are
  * kernel signatures or device ranges against live allocations: the host
  * launch verifier (src/device/verify.c) still does those, and the
@@ -10,7 +12,7 @@
 #include "devcode.h"
 
 #define DC_NONE 0xffffffffu
-#define DC_SEEN 16 /* Definitions remembered, so each counts once */
+#define DC_SEEN 16 /* Definitions a launch remembers (dc_seen) */
 #define DC_TRY(expr)                                                           \
   do {                                                                         \
     int dc__rc = (expr);                                                       \
@@ -39,20 +41,34 @@ HBG_DC_FN uint32_t dc_node_of_tensor(const hbg_img_def_view *d, uint32_t t) {
   return DC_NONE;
 }
 
+/* The Definitions this launch validated, keyed by device address, size
+ * and header hash: a later entry naming one rebuilds its view
+ * (hbg_img_def_view_trusted over the image's own header, unchanged while
+ * a launch checks) instead of validating again. Keys only, no views, to
+ * keep the set-up thread's stack small. Bounded: past DC_SEEN the oldest
+ * is forgotten, and an entry naming it is validated again (never
+ * skipped). */
 typedef struct dc_seen {
-  uint64_t addr[DC_SEEN], size[DC_SEEN];
+  uint64_t addr[DC_SEEN], size[DC_SEEN], hash[DC_SEEN];
   uint32_t n;
 } dc_seen;
 
-HBG_DC_FN int dc_seen_add(dc_seen *s, uint64_t addr, uint64_t size) {
+HBG_DC_FN int dc_seen_find(const dc_seen *s, uint64_t addr, uint64_t size,
+                           uint64_t hash) {
   uint32_t n = s->n < DC_SEEN ? s->n : DC_SEEN;
   for (uint32_t i = 0; i < n; i++)
-    if (s->addr[i] == addr && s->size[i] == size)
-      return 0;
-  s->addr[s->n % DC_SEEN] = addr;
-  s->size[s->n % DC_SEEN] = size;
+    if (s->addr[i] == addr && s->size[i] == size && s->hash[i] == hash)
+      return 1;
+  return 0;
+}
+
+HBG_DC_FN void dc_seen_add(dc_seen *s, uint64_t addr, uint64_t size,
+                           uint64_t hash) {
+  uint32_t i = s->n % DC_SEEN;
+  s->addr[i] = addr;
+  s->size[i] = size;
+  s->hash[i] = hash;
   s->n++;
-  return 1;
 }
 
 /* Graph entry t: its Submission and Definition (views in *svp, *dvp). */
@@ -84,9 +100,21 @@ HBG_DC_FN int dc_check_graph(const hbg_win_task *t, hbg_dc_status *st,
       return HBG_IMG_E_RANGE;
   }
   hbg_img_def_view dv;
-  DC_TRY(hbg_img_def_validate(dp, dsize, NULL, NULL, &dv));
-  if (dc_seen_add(seen, da, dsize))
+  /* The key's hash: the header's field as it is now (read only where a
+   * header fits, aligned; anything else goes to the validator). */
+  const hbg_def_hdr *dh = (const hbg_def_hdr *)dp;
+  int keyed = dsize >= sizeof(hbg_def_hdr) && da % HBG_IMG_ALIGN == 0;
+  if (keyed && dc_seen_find(seen, da, dsize, dh->hash)) {
+    hbg_img_def_view_trusted(dp, dh, &dv);
+  } else {
+#if defined(HBG_DC_HOST)
+    hbg_dc_host_def_validated();
+#endif
+    DC_TRY(hbg_img_def_validate(dp, dsize, NULL, NULL, &dv));
     st->defs_verified++;
+    if (keyed)
+      dc_seen_add(seen, da, dsize, dh->hash);
+  }
   int rc = hbg_img_sub_check_def(&sv, &dv);
   if (rc == HBG_IMG_E_TENSOR_ALIGN) {
     uint32_t bad = DC_NONE;

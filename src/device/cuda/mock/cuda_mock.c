@@ -52,7 +52,8 @@
  *
  * hbgmock_hold(1) keeps every stream from starting queued work until
  * hbgmock_hold(0) (the asynchrony tests); hbgmock_kernels_run() counts the
- * kernels that have run, hbgmock_modules() the modules loaded now.
+ * kernels that have run, hbgmock_modules() the modules loaded now,
+ * hbgmock_defs_validated() the Definitions the device code has validated.
  *
  * Environment: HBG_MOCK_CUDA_NDEV (default 1; 0 = no device),
  * HBG_MOCK_CUDA_DELAY_US (per queued op, default 50), HBG_MOCK_CUDA_CC
@@ -312,6 +313,23 @@ void *hbg_dc_host_ptr(uint64_t addr, uint64_t len) {
   uint8_t *p = dev_ptr((const void *)(uintptr_t)addr, len);
   pthread_mutex_unlock(&mu);
   return p;
+}
+
+static long defs_validated;
+
+/* check.c ran hbg_img_def_validate (devcode.h). */
+void hbg_dc_host_def_validated(void) {
+  pthread_mutex_lock(&mu);
+  defs_validated++;
+  pthread_mutex_unlock(&mu);
+}
+
+/* Definitions the device module has validated so far (every launch). */
+MOCK_EXPORT long hbgmock_defs_validated(void) {
+  pthread_mutex_lock(&mu);
+  long n = defs_validated;
+  pthread_mutex_unlock(&mu);
+  return n;
 }
 
 /* ---- fault injection ---- */
