@@ -11,9 +11,10 @@
  *     validator's code at its entry (and node);
  *   - each distinct Definition is validated once per launch (defs_verified
  *     and the stand-in's count of validator runs): graph entries naming it
- *     again reuse its view and run bit-exact; an entry naming a second,
- *     corrupt one still fails at that entry; past the 16 a launch
- *     remembers, a forgotten one is validated again;
+ *     again (a resident one or one inline in a Submission) reuse its view
+ *     and run bit-exact; an entry naming a second, corrupt one still fails
+ *     at that entry; past the 16 a launch remembers, a forgotten one is
+ *     validated again;
  *   - user kernels (no device implementation) are HBG_E_KERNEL at their
  *     entry, and node: in a hand-built window, and through hbg_bind_wait;
  *   - the scratch block: a launch with sizing hints grows the queue's
@@ -623,9 +624,11 @@ static void test_grow_fails(void) {
 
 /* ---- each Definition validated once per launch ---- */
 
-/* COPY x -> z, then `graphs` graph entries after it, graph entry g (window
- * entry g + 1) naming defs[g]. */
-static uint64_t build_defs(scene *s, const uint64_t *defs, uint32_t graphs,
+/* COPY x -> z, then `graphs` graph entries after it, each naming
+ * Submission sub, graph entry g (window entry g + 1) naming defs[g] (0:
+ * the Submission's inline one). */
+static uint64_t build_defs(scene *s, uint64_t sub, uint32_t sub_size,
+                           const uint64_t *defs, uint32_t graphs,
                            uint64_t *bytes) {
   hbg_tensor cp[2] = {xg_vec(s->x, 0, N, HBG_ACCESS_IN),
                       xg_vec(s->z, 0, N, HBG_ACCESS_OUT)};
@@ -633,18 +636,19 @@ static uint64_t build_defs(scene *s, const uint64_t *defs, uint32_t graphs,
   wb_init(&b);
   uint32_t t0 = wb_task(&b, HBG_KERNEL_COPY, cp, 2, NULL, 0, NULL, 0);
   for (uint32_t g = 0; g < graphs; g++)
-    wb_graph(&b, s->sub, s->sub_size, defs[g], s->d->size, s->heap, &t0, 1);
+    wb_graph(&b, sub, sub_size, defs[g], s->d->size, s->heap, &t0, 1);
   return wb_upload(&b, &s->f, bytes);
 }
 
 /* Launch it with true sizing hints; @return the status. The stand-in's
  * validator runs during it in *validated (0 on a GPU). */
-static hbg_dev_status run_defs(scene *s, const uint64_t *defs,
-                               uint32_t graphs, long *validated) {
+static hbg_dev_status run_defs_sub(scene *s, uint64_t sub, uint32_t sub_size,
+                                   const uint64_t *defs, uint32_t graphs,
+                                   long *validated) {
   float zero[N] = {0};
   xf_write(&s->f, s->y, zero, sizeof zero);
   xf_write(&s->f, s->z, zero, sizeof zero);
-  uint64_t bytes, W = build_defs(s, defs, graphs, &bytes);
+  uint64_t bytes, W = build_defs(s, sub, sub_size, defs, graphs, &bytes);
   hbg_dev_launch_desc l = {.struct_size = sizeof l,
                            .flags = HBG_DEV_LAUNCH_SIZED,
                            .window = W,
@@ -659,6 +663,11 @@ static hbg_dev_status run_defs(scene *s, const uint64_t *defs,
   *validated = mocked ? mock_defs_validated() - v0 : 0;
   ASSERT_OK(hbg_dev_mem_free(s->f.dev, W));
   return st;
+}
+
+static hbg_dev_status run_defs(scene *s, const uint64_t *defs,
+                               uint32_t graphs, long *validated) {
+  return run_defs_sub(s, s->sub, s->sub_size, defs, graphs, validated);
 }
 
 /* z == x and y == the host reference, bit for bit. */
@@ -723,6 +732,19 @@ static void test_defs_once(scene *s) {
   expect_outputs(s, "17 Definitions, then two again");
   for (uint32_t g = 0; g < M; g++)
     ASSERT_OK(hbg_dev_mem_free(s->f.dev, defs[g]));
+
+  /* G entries naming one Submission with its Definition inline. */
+  uint32_t isize;
+  uint64_t isub = xg_sub(&s->f, s->d, s->x, s->b, s->y, 1.5f, 0, 1, &isize);
+  for (uint32_t g = 0; g < G; g++)
+    defs[g] = 0;
+  st = run_defs_sub(s, isub, isize, defs, G, &validated);
+  expect("inline Definition, 8 entries", &st, 0, NONE, NONE);
+  ASSERT_UEQ(st.defs_verified, 1);
+  if (mocked)
+    ASSERT_EQ(validated, 1);
+  expect_outputs(s, "inline Definition, 8 entries");
+  ASSERT_OK(hbg_dev_mem_free(s->f.dev, isub));
 }
 
 int main(void) {
