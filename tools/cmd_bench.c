@@ -432,34 +432,6 @@ static void progress(bench *B) {
     fprintf(stderr, "\rhbg bench: %zu/%zu binds", B->done, B->total);
 }
 
-/* The step's host-reference check when the schedule asks for one (*verified
- * -1 when not checked, 0 on a mismatch, counted, 1 on a match), then the
- * progress line. @return 0 or an error (reported). */
-static int check_step(bench *B, bench_arm *a, const bench_slot *s,
-                      double *err, int *verified) {
-  if (wants_verify(B, s)) {
-    uint64_t f0 = bench_thread_minflt();
-    int rc = hbg_workload_verify(a->w, s->index, err);
-    B->verify_minflt += bench_thread_minflt() - f0;
-    if (rc == HBG_E_VERIFY) {
-      if (B->progress)
-        fputc('\n', stderr);
-      fprintf(stderr,
-              "hbg bench: %s: step %u differs from the host reference "
-              "(max abs err %g)\n",
-              arm_name(a), s->index, *err);
-      B->mismatches++;
-      *verified = 0;
-    } else if (rc < 0) {
-      return report(a, "hbg_workload_verify", rc);
-    } else {
-      *verified = 1;
-    }
-  }
-  progress(B);
-  return 0;
-}
-
 /* The record of a measured step (arm, round and step set), or NULL. */
 static bench_rec *step_rec(bench *B, const bench_arm *a, const bench_slot *s) {
   if (!s->measured || !B->recs)
@@ -469,6 +441,44 @@ static bench_rec *step_rec(bench *B, const bench_arm *a, const bench_slot *s) {
   x->round = s->round;
   x->seq = s->index;
   return x;
+}
+
+/* The step's host-reference check when the schedule asks for one, then the
+ * progress line; *rec is the step's record (verified -1 when not checked, 0
+ * on a mismatch, counted, 1 on a match; max_abs_err), NULL for a step not
+ * measured. @return 0 or an error (reported). */
+static int check_step(bench *B, bench_arm *a, const bench_slot *s,
+                      bench_rec **rec) {
+  double e = 0.0;
+  int v = -1;
+  *rec = NULL;
+  if (wants_verify(B, s)) {
+    uint64_t f0 = bench_thread_minflt();
+    int rc = hbg_workload_verify(a->w, s->index, &e);
+    B->verify_minflt += bench_thread_minflt() - f0;
+    if (rc == HBG_E_VERIFY) {
+      if (B->progress)
+        fputc('\n', stderr);
+      fprintf(stderr,
+              "hbg bench: %s: step %u differs from the host reference "
+              "(max abs err %g)\n",
+              arm_name(a), s->index, e);
+      B->mismatches++;
+      v = 0;
+    } else if (rc < 0) {
+      return report(a, "hbg_workload_verify", rc);
+    } else {
+      v = 1;
+    }
+  }
+  progress(B);
+  bench_rec *x = step_rec(B, a, s);
+  if (x) {
+    x->verified = v;
+    x->max_abs_err = e;
+  }
+  *rec = x;
+  return 0;
 }
 
 /* One step of a peer arm, launched and waited at once (a peer holds one
@@ -493,22 +503,16 @@ static int run_peer_step(bench *B, bench_arm *a, const bench_slot *s) {
     }
     a->captures++;
   }
-  double err = 0.0;
-  int verified = -1;
-  rc = check_step(B, a, s, &err, &verified);
-  if (rc < 0)
+  bench_rec *x;
+  rc = check_step(B, a, s, &x);
+  if (rc < 0 || !x)
     return rc;
-  bench_rec *x = step_rec(B, a, s);
-  if (!x)
-    return 0;
   x->ns[BENCH_PH_CONTROL] =
       st.control_plane_ns > setup ? st.control_plane_ns - setup : 0;
   x->ns[BENCH_PH_EXEC] = st.exec_ns;
   x->ns[BENCH_PH_DEVICE] = st.device_ns;
   x->launches = st.launches;
   x->updates = st.updates;
-  x->verified = verified;
-  x->max_abs_err = err;
   return 0;
 }
 
@@ -532,14 +536,10 @@ static int finish(bench *B, bench_arm *a, hbg_bind *b, const bench_slot *s) {
   hbg_bind_end(b);
   if (rc < 0)
     return report(a, "hbg_bind_stats_get", rc);
-  double err = 0.0;
-  int verified = -1;
-  rc = check_step(B, a, s, &err, &verified);
-  if (rc < 0)
+  bench_rec *x;
+  rc = check_step(B, a, s, &x);
+  if (rc < 0 || !x)
     return rc;
-  bench_rec *x = step_rec(B, a, s);
-  if (!x)
-    return 0;
   x->ns[BENCH_PH_CONTROL] = st.control_plane_ns;
   x->ns[BENCH_PH_HOST_ORCH] = st.host_orch_ns;
   x->ns[BENCH_PH_GRAPH_UP] = st.graph_upload_ns;
@@ -558,8 +558,6 @@ static int finish(bench *B, bench_arm *a, hbg_bind *b, const bench_slot *s) {
   x->fallback = st.fallback;
   x->dev_allocs = st.dev_allocs;
   x->n_recorded = st.n_recorded;
-  x->verified = verified;
-  x->max_abs_err = err;
   return 0;
 }
 
