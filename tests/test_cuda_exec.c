@@ -288,6 +288,96 @@ static void test_errors(scene *s) {
   ASSERT_ERR(hbg_dev_launch(s->f.dev, s->f.q, &l), HBG_E_RANGE);
 }
 
+/* ---- addresses outside every live allocation ---- */
+
+/* Patch the u64 at device address a with v; @return the old value. */
+static uint64_t poke64(scene *s, uint64_t a, uint64_t v) {
+  uint64_t old;
+  xf_read(&s->f, &old, a, 8);
+  xf_write(&s->f, a, &v, 8);
+  return old;
+}
+
+/* A Submission's boundary tensor or an ordinary task's tensor pointing
+ * outside every live allocation (wild, or straddling the end of its
+ * buffer) fails its item with HBG_E_RANGE at its entry and node
+ * before it touches memory; on a GPU, a located error instead of a device
+ * fault, and the device stays usable. The images carry no content hash
+ * the device checks, so the bytes are patched in place. */
+static void test_bad_addresses(scene *s) {
+  hbg_dev_status st;
+  uint64_t bytes, W = build(s, HBG_KERNEL_COPY, s->def, 1, &bytes);
+  hbg_sub_hdr h;
+  xf_read(&s->f, &h, s->sub, sizeof h);
+  /* boundary tensor 0 (x): read by node 0 only */
+  uint64_t b0 = s->sub + h.off_tensors;
+  const uint64_t wild = s->x + ((uint64_t)1 << 40);
+  uint64_t old = poke64(s, b0, wild);
+  run_window(s, W, bytes, &st);
+  expect("Submission: wild tensor address", &st, HBG_E_RANGE, 1, 0);
+  ASSERT_UEQ(st.tasks_done, 1); /* the COPY before it ran */
+  poke64(s, b0 + 8, N * 4 - 8); /* x's offset: straddles its end */
+  (void)poke64(s, b0, old);
+  run_window(s, W, bytes, &st);
+  expect("Submission: tensor past its buffer", &st, HBG_E_RANGE, 1, 0);
+  (void)poke64(s, b0 + 8, 0);
+  run_window(s, W, bytes, &st);
+  expect("Submission restored", &st, 0, NONE, NONE);
+
+  /* The ordinary task's first tensor (x) in the window. */
+  uint8_t *img = malloc(bytes);
+  ASSERT(img);
+  xf_read(&s->f, img, W, bytes);
+  hbg_img_win_view wv;
+  ASSERT_OK(hbg_img_win_validate(img, bytes, &wv));
+  const hbg_sub_tensor *ts =
+      hbg_img_win_task_tensors(hbg_img_win_task(&wv, 0));
+  uint64_t t0 = W + (uint64_t)((const uint8_t *)ts - img);
+  free(img);
+  old = poke64(s, t0, wild);
+  run_window(s, W, bytes, &st);
+  expect("task: wild tensor address", &st, HBG_E_RANGE, 0, NONE);
+  ASSERT_UEQ(st.nodes_done, 0);
+  (void)poke64(s, t0, old);
+  run_window(s, W, bytes, &st);
+  expect("task restored", &st, 0, NONE, NONE);
+  ASSERT_OK(hbg_dev_mem_free(s->f.dev, W));
+}
+
+/* The live-range table a launch checks against is uploaded once per
+ * change of the device's allocations, not per launch. */
+static void test_range_uploads(scene *s) {
+  hbg_dev_status st;
+  uint64_t bytes, W = build(s, HBG_KERNEL_COPY, s->def, 1, &bytes);
+  const hbg_dev_queue *q = s->f.q;
+  run_window(s, W, bytes, &st);
+  uint64_t u0 = q->xr_uploads;
+  run_window(s, W, bytes, &st);
+  expect("no allocation since", &st, 0, NONE, NONE);
+  ASSERT_UEQ(q->xr_uploads, u0);
+  /* 200 more allocations: the table grows; x moved into the newest runs,
+   * which it could not if the table were the old one. */
+  uint64_t more[200];
+  for (int i = 0; i < 200; i++)
+    ASSERT_OK(hbg_dev_mem_alloc(s->f.dev, N * 4, &more[i]));
+  xf_write(&s->f, more[199], s->hx, N * 4);
+  hbg_sub_hdr h;
+  xf_read(&s->f, &h, s->sub, sizeof h);
+  uint64_t b0 = s->sub + h.off_tensors;
+  uint64_t old = poke64(s, b0, more[199]);
+  run_window(s, W, bytes, &st);
+  expect("x in a buffer allocated since", &st, 0, NONE, NONE);
+  ASSERT_UEQ(q->xr_uploads, u0 + 1);
+  ASSERT(q->xr_cap >= q->xr_n && q->xr_n >= 200);
+  (void)poke64(s, b0, old);
+  for (int i = 0; i < 200; i++)
+    ASSERT_OK(hbg_dev_mem_free(s->f.dev, more[i]));
+  run_window(s, W, bytes, &st);
+  expect("after the frees", &st, 0, NONE, NONE);
+  ASSERT_UEQ(q->xr_uploads, u0 + 2);
+  ASSERT_OK(hbg_dev_mem_free(s->f.dev, W));
+}
+
 /* ---- under the runtime ---- */
 
 static hbg_runtime *rt_open(int policy, const char *opts) {
@@ -524,6 +614,61 @@ static int one_bind(hbg_runtime *rt, hbg_workload *w, uint32_t step) {
   int rc = hbg_bind_wait(b);
   hbg_bind_end(b);
   return rc;
+}
+
+/* ---- teardown with a bind in flight ---- */
+
+/* A bind launched and ended unwaited, then the workload (its buffers) and
+ * the runtime destroyed at once: the buffers are freed only after the
+ * kernel ran (on the stand-in the kernel, about a millisecond, must have
+ * run when the workload's destroy returns), every device byte the runtime
+ * took is given back, and the device runs the next runtime's bind
+ * bit-exact. */
+static void test_teardown_in_flight(int policy) {
+  hbg_device *d = NULL;
+  ASSERT_OK(hbg_device_open("cuda", "exec=device", &d));
+  hbg_dev_stats s0 = dstats(d);
+  hbg_config cfg;
+  hbg_config_init(&cfg);
+  cfg.device_handle = d;
+  cfg.policy = (uint32_t)policy;
+  hbg_runtime *rt = NULL;
+  ASSERT_OK(hbg_runtime_create(&cfg, &rt));
+  hbg_workload_config wc;
+  hbg_workload_config_init(&wc);
+  wc.name = "qwen3-14b";
+  wc.layers = mocked ? 2 : 0; /* its 40 on a GPU */
+  hbg_workload *w = NULL;
+  ASSERT_OK(hbg_workload_create(rt, &wc, &w));
+  hbg_bind *b = NULL;
+  ASSERT_OK(hbg_bind_begin(rt, &b));
+  ASSERT_OK(hbg_workload_submit(w, b, 3));
+  long k0 = mocked ? mock_kernels_run() : 0;
+  ASSERT_OK(hbg_bind_launch(b));
+  hbg_bind_end(b);
+  hbg_workload_destroy(w);
+  if (mocked) /* ran (about a millisecond) before the first free */
+    ASSERT_EQ(mock_kernels_run(), k0 + 1);
+  hbg_runtime_destroy(rt);
+  hbg_dev_stats s1 = dstats(d);
+  printf("  teardown in flight (%s): device bytes %llu -> %llu, pinned "
+         "%llu -> %llu\n",
+         hbg_policy_name(policy), (unsigned long long)s0.mem_in_use,
+         (unsigned long long)s1.mem_in_use,
+         (unsigned long long)s0.host_in_use,
+         (unsigned long long)s1.host_in_use);
+  ASSERT_UEQ(s1.mem_in_use, s0.mem_in_use);
+  ASSERT_UEQ(s1.host_in_use, s0.host_in_use);
+  /* the device is still good */
+  ASSERT_OK(hbg_runtime_create(&cfg, &rt));
+  wc.layers = 2;
+  ASSERT_OK(hbg_workload_create(rt, &wc, &w));
+  ASSERT_OK(one_bind(rt, w, 4));
+  double err = -1;
+  ASSERT_OK(hbg_workload_verify(w, 4, &err));
+  hbg_workload_destroy(w);
+  hbg_runtime_destroy(rt);
+  hbg_device_close(d);
 }
 
 /* A full-size workload from a 4K block: the first bind grows it to what
@@ -774,6 +919,14 @@ int main(void) {
     run_workload("qwen3-14b", p);
     run_workload("dsv4", p);
   }
+  test_teardown_in_flight(HBG_POLICY_DEFERRED);
+  test_teardown_in_flight(HBG_POLICY_COALESCED);
+  /* Last: on a GPU without the device's range check, a wild address is a
+   * device fault that leaves the context unusable. */
+  scene_open(&s);
+  test_range_uploads(&s);
+  test_bad_addresses(&s);
+  scene_close(&s);
   (void)xf_open;
   printf("cuda exec: ok\n");
   return 0;

@@ -439,6 +439,11 @@ HBG_API int hbg_runtime_last_native_error(hbg_runtime *rt, int64_t *code,
 
 /* Device buffers for tensor data (inputs, weights, outputs). */
 HBG_API int hbg_buffer_alloc(hbg_runtime *rt, uint64_t bytes, uint64_t *out);
+/* Free a buffer of hbg_buffer_alloc. A launched bind may still read or
+ * write it, so this first waits for every bind of rt in flight (launched,
+ * not yet reclaimed): freeing a workload's buffers right after launching a
+ * bind, without waiting for it, is safe. @return 0, HBG_E_INVAL (not a
+ * live buffer of the device) or a device error. */
 HBG_API int hbg_buffer_free(hbg_runtime *rt, uint64_t addr);
 HBG_API int hbg_buffer_write(hbg_runtime *rt, uint64_t dst, const void *src,
                              uint64_t bytes);

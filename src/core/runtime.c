@@ -268,6 +268,10 @@ int hbg_buffer_alloc(hbg_runtime *rt, uint64_t bytes, uint64_t *out) {
 
 int hbg_buffer_free(hbg_runtime *rt, uint64_t addr) {
   HBG__RETURN_IF(!rt, HBG_E_INVAL);
+  /* Any bind in flight may use the buffer (the device is not told which). */
+  for (uint32_t i = 0; i < rt->depth; i++)
+    if (rt->slots[i].in_flight)
+      hbg_dev_event_wait(rt->dev, rt->slots[i].done);
   int rc = hbg_dev_mem_free(rt->dev, addr);
   ptrdiff_t i = hbg__rtab_floor(&rt->bufs, addr);
   if (rc == 0 && i >= 0 && rt->bufs.v[i].start == addr)

@@ -527,6 +527,7 @@ static void cu_close(hbg_device *dev) {
           "cuDevicePrimaryCtxRelease_v2");
   dlclose(c->lib);
   hbg__rtab_free(&c->dmem);
+  free(c->xr_host);
   hbg__rtab_free(&c->host);
   free(c);
   hbg_device_set_impl(dev, NULL);
@@ -647,6 +648,7 @@ static int cu_mem_alloc(hbg_device *dev, size_t bytes, hbg_devptr *out) {
     cu_note(dev, c->f.cuMemFree_v2(p), "cuMemFree_v2");
     return HBG_E_NOMEM;
   }
+  c->dmem_gen++;
   HBG__CU_ADD(c, mem_allocs, 1);
   HBG__CU_ADD(c, mem_in_use, bytes);
   *out = (hbg_devptr)p;
@@ -663,6 +665,7 @@ static int cu_mem_free(hbg_device *dev, hbg_devptr p) {
   CU_TRY(dev, c, HBG_E_DEVMEM, cuMemFree_v2, (CUdeviceptr)p);
   uint64_t len = c->dmem.v[i].len;
   hbg__rtab_remove_at(&c->dmem, i);
+  c->dmem_gen++;
   HBG__CU_ADD(c, mem_frees, 1);
   atomic_fetch_sub_explicit(&c->st.mem_in_use, len, memory_order_relaxed);
   return 0;

@@ -38,7 +38,7 @@ typedef struct hbg__cu_scratch {
  * (recorded on the queue after the block's last launch) has completed. */
 typedef struct hbg__cu_xretired {
   CUdeviceptr block;
-  uint64_t bytes;
+  uint64_t bytes; /* 0: a live-range table (xr), not a scratch block */
   CUevent done;
   struct hbg__cu_xretired *next;
 } hbg__cu_xretired;
@@ -58,6 +58,12 @@ struct hbg_dev_queue {
   uint64_t xbytes, xgen, xneed;
   hbg__cu_xretired *xretired;
   void *xzero;
+  /* exec=device: the device's live allocations as this stream's launches
+   * check tensor addresses against them ([start, end) pairs), uploaded
+   * before a launch when the registry changed since (dmem_gen); room for
+   * xr_cap ranges, xr_n used; xr_uploads counts the uploads. */
+  CUdeviceptr xr;
+  uint64_t xr_cap, xr_n, xr_gen, xr_uploads;
 };
 
 struct hbg_dev_event {
@@ -94,6 +100,9 @@ typedef struct hbg__cuda {
   /* non-overlapping ranges, kind = HBG__CU_* */
   hbg__rtab host; /* HBG__CU_HOST_ALLOC / HBG__CU_HOST_REGISTER */
   hbg__rtab dmem; /* HBG__CU_DEV_ALLOC */
+  uint64_t dmem_gen; /* changes of dmem (exec=device's live-range tables) */
+  uint64_t *xr_host; /* their pageable source ([start, end) pairs) */
+  size_t xr_host_cap; /* in ranges */
   hbg__cu_scratch win, img;
   struct hbg__verifier *ver; /* the launch verifier, made at first launch */
   hbg__cu_stats st;

@@ -156,7 +156,8 @@ static int exec_reap(hbg_device *dev, hbg__cuda *c, hbg_dev_queue *q,
       pp = &r->next; /* pending (or failed: kept for the end) */
       continue;
     }
-    CUresult e = exec_block_free(c, r->block, r->bytes);
+    CUresult e = r->bytes ? exec_block_free(c, r->block, r->bytes)
+                          : c->f.cuMemFree_v2(r->block);
     if (e != CUDA_SUCCESS && rc == 0)
       rc = hbg__cu_err(dev, e, "cuMemFree_v2", HBG_E_DEVICE);
     e = c->f.cuEventDestroy_v2(r->done);
@@ -170,6 +171,13 @@ static int exec_reap(hbg_device *dev, hbg__cuda *c, hbg_dev_queue *q,
 
 int hbg__cu_exec_queue_fini(hbg_device *dev, hbg__cuda *c, hbg_dev_queue *q) {
   int rc = exec_reap(dev, c, q, 1);
+  if (q->xr) {
+    CUresult e = c->f.cuMemFree_v2(q->xr);
+    if (e != CUDA_SUCCESS && rc == 0)
+      rc = hbg__cu_err(dev, e, "cuMemFree_v2", HBG_E_DEVICE);
+    q->xr = 0;
+    q->xr_cap = 0;
+  }
   if (q->xblock) {
     CUresult e = exec_block_free(c, q->xblock, q->xbytes);
     if (e != CUDA_SUCCESS && rc == 0)
@@ -184,6 +192,32 @@ int hbg__cu_exec_queue_fini(hbg_device *dev, hbg__cuda *c, hbg_dev_queue *q) {
     q->xzero = NULL;
   }
   return rc;
+}
+
+/* Retire device memory p (a table when bytes is 0, else a scratch block
+ * of bytes) behind an event recorded on q after the work queued so far.
+ * @return 0 or a mapped driver error (p is left to the caller then). */
+static int exec_retire(hbg_device *dev, hbg__cuda *c, hbg_dev_queue *q,
+                       CUdeviceptr p, uint64_t bytes, const char *why) {
+  hbg__cu_xretired *r = calloc(1, sizeof *r);
+  if (!r)
+    return HBG_E_NOMEM;
+  CUresult e = c->f.cuEventCreate(&r->done, CU_EVENT_DISABLE_TIMING);
+  if (e != CUDA_SUCCESS) {
+    free(r);
+    return hbg__cu_err_why(dev, e, "cuEventCreate", HBG_E_DEVICE, why);
+  }
+  e = c->f.cuEventRecord(r->done, q->s);
+  if (e != CUDA_SUCCESS) {
+    (void)c->f.cuEventDestroy_v2(r->done);
+    free(r);
+    return hbg__cu_err_why(dev, e, "cuEventRecord", HBG_E_DEVICE, why);
+  }
+  r->block = p;
+  r->bytes = bytes;
+  r->next = q->xretired;
+  q->xretired = r;
+  return 0;
 }
 
 /* Replace q's block by one of need bytes (rounded up to 64K) for the
@@ -246,6 +280,63 @@ err_r:
   return rc;
 }
 
+/* Bring q's live-range table up to the device's registry (c->dmem) when it
+ * changed since q's last upload: a larger device table first if needed
+ * (the old one retired behind the work queued so far), then one
+ * stream-ordered copy from pageable memory (the driver stages it before
+ * returning, so c->xr_host is free again at once). After a failure q's
+ * table is uploaded again at its next launch. @return 0 or an error. */
+static int exec_ranges(hbg_device *dev, hbg__cuda *c, hbg_dev_queue *q) {
+  if (q->xr && q->xr_gen == c->dmem_gen)
+    return 0;
+  const char *why = "the device executor's live-range table";
+  uint64_t n = c->dmem.n;
+  if (n > c->xr_host_cap) {
+    size_t cap = c->xr_host_cap ? c->xr_host_cap : 64;
+    while (cap < n)
+      cap *= 2;
+    uint64_t *v = realloc(c->xr_host, cap * 2 * sizeof *v);
+    if (!v)
+      return HBG_E_NOMEM;
+    c->xr_host = v;
+    c->xr_host_cap = cap;
+  }
+  for (uint64_t i = 0; i < n; i++) {
+    c->xr_host[2 * i] = c->dmem.v[i].start;
+    c->xr_host[2 * i + 1] = c->dmem.v[i].start + c->dmem.v[i].len;
+  }
+  if (!q->xr || n > q->xr_cap) {
+    uint64_t cap = q->xr_cap ? q->xr_cap : 64;
+    while (cap < n)
+      cap *= 2;
+    CUdeviceptr p = 0;
+    CUresult e = c->f.cuMemAlloc_v2(&p, (size_t)(cap * 16));
+    if (e != CUDA_SUCCESS)
+      return hbg__cu_err_why(dev, e, "cuMemAlloc_v2", HBG_E_DEVMEM, why);
+    if (q->xr) {
+      int rc = exec_retire(dev, c, q, q->xr, 0, why);
+      if (rc < 0) {
+        (void)c->f.cuMemFree_v2(p);
+        return rc;
+      }
+    }
+    q->xr = p;
+    q->xr_cap = cap;
+    q->xr_gen = c->dmem_gen - 1; /* its contents are not the registry's */
+  }
+  if (n) {
+    CUresult e = c->f.cuMemcpyHtoDAsync_v2(q->xr, c->xr_host,
+                                           (size_t)(n * 16), q->s);
+    if (e != CUDA_SUCCESS)
+      return hbg__cu_err_why(dev, e, "cuMemcpyHtoDAsync_v2", HBG_E_DEVICE,
+                             why);
+  }
+  q->xr_n = n;
+  q->xr_gen = c->dmem_gen;
+  q->xr_uploads++;
+  return 0;
+}
+
 int hbg__cu_exec_launch(hbg_device *dev, hbg_dev_queue *q,
                         const hbg_dev_launch_desc *l) {
   hbg__cuda *c = hbg_device_impl(dev);
@@ -268,12 +359,15 @@ int hbg__cu_exec_launch(hbg_device *dev, hbg_dev_queue *q,
     if (lay.need > q->xbytes)
       HBG__TRY(exec_grow(dev, c, q, lay.need));
   }
+  HBG__TRY(exec_ranges(dev, c, q));
   hbg_dc_exec_args a = {.window = l->window,
                         .bytes = l->window_bytes,
                         .status = l->status,
                         .scratch = (uint64_t)q->xblock,
                         .scratch_bytes = q->xbytes,
-                        .gen = q->xgen + 1};
+                        .gen = q->xgen + 1,
+                        .ranges = (uint64_t)q->xr,
+                        .n_ranges = q->xr_n};
   void *params[] = {&a};
   CUresult e = c->f.cuLaunchKernel(c->fn_exec, c->ctas, 1, 1, c->lanes, 1, 1,
                                    0, q->s, params, NULL);

@@ -73,7 +73,12 @@ typedef struct hbg_dc_check_args {
  * the block's control header; nothing past what fits is written. Writes
  * the hbg_dc_status at `status` when every CTA is done. Any grid and block
  * size: CTA 0's thread 0 sets up, thread 0 of each CTA schedules, all its
- * threads run the item's phases. */
+ * threads run the item's phases. Every tensor an item reads or writes must
+ * lie inside one of the `n_ranges` live allocations listed at `ranges`
+ * ([start, end) pairs of u64, ascending, not overlapping: the backend's
+ * registry as of the launch), else the item fails with HBG_IMG_E_RANGE at
+ * its entry and node before it touches memory: a wild address in a
+ * Submission is a located error, not a device fault. */
 typedef struct hbg_dc_exec_args {
   uint64_t window;
   uint64_t bytes;
@@ -81,6 +86,8 @@ typedef struct hbg_dc_exec_args {
   uint64_t scratch;
   uint64_t scratch_bytes;
   uint64_t gen;
+  uint64_t ranges;
+  uint64_t n_ranges;
 } hbg_dc_exec_args;
 
 /* The block's control header (first bytes of the scratch block). */

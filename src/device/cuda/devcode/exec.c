@@ -13,9 +13,9 @@
  * argument signatures are not checked here (hbg__kernel_check is host C):
  * the host checks them when a task is submitted or a graph recorded.
  * What the device does check per item is that every tensor lies where the
- * validated images put it (hbg_img_graph_tensor's bounds; on the host build
- * also inside live device memory) and the scalar-dependent kernel checks
- * (hbg__k_values_check).
+ * validated images put it (hbg_img_graph_tensor's bounds) and inside one of
+ * the live allocations the host listed for this launch (dx_live), and the
+ * scalar-dependent kernel checks (hbg__k_values_check).
  *
  * Run (every CTA): thread 0 pops a ready item, resolves its arguments into
  * shared memory, the CTA runs its phases (lane = thread), fences, and
@@ -65,11 +65,41 @@ HBG_DC_FN void dx_meta(hbg__ktensor *k, uint32_t dtype, uint32_t ndim,
   }
 }
 
-/* Item (task i, node j)'s call: kernel, tensors (data resolved when
- * resolve), scalars. @return 0 or an HBG_IMG_E_* code. */
+/* [addr, addr + len) inside one of the n live ranges at r ([start, end)
+ * pairs, ascending): the last range starting at or before addr holds it. */
+HBG_DC_FN int dx_live(const uint64_t *r, uint64_t n, uint64_t addr,
+                      uint64_t len) {
+  uint64_t lo = 0, hi = n;
+  while (lo < hi) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    if (r[2 * mid] <= addr)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo == 0)
+    return 0;
+  uint64_t end = r[2 * (lo - 1) + 1];
+  return addr < end && len <= end - addr;
+}
+
+/* The device pointer of a tensor's [addr, addr + len), or NULL when it is
+ * not inside a live allocation (ranges) or not addressable (dc_ptr). */
+HBG_DC_FN void *dx_tensor_ptr(const hbg_dc_exec_args *a, uint64_t addr,
+                              uint64_t len) {
+  const uint64_t *r = (const uint64_t *)dc_ptr(a->ranges, a->n_ranges * 16);
+  if (!r || !dx_live(r, a->n_ranges, addr, len ? len : 1))
+    return NULL;
+  return dc_ptr(addr, len);
+}
+
+/* Item (task i, node j)'s call: kernel, tensors (data resolved, against
+ * a's live ranges, when a is not NULL), scalars. @return 0 or an
+ * HBG_IMG_E_* code. */
 HBG_DC_FN int dx_args(const hbg_img_win_view *wv, const hbg_img_graph *g,
-                      uint32_t i, uint32_t j, int resolve, hbg__kcall *c,
-                      hbg__ktensor *t, uint64_t *sc) {
+                      uint32_t i, uint32_t j, const hbg_dc_exec_args *a,
+                      hbg__kcall *c, hbg__ktensor *t, uint64_t *sc) {
+  const int resolve = a != NULL;
   c->t = t;
   c->sc = sc;
   if (j == HBG__SCHED_NONE) {
@@ -86,12 +116,13 @@ HBG_DC_FN int dx_args(const hbg_img_win_view *wv, const hbg_img_graph *g,
               ts[k].strides);
       if (!resolve)
         continue;
-      uint64_t a = ts[k].addr + ts[k].offset;
-      if (a < ts[k].addr)
+      uint64_t p = ts[k].addr + ts[k].offset;
+      if (p < ts[k].addr)
         return HBG_IMG_E_RANGE;
-      t[k].data = dc_ptr(a, hbg_img_extent(ts[k].dtype, ts[k].ndim,
-                                           ts[k].mode, ts[k].shape,
-                                           ts[k].strides));
+      t[k].data = dx_tensor_ptr(a, p,
+                                hbg_img_extent(ts[k].dtype, ts[k].ndim,
+                                               ts[k].mode, ts[k].shape,
+                                               ts[k].strides));
       if (!t[k].data)
         return HBG_IMG_E_RANGE;
     }
@@ -105,12 +136,12 @@ HBG_DC_FN int dx_args(const hbg_img_win_view *wv, const hbg_img_graph *g,
   c->nt = n.n_tensors;
   c->ns = n.n_scalars;
   for (uint32_t k = 0; k < n.n_tensors; k++) {
-    hbg_img_arg a;
-    DC_TRY(hbg_img_graph_tensor(g, j, k, &a));
-    dx_meta(&t[k], a.dtype, a.ndim, a.mode, a.shape, a.strides);
+    hbg_img_arg x;
+    DC_TRY(hbg_img_graph_tensor(g, j, k, &x));
+    dx_meta(&t[k], x.dtype, x.ndim, x.mode, x.shape, x.strides);
     if (!resolve)
       continue;
-    t[k].data = dc_ptr(a.addr, a.extent);
+    t[k].data = dx_tensor_ptr(a, x.addr, x.extent);
     if (!t[k].data)
       return HBG_IMG_E_RANGE;
   }
@@ -162,7 +193,7 @@ HBG_DC_FN int dx_setup(const hbg_dc_exec_args *a, hbg_dc_exec_ctl *ctl,
       return HBG_IMG_E_REF;
     n_deps += wt->n_deps;
     if (wt->kind != HBG_WIN_GRAPH) {
-      DC_TRY(dx_args(wv, NULL, i, HBG__SCHED_NONE, 0, &c, t, sc));
+      DC_TRY(dx_args(wv, NULL, i, HBG__SCHED_NONE, NULL, &c, t, sc));
       DC_TRY(dx_runnable(&c, &floats));
       ctl->tasks_checked = i + 1;
       continue;
@@ -173,7 +204,7 @@ HBG_DC_FN int dx_setup(const hbg_dc_exec_args *a, hbg_dc_exec_ctl *ctl,
     DC_TRY(hbg_img_graph_init(&gs[i], &dv, &sv, wt->heap_addr));
     for (uint32_t j = 0; j < gs[i].hdr.n_nodes; j++) {
       *node = j;
-      DC_TRY(dx_args(wv, &gs[i], i, j, 0, &c, t, sc));
+      DC_TRY(dx_args(wv, &gs[i], i, j, NULL, &c, t, sc));
       DC_TRY(dx_runnable(&c, &floats));
     }
     *node = DC_NONE;
@@ -310,7 +341,7 @@ HBG_DC_ENTRY(hbg_dc_exec, hbg_dc_exec_args) {
       if (state == 1) {
         uint32_t i = (uint32_t)(item >> 32), j = (uint32_t)item;
         const hbg__sched_task *st = &s->task[i];
-        rc = dx_args(&ctl->wv, st->g, i, j, 1, &call, t, sc);
+        rc = dx_args(&ctl->wv, st->g, i, j, &a, &call, t, sc);
         if (rc == 0)
           rc = hbg__k_values_check(&call);
         if (rc == 0 && hbg__k_scratch_floats(&call) > ctl->kscr_floats)
