@@ -235,7 +235,8 @@ if [ -n "$PREBUILT" ]; then
   fi
 elif GEN=() && { command -v make >/dev/null 2>&1 || ! command -v ninja >/dev/null 2>&1 || GEN=(-G Ninja); } &&
   cmake -S . -B "$BUILD" ${GEN[@]+"${GEN[@]}"} -DCMAKE_BUILD_TYPE=Release -DHBG_WITH_CUDA=ON \
-  >"$(log build)" 2>&1 && cmake --build "$BUILD" -j"$JOBS" >>"$(log build)" 2>&1; then
+  >"$(log build)" 2>&1 &&
+  timeout --kill-after=5 "$(cap 180)" cmake --build "$BUILD" -j"$JOBS" >>"$(log build)" 2>&1; then
   detail=$(grep -m1 'cuda backend' "$(log build)" | sed 's/^-- //')
   if [ "$DEPS_FROM" != system ]; then
     # the libraries CMake linked come from the prefix, not the system
