@@ -209,6 +209,11 @@ elif [ "$CARRIED" = 1 ] || ! command -v pkg-config >/dev/null 2>&1 ||
   export PKG_CONFIG_SYSROOT_DIR=$PREFIX
   export CMAKE_PREFIX_PATH=$PREFIX/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
   export LD_LIBRARY_PATH=${libdirs%:}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  # pkgconf drops -I<sysroot>/usr/include as a system folder: keep it, and
+  # give the compiler and linker the prefix's folders as well
+  export PKG_CONFIG_ALLOW_SYSTEM_CFLAGS=1 PKG_CONFIG_ALLOW_SYSTEM_LIBS=1
+  export CPATH=$PREFIX/usr/include${CPATH:+:$CPATH}
+  export LIBRARY_PATH=${libdirs%:}${LIBRARY_PATH:+:$LIBRARY_PATH}
   DEPS_FROM="carried: $n .deb files unpacked into $PREFIX"
   # no pkg-config on the machine: the carried pkgconf (pkgconf, pkgconf-bin,
   # libpkgconf3), its library found through LD_LIBRARY_PATH
