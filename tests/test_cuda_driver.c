@@ -433,10 +433,14 @@ int main(void) {
   test_mapping();
   test_runtime_native();
   test_threads();
-  test_sweep();
-#ifdef HBG_HAVE_CUDA
-  /* The device executor's launch, scratch block and grid queries. */
+  /* The host-side launch verifier (exec=verify) first. */
   size_t n = strlen(opts);
+  snprintf(opts + n, sizeof opts - n, ",exec=verify");
+  test_sweep();
+  opts[n] = '\0';
+#ifdef HBG_HAVE_CUDA
+  /* The device executor's launch, scratch block, live-range table and
+   * grid queries (the default). */
   snprintf(opts + n, sizeof opts - n, ",exec=device");
   exec_device = 1;
   test_sweep();

@@ -279,7 +279,7 @@ static void test_errors(scene *s) {
 
   /* Host side: window and status must be live device memory. */
   hbg_dev_launch_desc l = {.struct_size = sizeof l,
-                           .window = s->x + 4096,
+                           .window = s->x + ((uint64_t)1 << 40), /* none */
                            .window_bytes = 64,
                            .status = s->f.status};
   ASSERT_ERR(hbg_dev_launch(s->f.dev, s->f.q, &l), HBG_E_RANGE);

@@ -271,8 +271,8 @@ static void test_verdicts(scene *s) {
          NONE);
 
   /* Host side: window and status must be live device memory. */
-  ASSERT_ERR(hbg__cu_check_window(s->f.dev, s->f.q, s->x + 4096, 64,
-                                  s->f.status),
+  const uint64_t nowhere = s->x + ((uint64_t)1 << 40); /* no allocation */
+  ASSERT_ERR(hbg__cu_check_window(s->f.dev, s->f.q, nowhere, 64, s->f.status),
              HBG_E_RANGE);
   ASSERT_ERR(hbg__cu_check_window(s->f.dev, s->f.q, s->x, N * 4 + 8,
                                   s->f.status),

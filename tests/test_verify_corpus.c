@@ -433,7 +433,7 @@ int main(void) {
   (void)xf_open; /* the fixture's sim-only opener and host reference */
   (void)xg_ref;
   ASSERT_EQ(run_backend("sim", "workers=2"), 1);
-  int more = run_backend("cuda", NULL);
+  int more = run_backend("cuda", "exec=verify");
   /* Hold the stand-in AscendCL library loaded past the device's close, as
    * the acl tests do: its bookkeeping stays reachable for the leak checker. */
   const char *acl = getenv("HBG_ACL_LIB");

@@ -365,17 +365,17 @@ static int cu_exec_opts(hbg_device *dev, const char *options, int *device,
                         uint64_t *scratch) {
   char v[16];
   int found = hbg__opt_get(options, "exec", v, sizeof v);
-  *device = 0;
-  if (found == 1 && strcmp(v, "device") == 0)
-    *device = 1;
-  else if (found != 0 && !(found == 1 && strcmp(v, "verify") == 0)) {
+  *device = 1;
+  if (found == 1 && strcmp(v, "verify") == 0)
+    *device = 0;
+  else if (found != 0 && !(found == 1 && strcmp(v, "device") == 0)) {
     char shown[64] = "";
     if (hbg__opt_get(options, "exec", shown, sizeof shown) < 0)
       snprintf(shown, sizeof shown, "(too long)");
     hbg_device_set_native(dev, 0,
-                          "exec=%s: want exec=verify (the host-side launch "
-                          "verifier, the default) or exec=device (the "
-                          "device executor)",
+                          "exec=%s: want exec=device (the device executor, "
+                          "the default) or exec=verify (the host-side launch "
+                          "verifier, no execution)",
                           shown);
     return HBG_E_INVAL;
   }
@@ -413,7 +413,7 @@ static int cu_open(hbg_device *dev, const char *options) {
   uint64_t ord = 0;
   HBG__RETURN_IF(hbg__opt_u64(options, "device", &ord) < 0, HBG_E_INVAL);
   HBG__RETURN_IF(cu_lib_path(options, path, sizeof path) < 0, HBG_E_INVAL);
-  int exec_device = 0;
+  int exec_device = 1;
   uint64_t xscratch = 0;
   HBG__TRY(cu_exec_opts(dev, options, &exec_device, &xscratch));
   hbg__cuda *c = calloc(1, sizeof *c);
@@ -895,11 +895,11 @@ const hbg_dev_ops hbg__cuda_ops = {
     .name = "cuda",
     .summary = "CUDA driver API, loaded at open (libcuda.so.1: no CUDA "
                "library at link time) with hbg's embedded sm_90 device "
-               "module; launch reads the images back and verifies them on "
-               "the host (exec=verify, the default), or runs the window on "
-               "the GPU with the module's executor (exec=device, "
-               "its block per stream grown to each window's need from "
-               "scratch=BYTES, default 4K); options "
+               "module; launch runs the window on the GPU with the "
+               "module's executor (exec=device, the default; its block per "
+               "stream grown to each window's need from scratch=BYTES, "
+               "default 4K), or reads the images back and verifies them on "
+               "the host without executing them (exec=verify); options "
                "device=N, lib=PATH (or HBG_CUDA_LIB)",
     .probe = cu_probe,
     .open = cu_open,

@@ -77,8 +77,10 @@ typedef struct hbg_dc_check_args {
  * lie inside one of the `n_ranges` live allocations listed at `ranges`
  * ([start, end) pairs of u64, ascending, not overlapping: the backend's
  * registry as of the launch), else the item fails with HBG_IMG_E_RANGE at
- * its entry and node before it touches memory: a wild address in a
- * Submission is a located error, not a device fault. */
+ * its entry and node before it touches memory, and so must each graph
+ * entry's Submission and resident Definition (checked at set-up, the
+ * entry's error): a wild address in the window or a Submission is a
+ * located error, not a device fault. */
 typedef struct hbg_dc_exec_args {
   uint64_t window;
   uint64_t bytes;

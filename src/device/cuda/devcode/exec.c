@@ -66,7 +66,8 @@ HBG_DC_FN void dx_meta(hbg__ktensor *k, uint32_t dtype, uint32_t ndim,
 }
 
 /* [addr, addr + len) inside one of the n live ranges at r ([start, end)
- * pairs, ascending): the last range starting at or before addr holds it. */
+ * pairs, ascending; addr itself inside even when len is 0): the last range
+ * starting at or before addr holds it. */
 HBG_DC_FN int dx_live(const uint64_t *r, uint64_t n, uint64_t addr,
                       uint64_t len) {
   uint64_t lo = 0, hi = n;
@@ -88,7 +89,7 @@ HBG_DC_FN int dx_live(const uint64_t *r, uint64_t n, uint64_t addr,
 HBG_DC_FN void *dx_tensor_ptr(const hbg_dc_exec_args *a, uint64_t addr,
                               uint64_t len) {
   const uint64_t *r = (const uint64_t *)dc_ptr(a->ranges, a->n_ranges * 16);
-  if (!r || !dx_live(r, a->n_ranges, addr, len ? len : 1))
+  if (!r || !dx_live(r, a->n_ranges, addr, len))
     return NULL;
   return dc_ptr(addr, len);
 }
@@ -166,7 +167,8 @@ HBG_DC_FN int dx_setup(const hbg_dc_exec_args *a, hbg_dc_exec_ctl *ctl,
                        uint8_t *blk, uint32_t n_ctas, uint32_t *task,
                        uint32_t *node) {
   const void *w = dc_ptr(a->window, a->bytes);
-  if (!w)
+  const uint64_t *r = (const uint64_t *)dc_ptr(a->ranges, a->n_ranges * 16);
+  if (!w || !r)
     return HBG_IMG_E_RANGE;
   DC_TRY(hbg_img_win_validate(w, a->bytes, &ctl->wv));
   const hbg_img_win_view *wv = &ctl->wv;
@@ -198,6 +200,12 @@ HBG_DC_FN int dx_setup(const hbg_dc_exec_args *a, hbg_dc_exec_ctl *ctl,
       ctl->tasks_checked = i + 1;
       continue;
     }
+    /* Its Submission and resident Definition inside live allocations
+     * before anything reads them (the heap's tensors are checked per
+     * item, like every tensor). */
+    if (!dx_live(r, a->n_ranges, wt->sub_addr, wt->sub_size) ||
+        (wt->def_addr && !dx_live(r, a->n_ranges, wt->def_addr, wt->def_size)))
+      return HBG_IMG_E_RANGE;
     hbg_img_sub_view sv;
     hbg_img_def_view dv;
     DC_TRY(dc_check_graph(wt, &st, &seen, node, &sv, &dv));
