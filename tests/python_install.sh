@@ -40,7 +40,7 @@ cp "$cli" "$tree/build/bin/hbg"
 ln -s "$py" "$tmp/shim/python3"
 
 echo "python_install: running, in a copy of the tree:"
-printf '  %s\n' "$cmds"
+sed 's/^/  /' <<<"$cmds"
 (cd "$tree" && env -u HBG_LIBRARY -u PYTHONPATH PATH="$tmp/shim:$PATH" \
    bash -euc "$cmds") >"$tmp/log" 2>&1
 rc=$?

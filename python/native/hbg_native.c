@@ -106,6 +106,30 @@ static int not_ready(void) {
   return -1;
 }
 
+/* The n positional arguments of a per-call function, borrowed (cheaper
+ * than PyArg_ParseTuple's format parsing on the per-layer path). */
+static int unpack(PyObject *args, Py_ssize_t n, PyObject **out,
+                  const char *name) {
+  if (PyTuple_Size(args) != n) {
+    PyErr_Format(PyExc_TypeError, "%s takes %zd arguments", name, n);
+    return -1;
+  }
+  for (Py_ssize_t i = 0; i < n; i++)
+    out[i] = PyTuple_GetItem(args, i);
+  return 0;
+}
+
+/* An int argument (or anything int() takes) as u64, wrapping like C. */
+static int as_u64(PyObject *o, unsigned long long *out) {
+  PyObject *v = PyLong_Check(o) ? o : PyNumber_Long(o);
+  if (!v)
+    return -1;
+  *out = PyLong_AsUnsignedLongLongMask(v);
+  if (v != o)
+    Py_DECREF(v);
+  return *out == (unsigned long long)-1 && PyErr_Occurred() ? -1 : 0;
+}
+
 static void *as_ptr(PyObject *o) {
   if (o == Py_None)
     return NULL;
@@ -577,17 +601,17 @@ static PyObject *n_bind_end(PyObject *m, PyObject *bo) {
 /* submit_task(bind, rt, kernel, args, scalars, deps, nogil) -> task id */
 static PyObject *n_submit_task(PyObject *m, PyObject *args) {
   (void)m;
-  PyObject *bo, *rto, *targs, *scalars, *deps;
-  unsigned int kernel;
-  int nogil;
-  if (!PyArg_ParseTuple(args, "OOIOOOp", &bo, &rto, &kernel, &targs, &scalars,
-                        &deps, &nogil))
+  PyObject *a[7];
+  unsigned long long kernel;
+  if (unpack(args, 7, a, "submit_task") < 0 || as_u64(a[2], &kernel) < 0)
     return NULL;
-  hbg_bind *b = as_ptr(bo);
-  if (PyErr_Occurred())
+  PyObject *rto = a[1], *targs = a[3], *scalars = a[4], *deps = a[5];
+  int nogil = PyObject_IsTrue(a[6]);
+  hbg_bind *b = as_ptr(a[0]);
+  if (nogil < 0 || PyErr_Occurred())
     return NULL;
   task_build tb;
-  if (task_get(&tb, kernel, targs, scalars, deps, 0) < 0)
+  if (task_get(&tb, (unsigned)kernel, targs, scalars, deps, 0) < 0)
     return NULL;
   hbg_task_id id = 0;
   int rc;
@@ -703,16 +727,16 @@ static int scalar_rows(PyObject *o, Py_ssize_t rows, uint64_t *buf,
  * rows). */
 static PyObject *n_submit_graph(PyObject *m, PyObject *args) {
   (void)m;
-  PyObject *bo, *rto, *tensors, *scalars, *record, *variant, *deps;
+  PyObject *a[11];
   unsigned long long key;
-  Py_ssize_t n;
-  int chain, nogil;
-  if (!PyArg_ParseTuple(args, "OOKOOOOOnpp", &bo, &rto, &key, &tensors,
-                        &scalars, &record, &variant, &deps, &n, &chain,
-                        &nogil))
+  if (unpack(args, 11, a, "submit_graph") < 0 || as_u64(a[2], &key) < 0)
     return NULL;
-  hbg_bind *b = as_ptr(bo);
-  if (PyErr_Occurred())
+  PyObject *rto = a[1], *tensors = a[3], *scalars = a[4], *record = a[5];
+  PyObject *variant = a[6], *deps = a[7];
+  Py_ssize_t n = PyLong_AsSsize_t(a[8]);
+  int chain = PyObject_IsTrue(a[9]), nogil = PyObject_IsTrue(a[10]);
+  hbg_bind *b = as_ptr(a[0]);
+  if (n < 0 || chain < 0 || nogil < 0 || PyErr_Occurred())
     return NULL;
   if (!PyCallable_Check(record))
     return arg_error("record must be callable");

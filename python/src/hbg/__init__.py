@@ -1,6 +1,8 @@
 """hbg -- host-built graphs, from Python.
 
-A ctypes front over the hbg C library (no compiled extension). The library
+The hbg C library from Python: the per-task / per-layer / per-bind calls
+through the C extension hbg._native (stable ABI) when it was built, ctypes
+otherwise (``hbg.backend``; HBG_PY_NATIVE=0 forces ctypes). The library
 is found through HBG_LIBRARY, then a copy next to this package, then the
 system's search path.
 
@@ -13,7 +15,7 @@ system's search path.
                    scalars=[hbg.Scalar.static(2.0)])
         print(y.numpy()[:4], b.stats.control_plane_ns)
 
-Main objects: Runtime, Buffer, Tensor, Bind (task / graph / graphs),
+Main objects: Runtime, Buffer, HostBuffer, Tensor, Bind (task / graph / graphs),
 Recorder (inside record callbacks), Workload, bench() and BenchResult.
 Errors: HbgError and its families ArgumentError, StateError, DeviceError,
 ImageError.

@@ -847,7 +847,8 @@ class Recorder:
 
 # ---------------------------------------------------------------- binds
 
-_OPEN, _LAUNCHED, _WAITED, _ENDED = range(4)
+_OPEN, _LAUNCHED, _WAITED, _ENDED = range(4)  # _OPEN is 0: tested as false
+_submit_graph, _submit_task = _B.submit_graph, _B.submit_task
 
 
 def _end_bind(h, cell):
@@ -903,10 +904,10 @@ class Bind:
         args (Tensors), scalars (Scalar or static ints), deps (task ids).
         Returns its task id."""
         h = self._h
-        if self._state != _OPEN or h.ptr is None:
+        if self._state or h.ptr is None:  # not _OPEN, or runtime closed
             self._ptr(_OPEN)
-        return _B.submit_task(self._cell[0], h.ptr, kernel, args, scalars,
-                              deps, h.tracing)
+        return _submit_task(self._cell[0], h.ptr, kernel, args, scalars, deps,
+                            h.tracing)
 
     def graph(self, key, tensors=(), scalars=(), record=None, variant=(),
               deps=()):
@@ -919,15 +920,15 @@ class Bind:
         here); variant: config values selecting a variant; deps: earlier
         task ids. Returns the task id."""
         h = self._h
-        if self._state != _OPEN or h.ptr is None:
+        if self._state or h.ptr is None:  # not _OPEN, or runtime closed
             self._ptr(_OPEN)
         if tensors.__class__ is TensorArray:
             if tensors.rows != 1:
                 raise ArgumentError(-1, message="graph() takes one row; use "
                                     "graphs() for several")
             tensors = tensors._arr
-        return _B.submit_graph(self._cell[0], h.ptr, key, tensors, scalars,
-                               record, variant, deps, 0, False, h.tracing)
+        return _submit_graph(self._cell[0], h.ptr, key, tensors, scalars,
+                             record, variant, deps, 0, False, h.tracing)
 
     def graphs(self, key, tensors, scalars=None, record=None, variant=(),
                deps=(), chain=False):

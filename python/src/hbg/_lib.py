@@ -19,7 +19,9 @@ class LibraryNotFoundError(ImportError):
         super().__init__(
             "hbg: cannot load the hbg C library; tried, in order:\n%s\n"
             "Set HBG_LIBRARY to the built library (e.g. build/libhbg.so), or "
-            "copy it next to the hbg package." % lines)
+            "install the package from a built tree (`make`, then pip "
+            "install ./python: it copies build/libhbg.so.0 into the "
+            "package), or copy it next to the hbg package." % lines)
 
 
 def _candidates():
