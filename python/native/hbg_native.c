@@ -71,10 +71,10 @@ static struct {
 #define MAX_STACK_TENSORS 64
 #define MAX_STACK_U64 64
 
-/* Raise the package's exception for rc from call `where`. with_msg: the
- * call clears hbg_last_error() on entry, so the slot is this failure's. */
-static PyObject *fail(int rc, const char *where, int with_msg, void *rt) {
-  const char *msg = with_msg ? F.hbg_last_error() : "";
+/* Raise the exception the package's error factory makes of (code, call,
+ * message, runtime pointer or 0). */
+static PyObject *raise_made(int rc, const char *where, const char *msg,
+                            void *rt) {
   PyObject *exc = PyObject_CallFunction(F.error_factory, "isyK", rc, where,
                                         msg ? msg : "",
                                         (unsigned long long)(uintptr_t)rt);
@@ -87,16 +87,15 @@ static PyObject *fail(int rc, const char *where, int with_msg, void *rt) {
   return NULL;
 }
 
+/* rc from call `where`. with_msg: the call clears hbg_last_error() on
+ * entry, so the slot holds this failure's message. */
+static PyObject *fail(int rc, const char *where, int with_msg, void *rt) {
+  return raise_made(rc, where, with_msg ? F.hbg_last_error() : "", rt);
+}
+
+/* A bad argument caught here, before any call (HBG_E_INVAL). */
 static PyObject *arg_error(const char *text) {
-  PyObject *exc = PyObject_CallFunction(F.error_factory, "isyK",
-                                        (int)HBG_E_INVAL, "", text, 0ULL);
-  if (exc) {
-    PyObject *type = PyObject_Type(exc);
-    PyErr_SetObject(type, exc);
-    Py_DECREF(type);
-    Py_DECREF(exc);
-  }
-  return NULL;
+  return raise_made(HBG_E_INVAL, "", text, NULL);
 }
 
 static int not_ready(void) {
@@ -341,6 +340,36 @@ typedef struct {
   Py_ssize_t n;
 } tensor_arr;
 
+/* PySequence_Fast(o) and room for its *n items of elem bytes: buf when
+ * they fit in cap, else a heap array (*heap, the caller frees it).
+ * @return the sequence (a new reference), or NULL with an exception. */
+static PyObject *seq_room(PyObject *o, const char *what, void *buf,
+                          Py_ssize_t cap, size_t elem, void **dst,
+                          void **heap, Py_ssize_t *n) {
+  PyObject *seq = PySequence_Fast(o, what);
+  if (!seq)
+    return NULL;
+  *n = PySequence_Size(seq);
+  *dst = buf;
+  if (*n > cap) {
+    *dst = *heap = PyMem_Malloc((size_t)*n * elem);
+    if (!*dst) {
+      Py_DECREF(seq);
+      PyErr_NoMemory();
+      return NULL;
+    }
+  }
+  return seq;
+}
+
+/* Drop a seq_room sequence and heap array after a failure. */
+static int seq_fail(PyObject *seq, void **heap) {
+  Py_DECREF(seq);
+  PyMem_Free(*heap);
+  *heap = NULL;
+  return -1;
+}
+
 static int tensors_get(PyObject *o, hbg_tensor *buf, tensor_arr *out,
                        hbg_tensor **writable) {
   out->heap = NULL;
@@ -353,29 +382,20 @@ static int tensors_get(PyObject *o, hbg_tensor *buf, tensor_arr *out,
     out->n = PyBytes_Size(o) / (Py_ssize_t)sizeof(hbg_tensor);
     return 0;
   }
-  PyObject *seq = PySequence_Fast(o, "tensors must be a list of Tensors");
+  hbg_tensor *dst;
+  Py_ssize_t n;
+  PyObject *seq = seq_room(o, "tensors must be a list of Tensors", buf,
+                           MAX_STACK_TENSORS, sizeof *dst, (void **)&dst,
+                           (void **)&out->heap, &n);
   if (!seq)
     return -1;
-  Py_ssize_t n = PySequence_Size(seq);
-  hbg_tensor *dst = buf;
-  if (n > MAX_STACK_TENSORS) {
-    dst = out->heap = PyMem_Malloc((size_t)n * sizeof *dst);
-    if (!dst) {
-      Py_DECREF(seq);
-      PyErr_NoMemory();
-      return -1;
-    }
-  }
   for (Py_ssize_t i = 0; i < n; i++) {
     PyObject *t = PySequence_GetItem(seq, i);
     if (!t || !is_tensor(t)) {
       Py_XDECREF(t);
-      Py_DECREF(seq);
-      PyMem_Free(out->heap);
-      out->heap = NULL;
       if (!PyErr_Occurred())
         arg_error("tensors must be hbg.Tensor objects");
-      return -1;
+      return seq_fail(seq, (void **)&out->heap);
     }
     dst[i] = *tensor_of(t);
     Py_DECREF(t);
@@ -401,19 +421,13 @@ static int ints_get(PyObject *o, int narrow, uint64_t *buf, int_arr *out) {
   out->n = 0;
   if (o == Py_None)
     return 0;
-  PyObject *seq = PySequence_Fast(o, "expected a sequence of ints");
+  uint64_t *dst;
+  Py_ssize_t n;
+  PyObject *seq = seq_room(o, "expected a sequence of ints", buf,
+                           MAX_STACK_U64, sizeof *dst, (void **)&dst,
+                           &out->heap, &n);
   if (!seq)
     return -1;
-  Py_ssize_t n = PySequence_Size(seq);
-  uint64_t *dst = buf;
-  if (n > MAX_STACK_U64) {
-    dst = out->heap = PyMem_Malloc((size_t)n * sizeof *dst);
-    if (!dst) {
-      Py_DECREF(seq);
-      PyErr_NoMemory();
-      return -1;
-    }
-  }
   uint32_t *d32 = (uint32_t *)dst;
   for (Py_ssize_t i = 0; i < n; i++) {
     PyObject *x = PySequence_GetItem(seq, i);
@@ -435,12 +449,8 @@ static int ints_get(PyObject *o, int narrow, uint64_t *buf, int_arr *out) {
       bad = v == (unsigned long long)-1 && PyErr_Occurred();
     }
     Py_XDECREF(iv);
-    if (bad) {
-      Py_DECREF(seq);
-      PyMem_Free(out->heap);
-      out->heap = NULL;
-      return -1;
-    }
+    if (bad)
+      return seq_fail(seq, &out->heap);
     if (narrow)
       d32[i] = (uint32_t)v;
     else
@@ -887,71 +897,51 @@ static PyObject *n_record_task(PyObject *m, PyObject *args) {
 
 /* ---- buffers ---- */
 
-/* buffer_write(rt, addr, src, nbytes, nogil): src a C-contiguous object
- * with the buffer protocol (the caller checked bounds and size). A
- * memoryview is held across the copy, so the source cannot be resized
- * while the GIL is released. */
-static PyObject *n_buffer_write(PyObject *m, PyObject *args) {
-  (void)m;
-  PyObject *rto, *src;
+/* A copy between a device buffer and a C-contiguous object with the
+ * buffer protocol (writable for a read), the caller having checked bounds
+ * and size. A memoryview is held across the copy, so the object cannot be
+ * resized while the GIL is released. */
+static PyObject *buffer_copy(PyObject *args, int to_device) {
+  const char *where = to_device ? "hbg_buffer_write" : "hbg_buffer_read";
+  PyObject *a[3];
   unsigned long long addr;
-  int nogil;
-  if (!PyArg_ParseTuple(args, "OKOp", &rto, &addr, &src, &nogil))
+  if (unpack(args, 3, a, where) < 0 || as_u64(a[1], &addr) < 0)
     return NULL;
-  hbg_runtime *rt = as_ptr(rto);
+  hbg_runtime *rt = as_ptr(a[0]);
   if (PyErr_Occurred())
     return NULL;
-  PyObject *mv = PyMemoryView_FromObject(src);
-  const void *p = NULL;
+  PyObject *mv = PyMemoryView_FromObject(a[2]);
+  void *p = NULL;
   Py_ssize_t len = 0;
-  if (!mv || PyObject_AsReadBuffer(mv, &p, &len) < 0) {
+  int got = !mv ? -1
+            : to_device
+                ? PyObject_AsReadBuffer(mv, (const void **)&p, &len)
+                : PyObject_AsWriteBuffer(mv, &p, &len);
+  if (got < 0) {
     Py_XDECREF(mv);
     return NULL;
   }
   int rc;
-  if (nogil) {
-    Py_BEGIN_ALLOW_THREADS
-    rc = F.hbg_buffer_write(rt, addr, p, (uint64_t)len);
-    Py_END_ALLOW_THREADS
-  } else {
-    rc = F.hbg_buffer_write(rt, addr, p, (uint64_t)len);
-  }
+  Py_BEGIN_ALLOW_THREADS
+  rc = to_device ? F.hbg_buffer_write(rt, addr, p, (uint64_t)len)
+                 : F.hbg_buffer_read(rt, p, addr, (uint64_t)len);
+  Py_END_ALLOW_THREADS
   Py_DECREF(mv);
   if (rc < 0)
-    return fail(rc, "hbg_buffer_write", 0, rt);
+    return fail(rc, where, 0, rt);
   Py_RETURN_NONE;
 }
 
-/* buffer_read(rt, addr, dst, nogil): dst writable and C-contiguous. */
+/* buffer_write(rt, addr, src) */
+static PyObject *n_buffer_write(PyObject *m, PyObject *args) {
+  (void)m;
+  return buffer_copy(args, 1);
+}
+
+/* buffer_read(rt, addr, dst) */
 static PyObject *n_buffer_read(PyObject *m, PyObject *args) {
   (void)m;
-  PyObject *rto, *dst;
-  unsigned long long addr;
-  int nogil;
-  if (!PyArg_ParseTuple(args, "OKOp", &rto, &addr, &dst, &nogil))
-    return NULL;
-  hbg_runtime *rt = as_ptr(rto);
-  if (PyErr_Occurred())
-    return NULL;
-  PyObject *mv = PyMemoryView_FromObject(dst);
-  void *p = NULL;
-  Py_ssize_t len = 0;
-  if (!mv || PyObject_AsWriteBuffer(mv, &p, &len) < 0) {
-    Py_XDECREF(mv);
-    return NULL;
-  }
-  int rc;
-  if (nogil) {
-    Py_BEGIN_ALLOW_THREADS
-    rc = F.hbg_buffer_read(rt, p, addr, (uint64_t)len);
-    Py_END_ALLOW_THREADS
-  } else {
-    rc = F.hbg_buffer_read(rt, p, addr, (uint64_t)len);
-  }
-  Py_DECREF(mv);
-  if (rc < 0)
-    return fail(rc, "hbg_buffer_read", 0, rt);
-  Py_RETURN_NONE;
+  return buffer_copy(args, 0);
 }
 
 /* pack(tensors) -> bytes: the hbg_tensor structs of a list of Tensors. */

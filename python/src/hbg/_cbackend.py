@@ -103,7 +103,9 @@ def _u64s(v):
     return (c_uint64 * max(1, len(v)))(*v), len(v)
 
 
-def _task(kernel, args, scalars):
+def _task(kernel, args, scalars, deps):
+    """An hbg_task struct and its argument array (for the addresses that
+    recording writes back)."""
     targs, n = _tensors(args)
     sc = []
     for s in scalars or ():
@@ -112,14 +114,15 @@ def _task(kernel, args, scalars):
         else:
             sc.append(L.Scalar_c(s.value, s.kind, s.index))
     carr = (L.Scalar_c * max(1, len(sc)))(*sc)
-    return targs, n, carr, len(sc)
+    darr, nd = _u32s(deps)
+    t = L.Task_c(int(kernel), n, targs, len(sc), nd, carr if sc else None,
+                 darr if nd else None)
+    t._keep = (carr, darr)
+    return t, targs
 
 
 def submit_task(b, rt, kernel, args, scalars, deps, nogil):
-    targs, n, carr, ns = _task(kernel, args, scalars)
-    darr, nd = _u32s(deps)
-    t = L.Task_c(int(kernel), n, targs, ns, nd, carr if ns else None,
-                 darr if nd else None)
+    t, _ = _task(kernel, args, scalars, deps)
     out = c_uint32()
     rc = lib.hbg_submit_task(b, byref(t), byref(out))
     if rc < 0:
@@ -215,10 +218,7 @@ def record_boundary(rec):
 
 def record_task(rec, kernel, args, scalars, deps):
     args = list(args)
-    targs, n, carr, ns = _task(kernel, args, scalars)
-    darr, nd = _u32s(deps)
-    t = L.Task_c(int(kernel), n, targs, ns, nd, carr if ns else None,
-                 darr if nd else None)
+    t, targs = _task(kernel, args, scalars, deps)
     out = c_uint32()
     rc = lib.hbg_record_task(rec, byref(t), byref(out))
     if rc == 0:
@@ -251,7 +251,7 @@ def bind_end(b):
     lib.hbg_bind_end(b)
 
 
-def buffer_write(rt, addr, src, nogil):
+def buffer_write(rt, addr, src):
     mv = memoryview(src).cast("B")
     if mv.readonly:
         ptr = ctypes.c_char_p(mv.tobytes())
@@ -262,7 +262,7 @@ def buffer_write(rt, addr, src, nogil):
         _fail(rc, "hbg_buffer_write", False, rt)
 
 
-def buffer_read(rt, addr, dst, nogil):
+def buffer_read(rt, addr, dst):
     mv = memoryview(dst).cast("B")
     ptr = (ctypes.c_char * mv.nbytes).from_buffer(mv)
     rc = lib.hbg_buffer_read(rt, ptr, addr, mv.nbytes)

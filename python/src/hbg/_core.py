@@ -112,6 +112,20 @@ def _mode(m):
         raise ArgumentError(-1, message="bad access mode %r" % (m,)) from None
 
 
+def _np_dtype(dtype, who):
+    """The numpy dtype of an hbg dtype name / DType, or any numpy dtype
+    (a raw view of the bytes)."""
+    if _np is None:
+        raise ImportError("%s needs numpy" % who)
+    if isinstance(dtype, (str, int, DType)):
+        d = _dtype(dtype)
+        if d not in _NP_OF:
+            raise ArgumentError(-1, message="numpy has no %s; use np.uint16"
+                                % d.name)
+        return _np.dtype(_NP_OF[d])
+    return _np.dtype(dtype)
+
+
 def dtype_size(d):
     """Bytes per element of a dtype (``hbg_dtype_size``)."""
     return lib.hbg_dtype_size(int(_dtype(d)))
@@ -681,7 +695,7 @@ class Buffer:
             raise ArgumentError(-8, message="write of %d bytes at %d "
                                 "outside a %d-byte buffer" %
                                 (mv.nbytes, offset, self.nbytes))
-        _B.buffer_write(p, self.addr + offset, mv, True)
+        _B.buffer_write(p, self.addr + offset, mv)
 
     def read_into(self, out, offset=0):
         """Copy from the buffer at byte offset into out (a writable,
@@ -697,7 +711,7 @@ class Buffer:
             raise ArgumentError(-8, message="read of %d bytes at %d outside "
                                 "a %d-byte buffer" %
                                 (mv.nbytes, offset, self.nbytes))
-        _B.buffer_read(p, self.addr + offset, mv, True)
+        _B.buffer_read(p, self.addr + offset, mv)
         return out
 
     def read(self, nbytes=None, offset=0):
@@ -710,16 +724,7 @@ class Buffer:
     def numpy(self, dtype="float32", shape=None, offset=0):
         """A new numpy array read from the buffer (needs numpy). dtype is
         an hbg dtype name / DType, or any numpy dtype."""
-        if _np is None:
-            raise ImportError("hbg.Buffer.numpy needs numpy")
-        if isinstance(dtype, (str, int, DType)):
-            d = _dtype(dtype)
-            if d not in _NP_OF:
-                raise ArgumentError(-1, message="numpy has no %s; read it "
-                                    "as np.uint16" % d.name)
-            dt = _np.dtype(_NP_OF[d])
-        else:
-            dt = _np.dtype(dtype)  # any numpy dtype: a raw view of bytes
+        dt = _np_dtype(dtype, "hbg.Buffer.numpy")
         if shape is None:
             shape = ((self.nbytes - offset) // dt.itemsize,)
         arr = _np.empty(shape, dtype=dt)
@@ -797,16 +802,7 @@ class HostBuffer:
     def numpy(self, dtype="float32", shape=None):
         """A numpy view (no copy) of the memory as dtype (an hbg dtype name
         / DType, or any numpy dtype), shape (default: all of it)."""
-        if _np is None:
-            raise ImportError("hbg.HostBuffer.numpy needs numpy")
-        if isinstance(dtype, (str, int, DType)):
-            d = _dtype(dtype)
-            if d not in _NP_OF:
-                raise ArgumentError(-1, message="numpy has no %s; view it "
-                                    "as np.uint16" % d.name)
-            dt = _np.dtype(_NP_OF[d])
-        else:
-            dt = _np.dtype(dtype)
+        dt = _np_dtype(dtype, "hbg.HostBuffer.numpy")
         if shape is None:
             shape = (self.nbytes // dt.itemsize,)
         shape = tuple(shape) if hasattr(shape, "__len__") else (int(shape),)
