@@ -5,10 +5,11 @@
 # in a temporary folder holding a copy of the source tree's python/ and
 # include/ and of the built library and CLI (build/). Then, from elsewhere
 # and without HBG_LIBRARY, the installed package must load its own copy of
-# libhbg, use the extension when one was built here, and run a bind.
-#   python_install.sh SOURCE_DIR LIBHBG HBG_CLI NATIVE_MODULE|none
+# libhbg, use the extension when this Python has its headers (python3-dev)
+# and there is a C compiler, and run a bind.
+#   python_install.sh SOURCE_DIR LIBHBG HBG_CLI
 set -u
-src=$1; lib=$2; cli=$3; native=${4:-none}
+src=$1; lib=$2; cli=$3
 py=/usr/bin/python3
 if [ ! -x "$py" ]; then
   echo "python_install: no /usr/bin/python3 (not a Debian-like system)"; exit 77
@@ -50,7 +51,10 @@ if [ $rc != 0 ]; then
 fi
 
 want_backend=ctypes
-[ "$native" != none ] && want_backend=native
+if command -v cc >/dev/null 2>&1 && "$py" -c 'import os, sys, sysconfig
+sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; then
+  want_backend=native
+fi
 (cd "$tmp" && env -u HBG_LIBRARY -u HBG_CLI -u PYTHONPATH -u HBG_PY_NATIVE \
   "$tree/.venv/bin/python" - "$want_backend" <<'PY'
 import os, sys
