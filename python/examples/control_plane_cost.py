@@ -12,11 +12,17 @@ Three arms, interleaved bind by bind, each on its own runtime (same policy):
   Python+n   the same bind, the 40 layers in one Bind.graphs() call
              (hbg_submit_graph_n, chained).
 
+The Python arms' boundary tensors are views of two buffers (activations,
+weights), as the C workload's are; --buffers separate gives each its own
+buffer instead (the library then looks each up among ~1,000 buffers).
+
 host_orch is measured by the library from bind begin to launch, so for the
 Python arms it includes the interpreter's time between calls. Per-call cost
-is the Python arm's host_orch minus the batched arm's, per layer.
+is the Python arm's host_orch minus the batched arm's, per layer. hbg.backend
+(native or ctypes, HBG_PY_NATIVE=0) is printed with the results.
 
 usage: control_plane_cost.py [--rounds N] [--warmup N] [--policy NAME]
+                             [--buffers shared|separate] [--json FILE]
 """
 import argparse
 import json
