@@ -1033,9 +1033,5 @@ PyMODINIT_FUNC PyInit__native(void) {
     return NULL;
   }
   Py_INCREF(TensorBase_type);
-  if (PyModule_AddIntConstant(m, "TENSOR_SIZE", (long)sizeof(hbg_tensor)) < 0) {
-    Py_DECREF(m);
-    return NULL;
-  }
   return m;
 }

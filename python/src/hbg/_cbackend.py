@@ -9,7 +9,6 @@ from . import _lib as L
 from ._lib import lib
 
 _F = {}  # error_factory, tensor_cls, recorder_cls (set by init)
-TENSOR_SIZE = ctypes.sizeof(L.Tensor_c)
 
 
 def init(path, error_factory, tensor_cls, recorder_cls):
