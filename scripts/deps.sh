@@ -16,14 +16,17 @@ if [ $missing = 0 ] && [ "${1:-}" = "--with-clang" ]; then
   command -v clang >/dev/null 2>&1 || missing=1
 fi
 
-# The Python package's tests (CTest 'python') need an interpreter that
-# imports pytest and numpy: installed as root, otherwise only a note (the
-# build itself does not need them).
-PYPKGS="python3-pytest python3-numpy python3-setuptools python3-pip python3-wheel"
+# The Python package's tests (CTest 'python', 'python_install') need an
+# interpreter that imports pytest and numpy, venv and setuptools, and
+# Python's headers for the extension hbg._native: installed as root,
+# otherwise only a note (the C build itself does not need them).
+PYPKGS="python3-pytest python3-numpy python3-setuptools python3-pip python3-wheel python3-venv python3-dev"
 pyok=0
 for py in /usr/bin/python3 python3; do
   command -v "$py" >/dev/null 2>&1 &&
-    "$py" -c 'import pytest, numpy' >/dev/null 2>&1 && pyok=1 && break
+    "$py" -c 'import pytest, numpy, ensurepip, setuptools, sysconfig, os, sys
+sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
+      >/dev/null 2>&1 && pyok=1 && break
 done
 if [ $pyok = 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -31,7 +34,7 @@ if [ $pyok = 0 ]; then
     PKGS="$PKGS $PYPKGS"
     missing=1
   else
-    echo "hbg: note: the python test needs pytest and numpy; as root:" >&2
+    echo "hbg: note: the python tests need pytest, numpy, venv, Python headers; as root:" >&2
     echo "  apt-get update && apt-get install -y --no-install-recommends $PYPKGS" >&2
   fi
 fi

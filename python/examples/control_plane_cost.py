@@ -12,11 +12,17 @@ Three arms, interleaved bind by bind, each on its own runtime (same policy):
   Python+n   the same bind, the 40 layers in one Bind.graphs() call
              (hbg_submit_graph_n, chained).
 
+The Python arms' boundary tensors are views of two buffers (activations,
+weights), as the C workload's are; --buffers separate gives each its own
+buffer instead (the library then looks each up among ~1,000 buffers).
+
 host_orch is measured by the library from bind begin to launch, so for the
 Python arms it includes the interpreter's time between calls. Per-call cost
-is the Python arm's host_orch minus the batched arm's, per layer.
+is the Python arm's host_orch minus the batched arm's, per layer. hbg.backend
+(native or ctypes, HBG_PY_NATIVE=0) is printed with the results.
 
 usage: control_plane_cost.py [--rounds N] [--warmup N] [--policy NAME]
+                             [--buffers shared|separate] [--json FILE]
 """
 import argparse
 import json
@@ -35,26 +41,39 @@ NODES = 277
 class PyQwen:
     """qwen3-14b's graph shape, recorded from Python."""
 
-    def __init__(self, rt, layers, before, after):
+    def __init__(self, rt, layers, before, after, shared):
         rng = np.random.default_rng(1)
         self.layers, self.before, self.after = layers, before, after
         self.h0 = rng.standard_normal(DIM).astype(np.float32)
         self.w = [[(rng.standard_normal(DIM) * 1e-3).astype(np.float32)
                    for _ in range(WEIGHTS)] for _ in range(layers)]
         self.x = rt.buffer(self.h0)
-        self.act = [rt.alloc(DIM * 4) for _ in range(layers + 1)]
         self.scratch = rt.alloc(DIM * 4)
-        self.dw = [[rt.buffer(w) for w in ws] for ws in self.w]
-        self.bt = [[self.act[l].tensor(DIM)] +
-                   [b.tensor(DIM) for b in self.dw[l]] +
-                   [self.act[l + 1].tensor(DIM, mode="out")]
-                   for l in range(layers)]
+        n = DIM * 4
+        if shared:  # like the C workload: tensors are views of a few buffers
+            acts = rt.alloc((layers + 1) * n)
+            wbuf = rt.buffer(np.concatenate([w for ws in self.w for w in ws]))
+            self.act = [(acts, l * n) for l in range(layers + 1)]
+            self.dw = [[(wbuf, (l * WEIGHTS + j) * n) for j in range(WEIGHTS)]
+                       for l in range(layers)]
+        else:       # one device buffer per tensor
+            self.act = [(rt.alloc(n), 0) for _ in range(layers + 1)]
+            self.dw = [[(rt.buffer(w), 0) for w in ws] for ws in self.w]
+
+        def view(bo, mode="in"):
+            return bo[0].tensor(DIM, mode=mode, offset=bo[1])
+        self.bt = [[view(self.act[l])] + [view(b) for b in self.dw[l]] +
+                   [view(self.act[l + 1], "out")] for l in range(layers)]
         self.packed = [hbg.pack(r) for r in self.bt]   # per layer
         self.packed_rows = hbg.pack(self.bt)           # all layers
         self.x_t = self.x.tensor(DIM)
-        self.a0_out = self.act[0].tensor(DIM, mode="out")
-        self.out_t = self.act[layers].tensor(DIM)
+        self.a0_out = view(self.act[0], "out")
+        self.out_t = view(self.act[layers])
         self.scr_t = self.scratch.tensor(DIM, mode="out")
+
+    def output(self):
+        buf, off = self.act[-1]
+        return buf.numpy(shape=(DIM,), offset=off)
 
     @staticmethod
     def body(rec):
@@ -105,6 +124,11 @@ def main():
     ap.add_argument("--rounds", type=int, default=100)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--policy", default="coalesced")
+    ap.add_argument("--buffers", choices=("shared", "separate"),
+                    default="shared",
+                    help="Python arms' boundary tensors: views of a few "
+                    "buffers, as the C workload's (shared), or one buffer "
+                    "each (separate)")
     ap.add_argument("--json")
     a = ap.parse_args()
 
@@ -113,7 +137,8 @@ def main():
     w = rts["C"].workload("qwen3-14b")
     info = w.info
     models = {k: PyQwen(rts[k], info.layers, info.tasks_before,
-                        info.tasks_after) for k in ("Python", "Python+n")}
+                        info.tasks_after, a.buffers == "shared")
+              for k in ("Python", "Python+n")}
     rec = {k: {"host_orch": [], "control_plane": [], "orch_wall": [],
                "graph_calls": []} for k in rts}
     for step in range(a.warmup + a.rounds):
@@ -137,13 +162,13 @@ def main():
     last = a.warmup + a.rounds - 1
     assert w.verify(last) == 0.0
     for k, m in models.items():
-        np.testing.assert_array_equal(m.act[-1].numpy(),
-                                      m.reference(last))
+        np.testing.assert_array_equal(m.output(), m.reference(last))
 
     med = {k: {p: statistics.median(v) for p, v in r.items()}
            for k, r in rec.items()}
-    print("policy %s, %d layers, %d measured binds per arm (medians, us)"
-          % (a.policy, info.layers, a.rounds))
+    print("policy %s, %d layers, %d measured binds per arm (medians, us); "
+          "hbg backend %s, buffers %s" % (a.policy, info.layers, a.rounds,
+                                         hbg.backend, a.buffers))
     print("%-10s %10s %14s %14s %12s" % ("arm", "host_orch", "control_plane",
                                          "begin..launch", "graph calls"))
     for k in rts:

@@ -123,3 +123,4 @@ def test_library_lookup_lists_paths(tmp_path):
     assert "nope.so" in r.stderr and "HBG_LIBRARY" in r.stderr
     assert "next to the package" in r.stderr
     assert "system search path" in r.stderr
+    assert "pip install ./python" in r.stderr  # how to get a copy there

@@ -1,6 +1,8 @@
 """hbg -- host-built graphs, from Python.
 
-A ctypes front over the hbg C library (no compiled extension). The library
+The hbg C library from Python: the per-task / per-layer / per-bind calls
+through the C extension hbg._native (stable ABI) when it was built, ctypes
+otherwise (``hbg.backend``; HBG_PY_NATIVE=0 forces ctypes). The library
 is found through HBG_LIBRARY, then a copy next to this package, then the
 system's search path.
 
@@ -13,17 +15,18 @@ system's search path.
                    scalars=[hbg.Scalar.static(2.0)])
         print(y.numpy()[:4], b.stats.control_plane_ns)
 
-Main objects: Runtime, Buffer, Tensor, Bind (task / graph / graphs),
+Main objects: Runtime, Buffer, HostBuffer, Tensor, Bind (task / graph / graphs),
 Recorder (inside record callbacks), Workload, bench() and BenchResult.
 Errors: HbgError and its families ArgumentError, StateError, DeviceError,
 ImageError.
 """
 from ._lib import HAVE_BATCH, LibraryNotFoundError
+from . import _backend
 from . import _lib as _L
 from ._errors import (ArgumentError, DeviceError, HbgError, ImageError,
                       StateError, err_name, error_class, strerror)
 from ._core import (Access, Bind, BindStats, Buffer, DeviceStats, DType,
-                    Kernel, Recorder, Runtime, Scalar, Tensor, TensorArray,
+                    HostBuffer, Kernel, Recorder, Runtime, Scalar, Tensor, TensorArray,
                     TraceEvent,
                     Workload, WorkloadInfo, WorkloadNode, devices,
                     dtype_size, f32,
@@ -34,14 +37,18 @@ from ._peer import Peer, PeerStats, peers
 __version__ = version()
 library_path = _L.lib._hbg_path
 """The path libhbg was loaded from."""
+backend = _backend.NAME
+"""Which code makes the per-task / per-layer calls: "native" (the C
+extension hbg._native) or "ctypes" (no extension built, or
+HBG_PY_NATIVE=0); ``hbg._backend.native_error`` says why not native."""
 
 __all__ = [
     "Access", "ArgumentError", "BenchResult", "Bind", "BindStats", "Buffer",
     "CliNotFoundError", "DType", "DeviceError", "DeviceStats", "HAVE_BATCH",
-    "HbgError", "ImageError", "Kernel", "LibraryNotFoundError", "Peer",
+    "HbgError", "HostBuffer", "ImageError", "Kernel", "LibraryNotFoundError", "Peer",
     "PeerStats", "Recorder",
     "Runtime", "Scalar", "StateError", "Tensor", "TensorArray", "pack", "TraceEvent", "Workload",
     "WorkloadInfo", "WorkloadNode", "bench", "devices", "dtype_size", "err_name",
-    "error_class", "f32", "find_cli", "image_dump", "library_path",
+    "backend", "error_class", "f32", "find_cli", "image_dump", "library_path",
     "peers", "policies", "strerror", "version", "workloads", "__version__",
 ]

@@ -2,13 +2,14 @@
 import ctypes
 import dataclasses
 import enum
+import mmap
 import struct
-import threading
 import weakref
 from ctypes import POINTER, byref, c_char_p, c_double, c_int, c_int64, \
     c_uint32, c_uint64, c_void_p
 
 from . import _lib as L
+from ._backend import B as _B
 from ._errors import ArgumentError, HbgError, StateError, make_error
 from ._lib import lib
 
@@ -19,7 +20,7 @@ except ImportError:  # pragma: no cover - exercised only without numpy
 
 __all__ = [
     "DType", "Access", "Kernel", "Scalar", "Tensor", "Runtime", "Buffer",
-    "Bind", "Recorder", "TensorArray", "pack", "BindStats", "DeviceStats", "TraceEvent",
+    "Bind", "Recorder", "TensorArray", "pack", "HostBuffer", "BindStats", "DeviceStats", "TraceEvent",
     "Workload", "WorkloadInfo", "WorkloadNode", "policies", "workloads", "devices",
     "dtype_size", "f32", "image_dump", "version",
 ]
@@ -111,6 +112,20 @@ def _mode(m):
         raise ArgumentError(-1, message="bad access mode %r" % (m,)) from None
 
 
+def _np_dtype(dtype, who):
+    """The numpy dtype of an hbg dtype name / DType, or any numpy dtype
+    (a raw view of the bytes)."""
+    if _np is None:
+        raise ImportError("%s needs numpy" % who)
+    if isinstance(dtype, (str, int, DType)):
+        d = _dtype(dtype)
+        if d not in _NP_OF:
+            raise ArgumentError(-1, message="numpy has no %s; use np.uint16"
+                                % d.name)
+        return _np.dtype(_NP_OF[d])
+    return _np.dtype(dtype)
+
+
 def dtype_size(d):
     """Bytes per element of a dtype (``hbg_dtype_size``)."""
     return lib.hbg_dtype_size(int(_dtype(d)))
@@ -119,6 +134,21 @@ def dtype_size(d):
 def f32(x):
     """The bits of float x as an f32, for scalar arguments of kernels."""
     return struct.unpack("<I", struct.pack("<f", float(x)))[0]
+
+
+def _native_error_at(ptr):
+    code, msg = c_int64(), c_char_p()
+    if lib.hbg_runtime_last_native_error(ptr, byref(code), byref(msg)) == 0:
+        return (code.value, (msg.value or b"").decode(errors="replace"))
+    return None
+
+
+def _error_factory(code, where, message, rt_ptr):
+    """The exception for a failed call of the hot-path backends: message
+    is hbg_last_error()'s text (bytes, b"" when the call keeps none)."""
+    msg = message.decode(errors="replace") if message else None
+    native = _native_error_at(rt_ptr) if rt_ptr else None
+    return make_error(code, where=where or None, native=native, message=msg)
 
 
 def _check(rc, where, rt=None):
@@ -220,7 +250,7 @@ def _scalar(s):
     return Scalar.static(s)
 
 
-class Tensor:
+class Tensor(_B.TensorBase):
     """A tensor argument: a view into a device buffer (``hbg_tensor``).
 
     Make one with ``Buffer.tensor(shape, dtype)``, ``Tensor(addr, shape,
@@ -228,34 +258,19 @@ class Tensor:
     output (placed in the graph's heap by ``Recorder.task``, which then
     fills in ``addr``). ``shape`` is outermost first; strides (elements)
     default to contiguous row-major."""
-    __slots__ = ("_c",)
+    __slots__ = ()
 
     def __init__(self, addr, shape, dtype=DType.F32, mode=Access.IN,
                  offset=0, strides=None):
-        shape = tuple(int(d) for d in (shape if hasattr(shape, "__len__")
-                                       else (shape,)))
-        c = L.Tensor_c()
-        if strides is None:
-            dims = (c_uint32 * max(1, len(shape)))(*shape)
-            if len(shape) > L.MAX_DIMS or any(d <= 0 for d in shape):
-                rc = -1
-            else:
-                rc = lib.hbg_tensor_contig(byref(c), int(addr), int(offset),
-                                           int(_dtype(dtype)), len(shape),
-                                           dims, int(_mode(mode)))
-            if rc < 0:
-                raise ArgumentError(rc, message="bad tensor shape %r "
-                                    "(1..%d positive dims)" %
-                                    (shape, L.MAX_DIMS))
-        else:
-            if len(strides) != len(shape) or not 0 < len(shape) <= L.MAX_DIMS:
+        d = dtype if dtype.__class__ is DType else _dtype(dtype)
+        m = mode if mode.__class__ is Access else _mode(mode)
+        if strides is not None:
+            strides = tuple(strides)
+        if self._set(int(addr), int(offset), d, m, shape, strides) < 0:
+            if strides is not None:
                 raise ArgumentError(-1, message="shape and strides differ")
-            c.addr, c.offset = int(addr), int(offset)
-            for i, (d, s) in enumerate(zip(shape, strides)):
-                c.shape[i], c.strides[i] = d, s
-            c.dtype, c.ndim, c.mode = int(_dtype(dtype)), len(shape), \
-                int(_mode(mode))
-        self._c = c
+            raise ArgumentError(-1, message="bad tensor shape %r "
+                                "(1..%d positive dims)" % (shape, L.MAX_DIMS))
 
     @classmethod
     def internal(cls, shape, dtype=DType.F32):
@@ -265,36 +280,32 @@ class Tensor:
     @classmethod
     def _from_c(cls, c):
         t = cls.__new__(cls)
-        t._c = L.Tensor_c()
-        ctypes.pointer(t._c)[0] = c
+        t._set(c.addr, c.offset, c.dtype, c.mode, tuple(c.shape[:c.ndim]),
+               tuple(c.strides[:c.ndim]))
         return t
 
     def with_mode(self, mode):
         """A copy of this tensor with another access mode."""
-        t = Tensor._from_c(self._c)
-        t._c.mode = int(_mode(mode))
+        t = self._copy()
+        t._mode = int(_mode(mode))
         return t
 
-    addr = property(lambda self: self._c.addr)
-    offset = property(lambda self: self._c.offset)
-    dtype = property(lambda self: DType(self._c.dtype))
-    mode = property(lambda self: Access(self._c.mode))
-    shape = property(lambda self: tuple(self._c.shape[:self._c.ndim]))
-    strides = property(lambda self: tuple(self._c.strides[:self._c.ndim]))
+    addr = property(lambda self: self._addr)
+    offset = property(lambda self: self._offset)
+    dtype = property(lambda self: DType(self._dtype))
+    mode = property(lambda self: Access(self._mode))
+    shape = property(lambda self: self._shape)
+    strides = property(lambda self: self._strides)
 
     @property
     def extent(self):
         """Bytes from element 0 to one past the last (``hbg_tensor_extent``)."""
-        return lib.hbg_tensor_extent(byref(self._c))
+        return self._extent
 
     def __repr__(self):
         return "Tensor(addr=%#x, shape=%r, dtype=%s, mode=%s, offset=%d)" % (
             self.addr, self.shape, self.dtype.name, self.mode.name,
             self.offset)
-
-
-def _tensor_array(tensors):
-    return (L.Tensor_c * max(1, len(tensors)))(*[t._c for t in tensors])
 
 
 class TensorArray:
@@ -316,7 +327,7 @@ class TensorArray:
         else:
             self.rows, self.width = 1, len(tensors)
         self.n = len(tensors)
-        self._arr = _tensor_array(tensors)
+        self._arr = _B.pack(tensors)
 
     def __len__(self):
         return self.rows
@@ -325,20 +336,6 @@ class TensorArray:
 def pack(tensors):
     """A TensorArray of tensors (a list, or a list of equal-length rows)."""
     return TensorArray(tensors)
-
-
-def _task_struct(kernel, args, scalars, deps):
-    targs = _tensor_array(args)
-    carr = darr = None
-    if scalars:
-        sc = [_scalar(s) for s in scalars]
-        carr = (L.Scalar_c * len(sc))(
-            *[L.Scalar_c(s.value, s.kind, s.index) for s in sc])
-    if deps:
-        darr = (c_uint32 * len(deps))(*deps)
-    t = L.Task_c(int(kernel), len(args), targs, len(scalars or ()),
-                 len(deps or ()), carr, darr)
-    return t, targs, (carr, darr)
 
 
 # ---------------------------------------------------------------- stats
@@ -448,11 +445,12 @@ class WorkloadNode:
 class _Handle:
     """The C runtime pointer, shared by a Runtime and its children, so a
     finalizer can tell whether the runtime is still open."""
-    __slots__ = ("ptr", "children", "__weakref__")
+    __slots__ = ("ptr", "children", "tracing", "__weakref__")
 
     def __init__(self):
         self.ptr = None
         self.children = weakref.WeakSet()
+        self.tracing = False  # a Python trace callback may need the GIL
 
 
 def _destroy_runtime(h):
@@ -531,11 +529,7 @@ class Runtime:
     def _native_error(self):
         if self._h.ptr is None:
             return None
-        code, msg = c_int64(), c_char_p()
-        if lib.hbg_runtime_last_native_error(self._h.ptr, byref(code),
-                                             byref(msg)) == 0:
-            return (code.value, (msg.value or b"").decode(errors="replace"))
-        return None
+        return _native_error_at(self._h.ptr)
 
     # -- lifetime
     def close(self):
@@ -587,10 +581,18 @@ class Runtime:
         """A new device Buffer of nbytes (contents undefined)."""
         return Buffer(self, nbytes)
 
+    def host_buffer(self, nbytes):
+        """A HostBuffer of nbytes: host memory that numpy views in place
+        and the device copies from / to directly where it can."""
+        return HostBuffer(self, nbytes)
+
     def buffer(self, data):
         """A new device Buffer holding a copy of data (numpy array, bytes,
         or any object with the buffer protocol)."""
-        mv = memoryview(data).cast("B")
+        mv = memoryview(data)
+        if not mv.c_contiguous:
+            raise ArgumentError(-1, message="data must be C-contiguous")
+        mv = mv.cast("B")
         b = Buffer(self, max(1, mv.nbytes))
         if mv.nbytes:
             b.write(mv)
@@ -620,6 +622,7 @@ class Runtime:
             _check(lib.hbg_runtime_set_trace(p, L.TRACE_FN(), None),
                    "hbg_runtime_set_trace", self)
             self._trace_fn = None
+            self._h.tracing = False
             return
 
         def cb(_user, ev):
@@ -630,6 +633,7 @@ class Runtime:
         _check(lib.hbg_runtime_set_trace(p, cfn, None),
                "hbg_runtime_set_trace", self)
         self._trace_fn = cfn
+        self._h.tracing = True
 
 
 def _policy_index(policy):
@@ -680,9 +684,10 @@ class Buffer:
                self.runtime)
 
     def write(self, data, offset=0):
-        """Copy data (buffer protocol) into the buffer at byte offset."""
+        """Copy data (buffer protocol, or a HostBuffer: read by the device
+        in place where it is pinned) into the buffer at byte offset."""
         p = self._live()
-        mv = memoryview(data)
+        mv = memoryview(data._mm if data.__class__ is HostBuffer else data)
         if not mv.c_contiguous:
             raise ArgumentError(-1, message="data must be C-contiguous")
         mv = mv.cast("B")
@@ -690,18 +695,14 @@ class Buffer:
             raise ArgumentError(-8, message="write of %d bytes at %d "
                                 "outside a %d-byte buffer" %
                                 (mv.nbytes, offset, self.nbytes))
-        if mv.readonly:
-            src = ctypes.c_char_p(mv.tobytes())
-        else:
-            src = (ctypes.c_char * mv.nbytes).from_buffer(mv)
-        _check(lib.hbg_buffer_write(p, self.addr + offset, src, mv.nbytes),
-               "hbg_buffer_write", self.runtime)
+        _B.buffer_write(p, self.addr + offset, mv)
 
     def read_into(self, out, offset=0):
         """Copy from the buffer at byte offset into out (a writable,
-        C-contiguous buffer-protocol object); returns out."""
+        C-contiguous buffer-protocol object, or a HostBuffer); returns
+        out."""
         p = self._live()
-        mv = memoryview(out)
+        mv = memoryview(out._mm if out.__class__ is HostBuffer else out)
         if mv.readonly or not mv.c_contiguous:
             raise ArgumentError(-1, message="out must be writable and "
                                 "C-contiguous")
@@ -710,9 +711,7 @@ class Buffer:
             raise ArgumentError(-8, message="read of %d bytes at %d outside "
                                 "a %d-byte buffer" %
                                 (mv.nbytes, offset, self.nbytes))
-        dst = (ctypes.c_char * mv.nbytes).from_buffer(mv)
-        _check(lib.hbg_buffer_read(p, dst, self.addr + offset, mv.nbytes),
-               "hbg_buffer_read", self.runtime)
+        _B.buffer_read(p, self.addr + offset, mv)
         return out
 
     def read(self, nbytes=None, offset=0):
@@ -725,16 +724,7 @@ class Buffer:
     def numpy(self, dtype="float32", shape=None, offset=0):
         """A new numpy array read from the buffer (needs numpy). dtype is
         an hbg dtype name / DType, or any numpy dtype."""
-        if _np is None:
-            raise ImportError("hbg.Buffer.numpy needs numpy")
-        if isinstance(dtype, (str, int, DType)):
-            d = _dtype(dtype)
-            if d not in _NP_OF:
-                raise ArgumentError(-1, message="numpy has no %s; read it "
-                                    "as np.uint16" % d.name)
-            dt = _np.dtype(_NP_OF[d])
-        else:
-            dt = _np.dtype(dtype)  # any numpy dtype: a raw view of bytes
+        dt = _np_dtype(dtype, "hbg.Buffer.numpy")
         if shape is None:
             shape = ((self.nbytes - offset) // dt.itemsize,)
         arr = _np.empty(shape, dtype=dt)
@@ -751,16 +741,87 @@ class Buffer:
                                                       self.nbytes))
         return t
 
+    def __array__(self, dtype=None, copy=None):
+        """``np.asarray(buffer)``: a copy of the device bytes (as uint8, or
+        dtype). Device memory is not host-addressable: for arrays numpy
+        reads and writes in place, use a HostBuffer."""
+        return self.numpy("u8" if dtype is None else dtype)
+
     def __repr__(self):
         return "<hbg.Buffer addr=%#x nbytes=%d>" % (self.addr, self.nbytes)
 
 
+def _unregister_host(h, dev, addr, pinned, mm):
+    if pinned and h.ptr is not None:
+        lib.hbg_dev_host_unregister(dev, addr)
+    del mm  # the mapping outlives its registration
+
+
+class HostBuffer:
+    """Host memory for device copies that numpy reads and writes in place
+    (``Runtime.host_buffer``): ``np.asarray(hb)`` (``__array_interface__``,
+    uint8) and ``hb.numpy(dtype, shape)`` are views of it, not copies.
+    Registered with the device (``hbg_dev_host_register``) where the
+    backend supports it (``pinned`` is then True): ``Buffer.write(hb)`` /
+    ``Buffer.read_into(hb)`` copy straight between it and device memory.
+    Where it does not (``pinned`` False) those copies are staged through
+    the device's bounce buffers, as for any host memory. The memory lives
+    as long as the HostBuffer or a view of it; closing the runtime only
+    unregisters it."""
+    _order = 2
+
+    def __init__(self, rt, nbytes):
+        nbytes = int(nbytes)
+        if nbytes <= 0:
+            raise ArgumentError(-1, message="host buffer size must be "
+                                "positive")
+        p = rt._ptr()
+        self._mm = mmap.mmap(-1, nbytes)
+        # an export of the mapping: it cannot be closed or resized now
+        self._view = (ctypes.c_char * nbytes).from_buffer(self._mm)
+        self.addr = ctypes.addressof(self._view)
+        self.nbytes = nbytes
+        self.runtime = rt
+        dev = lib.hbg_runtime_device(p)
+        rc = lib.hbg_dev_host_register(dev, self.addr, nbytes)
+        if rc < 0 and rc != -5:  # HBG_E_UNSUPPORTED: plain host memory
+            _check(rc, "hbg_dev_host_register", rt)
+        self.pinned = rc == 0
+        self._fin = weakref.finalize(self, _unregister_host, rt._h, dev,
+                                     self.addr, self.pinned, self._mm)
+        rt._h.children.add(self)
+
+    def _release(self):
+        self._fin()
+
+    @property
+    def __array_interface__(self):
+        return {"version": 3, "shape": (self.nbytes,), "typestr": "|u1",
+                "data": (self.addr, False)}
+
+    def numpy(self, dtype="float32", shape=None):
+        """A numpy view (no copy) of the memory as dtype (an hbg dtype name
+        / DType, or any numpy dtype), shape (default: all of it)."""
+        dt = _np_dtype(dtype, "hbg.HostBuffer.numpy")
+        if shape is None:
+            shape = (self.nbytes // dt.itemsize,)
+        shape = tuple(shape) if hasattr(shape, "__len__") else (int(shape),)
+        count = 1
+        for d in shape:
+            count *= int(d)
+        if any(int(d) < 0 for d in shape) or count * dt.itemsize > self.nbytes:
+            raise ArgumentError(-8, message="a %r %s view needs %d bytes; "
+                                "the host buffer has %d" % (
+                                    shape, dt.name, max(0, count) *
+                                    dt.itemsize, self.nbytes))
+        return _np.frombuffer(self._mm, dt, count).reshape(shape)
+
+    def __repr__(self):
+        return "<hbg.HostBuffer nbytes=%d pinned=%s>" % (self.nbytes,
+                                                        self.pinned)
+
+
 # ---------------------------------------------------------------- record
-
-_rec_lock = threading.Lock()
-_rec_ctx = {}
-_rec_next = [1]
-
 
 class Recorder:
     """Passed to a graph's record callback: the boundary being recorded,
@@ -768,11 +829,7 @@ class Recorder:
 
     def __init__(self, ptr):
         self._p = ptr
-        n = c_uint32()
-        arr = lib.hbg_record_tensors(ptr, byref(n))
-        self.tensors = [Tensor._from_c(arr[i]) for i in range(n.value)]
-        arr = lib.hbg_record_scalars(ptr, byref(n))
-        self.scalars = [arr[i] for i in range(n.value)]
+        self.tensors, self.scalars = _B.record_boundary(ptr)
 
     def task(self, kernel, args, scalars=(), deps=()):
         """Append an inner task (``hbg_record_task``); internal outputs
@@ -781,39 +838,18 @@ class Recorder:
         if self._p is None:
             raise StateError(-13, message="recorder used outside its "
                              "record callback")
-        t, targs, keep = _task_struct(kernel, args, scalars, deps)
-        out = c_uint32()
-        _check(lib.hbg_record_task(self._p, byref(t), byref(out)),
-               "hbg_record_task")
-        for i, a in enumerate(args):
-            a._c.addr = targs[i].addr
-        return out.value
-
-
-@L.RECORD_FN
-def _record_trampoline(rec, user):
-    ctx = _rec_ctx.get(user)
-    if ctx is None:
-        return -11
-    r = Recorder(rec)
-    try:
-        ctx["fn"](r)
-        return 0
-    except BaseException as e:  # surfaced by Bind.graph after the C call
-        ctx["exc"] = e
-        return -11
-    finally:
-        r._p = None
+        return _B.record_task(self._p, kernel, args, scalars, deps)
 
 
 # ---------------------------------------------------------------- binds
 
-_OPEN, _LAUNCHED, _WAITED, _ENDED = range(4)
+_OPEN, _LAUNCHED, _WAITED, _ENDED = range(4)  # _OPEN is 0: tested as false
+_submit_graph, _submit_task = _B.submit_graph, _B.submit_task
 
 
 def _end_bind(h, cell):
     if cell[0] is not None and h.ptr is not None:
-        lib.hbg_bind_end(cell[0])
+        _B.bind_end(cell[0])
     cell[0] = None
 
 
@@ -830,14 +866,17 @@ class Bind:
     _order = 0
 
     def __init__(self, rt):
-        p = c_void_p()
-        _check(lib.hbg_bind_begin(rt._ptr(), byref(p)), "hbg_bind_begin", rt)
+        h = rt._h
+        cell = [None]
         self.runtime = rt
-        self._cell = [p.value]
+        self._h = h
+        self._cell = cell
         self._state = _OPEN
         self.stats = None
-        self._fin = weakref.finalize(self, _end_bind, rt._h, self._cell)
-        rt._h.children.add(self)
+        self._fin = weakref.finalize(self, _end_bind, h, cell)
+        h.children.add(self)
+        # begin last: the library times begin..launch, the caller's work
+        cell[0] = _B.bind_begin(rt._ptr())
 
     def _release(self):
         self._fin()
@@ -860,46 +899,11 @@ class Bind:
         """Append an ordinary task (``hbg_submit_task``): kernel (Kernel),
         args (Tensors), scalars (Scalar or static ints), deps (task ids).
         Returns its task id."""
-        p = self._ptr(_OPEN)
-        t, _targs, _keep = _task_struct(kernel, args, scalars, deps)
-        out = c_uint32()
-        _check(lib.hbg_submit_task(p, byref(t), byref(out)),
-               "hbg_submit_task", self.runtime)
-        return out.value
-
-    def _submit(self, key, tensors, scalars, record, variant, deps, n,
-                flags=0):
-        p = self._ptr(_OPEN)
-        if not callable(record):
-            raise ArgumentError(-1, message="record must be callable")
-        if isinstance(tensors, TensorArray):
-            nt, tarr = tensors.width, tensors._arr
-        else:
-            nt, tarr = len(tensors) // n, _tensor_array(tensors)
-        ns = len(scalars) // n
-        sarr = (c_uint64 * max(1, len(scalars)))(*scalars)
-        varr = (c_uint64 * max(1, len(variant)))(*variant)
-        darr = (c_uint32 * max(1, len(deps)))(*deps)
-        with _rec_lock:
-            tok = _rec_next[0]
-            _rec_next[0] += 1
-        ctx = {"fn": record, "exc": None}
-        _rec_ctx[tok] = ctx
-        g = L.GraphSubmit_c(int(key), varr, len(variant), nt, tarr, sarr, ns,
-                            len(deps), darr, _record_trampoline, tok)
-        out = (c_uint32 * n)()
-        try:
-            if n == 1:
-                rc = lib.hbg_submit_graph(p, byref(g), out)
-            else:
-                rc = lib.hbg_submit_graph_n(p, byref(g), n, flags, out)
-        finally:
-            del _rec_ctx[tok]
-        if ctx["exc"] is not None:
-            raise ctx["exc"]
-        _check(rc, "hbg_submit_graph" if n == 1 else "hbg_submit_graph_n",
-               self.runtime)
-        return list(out)
+        h = self._h
+        if self._state or h.ptr is None:  # not _OPEN, or runtime closed
+            self._ptr(_OPEN)
+        return _submit_task(self._cell[0], h.ptr, kernel, args, scalars, deps,
+                            h.tracing)
 
     def graph(self, key, tensors=(), scalars=(), record=None, variant=(),
               deps=()):
@@ -911,13 +915,16 @@ class Bind:
         recorded in this runtime (an exception it raises propagates from
         here); variant: config values selecting a variant; deps: earlier
         task ids. Returns the task id."""
-        if not isinstance(tensors, TensorArray):
-            tensors = list(tensors)
-        elif tensors.rows != 1:
-            raise ArgumentError(-1, message="graph() takes one row; use "
-                                "graphs() for several")
-        return self._submit(key, tensors, [int(s) for s in scalars],
-                            record, list(variant), list(deps), 1)[0]
+        h = self._h
+        if self._state or h.ptr is None:  # not _OPEN, or runtime closed
+            self._ptr(_OPEN)
+        if tensors.__class__ is TensorArray:
+            if tensors.rows != 1:
+                raise ArgumentError(-1, message="graph() takes one row; use "
+                                    "graphs() for several")
+            tensors = tensors._arr
+        return _submit_graph(self._cell[0], h.ptr, key, tensors, scalars,
+                             record, variant, deps, 0, False, h.tracing)
 
     def graphs(self, key, tensors, scalars=None, record=None, variant=(),
                deps=(), chain=False):
@@ -931,42 +938,42 @@ class Bind:
         n = len(tensors)
         if n == 0:
             return []
-        if scalars is None:
-            scalars = [()] * n
-        if len(scalars) != n:
-            raise ArgumentError(-1, message="tensors and scalars differ in "
-                                "length")
-        ns = len(scalars[0])
-        if any(len(s) != ns for s in scalars):
-            raise ArgumentError(-1, message="every replay needs the same "
-                                "number of boundary scalars")
-        if isinstance(tensors, TensorArray):
-            flat_t = tensors
+        h = self._h
+        if self._state != _OPEN or h.ptr is None:
+            self._ptr(_OPEN)
+        if tensors.__class__ is TensorArray:
+            flat = tensors._arr
         else:
             nt = len(tensors[0])
             if any(len(t) != nt for t in tensors):
                 raise ArgumentError(-1, message="every replay needs the "
                                     "same number of boundary tensors")
-            flat_t = [t for row in tensors for t in row]
-        flat_s = [int(s) for row in scalars for s in row]
+            flat = [t for row in tensors for t in row]
         if not L.HAVE_BATCH:
-            if isinstance(tensors, TensorArray):
+            if tensors.__class__ is TensorArray:
                 raise ArgumentError(-5, message="this libhbg has no "
                                     "hbg_submit_graph_n")
+            if scalars is None:
+                scalars = [()] * n
+            if len(scalars) != n:
+                raise ArgumentError(-1, message="tensors and scalars differ "
+                                    "in length")
             ids = []
             for i in range(n):
                 d = [ids[-1]] if chain and ids else deps
                 ids.append(self.graph(key, tensors[i], scalars[i], record,
                                       variant, d))
             return ids
-        return self._submit(key, flat_t, flat_s, record, list(variant),
-                            list(deps), n, 1 if chain else 0)
+        return _B.submit_graph(self._cell[0], h.ptr, key, flat, scalars,
+                               record, variant, deps, n, chain, h.tracing)
 
     def launch(self):
         """Upload what is left and launch the bind (``hbg_bind_launch``).
         A second launch raises StateError."""
-        p = self._ptr(_OPEN)
-        _check(lib.hbg_bind_launch(p), "hbg_bind_launch", self.runtime)
+        h = self._h
+        if self._state != _OPEN or h.ptr is None:
+            self._ptr(_OPEN)
+        _B.bind_launch(self._cell[0], h.ptr)
         self._state = _LAUNCHED
 
     def wait(self):
@@ -974,7 +981,7 @@ class Bind:
         keeps its BindStats."""
         p = self._ptr(_LAUNCHED, _WAITED)
         if self._state == _LAUNCHED:
-            rc = lib.hbg_bind_wait(p)
+            rc = _B.bind_wait(p)
             self._state = _WAITED
             self.stats = self._get_stats(p)
             _check(rc, "hbg_bind_wait", self.runtime)
@@ -1113,3 +1120,6 @@ class Workload:
         _check(lib.hbg_workload_verify(self._ptr(), int(step), byref(err)),
                "hbg_workload_verify", self.runtime)
         return err.value
+
+
+_B.init(L.lib._hbg_path, _error_factory, Tensor, Recorder)

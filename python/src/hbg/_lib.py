@@ -19,7 +19,9 @@ class LibraryNotFoundError(ImportError):
         super().__init__(
             "hbg: cannot load the hbg C library; tried, in order:\n%s\n"
             "Set HBG_LIBRARY to the built library (e.g. build/libhbg.so), or "
-            "copy it next to the hbg package." % lines)
+            "install the package from a built tree (`make`, then pip "
+            "install ./python: it copies build/libhbg.so.0 into the "
+            "package), or copy it next to the hbg package." % lines)
 
 
 def _candidates():
@@ -193,6 +195,7 @@ _SIGS = {
     "hbg_version_string": (c_char_p, []),
     "hbg_err_name": (c_char_p, [c_int]),
     "hbg_strerror": (c_char_p, [c_int]),
+    "hbg_last_error": (c_char_p, []),
     "hbg_dtype_size": (c_uint32, [c_uint32]),
     "hbg_tensor_contig": (c_int, [POINTER(Tensor_c), c_uint64, c_uint64,
                                   c_uint32, c_uint32, POINTER(c_uint32),
@@ -250,6 +253,8 @@ _SIGS = {
     "hbg_device_backend": (POINTER(DevOpsHead_c), [c_uint32]),
     "hbg_device_open_error": (c_char_p, []),
     "hbg_dev_stats_get": (c_int, [_P, _P]),
+    "hbg_dev_host_register": (c_int, [_P, _P, c_size_t]),
+    "hbg_dev_host_unregister": (c_int, [_P, _P]),
 }
 
 # Newer entry points: bound when the library has them.
