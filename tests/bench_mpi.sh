@@ -35,10 +35,12 @@ run 0 "${mpi[@]}" "$hbg" bench --mpi "${small[@]}" --json "$tmp/m.json"
 grep -q '^hbg bench --mpi: 2 ranks, sim' "$tmp/out" || fail "table: no header"
 grep -Eq '^0 +[^ ]+ +0 +yes +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9]+$' "$tmp/out" || fail "table: rank 0 row"
 grep -Eq '^1 +[^ ]+ +1 +yes ' "$tmp/out" || fail "table: rank 1 row"
+grep -q '^binds/s across ranks: [0-9]' "$tmp/out" || fail "table: binds/s"
 python3 - "$tmp/m.json" <<'PY' || fail "combined json"
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["mode"] == "mpi" and d["size"] == 2 and d["verified"] is True
+assert d["binds_per_s"] > 0
 r = d["ranks"]
 assert [x["rank"] for x in r] == [0, 1] and [x["ordinal"] for x in r] == [0, 1]
 for x in r:

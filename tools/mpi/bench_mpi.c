@@ -171,6 +171,7 @@ static cJSON *combine(const bench_multi_ctx *c, int size, const char *text,
     return NULL;
   }
   *verified = 1;
+  double binds = 0, longest = 0;
   int bad = cJSON_AddStringToObject(root, "mode", "mpi") ? 0 : -1;
   bad |= cJSON_AddNumberToObject(root, "size", size) ? 0 : -1;
   bad |= cJSON_AddStringToObject(root, "device", c->device) ? 0 : -1;
@@ -187,8 +188,16 @@ static cJSON *combine(const bench_multi_ctx *c, int size, const char *text,
     }
     if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(row, "verified")))
       *verified = 0;
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(row, "binds");
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(row, "busy_s");
+    binds += cJSON_IsNumber(b) ? b->valuedouble : 0;
+    if (cJSON_IsNumber(t) && t->valuedouble > longest)
+      longest = t->valuedouble;
   }
   bad |= cJSON_AddBoolToObject(root, "verified", *verified) ? 0 : -1;
+  /* every rank starts at the barrier: the longest run bounds them all */
+  bad |= cJSON_AddNumberToObject(root, "binds_per_s",
+                                 longest > 0 ? binds / longest : 0) ? 0 : -1;
   if (bad) {
     cJSON_Delete(root);
     return NULL;
@@ -228,6 +237,9 @@ static void print_table(const bench_multi_ctx *c, const cJSON *doc) {
       printf(" %13.1f", policy_median(row, p));
     printf(" %10.0f\n", cJSON_IsNumber(bps) ? bps->valuedouble : -1.0);
   }
+  const cJSON *all = cJSON_GetObjectItemCaseSensitive(doc, "binds_per_s");
+  printf("\nbinds/s across ranks: %.0f (every rank's binds over the longest "
+         "rank's run)\n", cJSON_IsNumber(all) ? all->valuedouble : -1.0);
 }
 
 /* This rank's row as JSON text (malloc'ed), or NULL (no memory). */
