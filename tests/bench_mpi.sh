@@ -8,8 +8,7 @@
 # Usage: bench_mpi.sh HBG
 set -eu
 hbg=$1
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fail() { echo "bench_mpi: $*" >&2; exit 1; }
+t_name=bench_mpi; . "$(dirname "$0")/sh_helpers.sh"
 command -v mpirun >/dev/null || { echo "SKIP: no mpirun"; exit 77; }
 command -v timeout >/dev/null || { echo "SKIP: no timeout"; exit 77; }
 command -v python3 >/dev/null || { echo "SKIP: no python3 to read the JSON"; exit 77; }

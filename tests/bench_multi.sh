@@ -8,13 +8,7 @@
 # Usage: bench_multi.sh HBG HBG_WITHOUT_MPI|-
 set -eu
 hbg=$1; nompi=${2:--}
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fail() { echo "bench_multi: $*" >&2; exit 1; }
-expect_rc() { # expect_rc CODE cmd...
-  local want=$1; shift
-  set +e; "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?; set -e
-  [ "$rc" = "$want" ] || { cat "$tmp/err" >&2; fail "'$*' exited $rc, expected $want"; }
-}
+t_name=bench_multi; . "$(dirname "$0")/sh_helpers.sh"
 command -v python3 >/dev/null || { echo "SKIP: no python3 to read the JSON"; exit 77; }
 small=(--workload qwen3-14b --layers 2 --rounds 4 --warmup 1 --interleave 2)
 
