@@ -62,6 +62,13 @@ assert all(x["ordinal_from"].startswith("device=") for x in d["ranks"])
 assert d["ranks"][0]["device_options"] == "spin=0" and d["verified"]
 ' "$tmp/o.json" || fail "device= override"
 
+# a device= that is not an ordinal: the rank fails, named
+run nonzero mpirun --allow-run-as-root -n 1 "$hbg" bench --mpi "${small[@]}" \
+  --device-options device=first
+grep -q 'bad device= in the device options' "$tmp/err" &&
+  grep -q 'hbg bench: rank 0 failed: ' "$tmp/err" ||
+  { cat "$tmp/err" >&2; fail "bad device= not reported"; }
+
 # a failure on rank 1 while rank 0 has a long run ahead (about 10 minutes
 # here): rank 0 prints it and aborts at once
 long=(--workload qwen3-14b --layers 2 --rounds 100000 --warmup 0)

@@ -74,6 +74,8 @@ expect_rc 2 "$hbg" bench --devices 2 --device-options spin=0,device=1
 grep -q 'take device= out' "$tmp/err" || fail "no message for device="
 [ ! -e "$tmp/x.csv" ] || fail "a refused run left its output"
 if [ "$nompi" != - ]; then
+  expect_rc 2 "$hbg" bench --mpi --devices 2
+  grep -q 'exclude one another' "$tmp/err" || fail "no message for --mpi with --devices"
   # the same CLI built without MPI: --mpi is a usage error naming it
   expect_rc 2 "$nompi" bench --mpi
   grep -q 'built without MPI support' "$tmp/err" || fail "--mpi without MPI: no message"

@@ -272,7 +272,9 @@ int bench_mpi_main(const bench_multi_ctx *c) {
   r.d.index = (uint32_t)r.rank;
   r.backend = c->device;
   const char *fail = getenv("HBG_TEST_FAIL_RANK");
-  r.inject = fail && *fail && atoi(fail) == r.rank;
+  uint32_t victim[1];
+  r.inject = fail && bench_place_parse_list(fail, victim, 1) == 1 &&
+             victim[0] == (uint32_t)r.rank;
 
   if (pick_ordinal(&r, c->device_options) < 0) {
     bench_dev_fail(&r.d, HBG_E_INVAL, "no device ordinal");
