@@ -38,6 +38,19 @@ if [ $pyok = 0 ]; then
     echo "  apt-get update && apt-get install -y --no-install-recommends $PYPKGS" >&2
   fi
 fi
+# Open MPI for `hbg bench --mpi` and its test (CTest bench_mpi): installed
+# as root, otherwise only a note (without it the CLI is built without --mpi).
+MPIPKGS="openmpi-bin libopenmpi-dev"
+if ! command -v mpicc >/dev/null 2>&1 || ! command -v mpirun >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    [ $missing = 0 ] && PKGS="" # only what is missing
+    PKGS="$PKGS $MPIPKGS"
+    missing=1
+  else
+    echo "hbg: note: hbg bench --mpi needs Open MPI; as root:" >&2
+    echo "  apt-get update && apt-get install -y --no-install-recommends $MPIPKGS" >&2
+  fi
+fi
 [ $missing = 0 ] && exit 0
 
 cmd="apt-get update && apt-get install -y --no-install-recommends $PKGS"

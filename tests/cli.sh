@@ -4,13 +4,7 @@
 set -eu
 hbg=$1; gen=$2; build=${3:-plain}
 src=$(cd "$(dirname "$0")" && pwd)
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fail() { echo "cli: $*" >&2; exit 1; }
-expect_rc() { # expect_rc CODE cmd...
-  local want=$1; shift
-  set +e; "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?; set -e
-  [ "$rc" = "$want" ] || { cat "$tmp/err" >&2; fail "'$*' exited $rc, expected $want"; }
-}
+t_name=cli; . "$(dirname "$0")/sh_helpers.sh"
 
 "$hbg" version | grep -q '^hbg [0-9]' || fail "version"
 expect_rc 2 "$hbg"

@@ -11,6 +11,7 @@
 #include <hbg/hbg_workload.h>
 
 #include "bench_host.h"
+#include "bench_multi.h"
 #include "bench_out.h"
 #include "bench_stats.h"
 #include "cli.h"
@@ -32,6 +33,8 @@ typedef struct bench_opts {
   uint32_t n_policies;
   int peers[MAX_PEERS]; /* --arm: HBG_PEER_* */
   uint32_t n_peers;
+  bench_multi_opts multi; /* --devices, --device-list, --mpi */
+  const char *host_alloc_res; /* the allocator arm in effect, reported */
 } bench_opts;
 
 typedef struct trace_slot {
@@ -75,6 +78,9 @@ typedef struct bench {
   trace_buf tb;
   int progress;
   size_t done, total;
+  bench_result res; /* fill_result */
+  bench_policy_res pol[MAX_ARMS];
+  char profile[64], spin[32];
 } bench;
 
 static const char *const track_names[] = {"orchestration", "uploads (host)",
@@ -130,12 +136,25 @@ static void usage(FILE *f) {
 "  --csv FILE            one row per measured bind\n"
 "  --svg FILE            stacked bar chart of the control-plane phases\n"
 "  --trace FILE          Chrome/Perfetto trace of %u extra binds per policy\n"
+"  --devices N           drive N devices at once, one host thread each, the\n"
+"                        same schedule on every one (sim: N sims; cuda:\n"
+"                        ordinals 0..N-1), beside device 0 alone (the N=1\n"
+"                        baseline, in alternate blocks); reports each device\n"
+"                        and the aggregate (at most %u)\n"
+"  --device-list L       as --devices, on the ordinals of the comma list L\n"
+"  --mpi                 one rank per device under mpirun: the ordinal is the\n"
+"                        launcher's local rank (OMPI_COMM_WORLD_LOCAL_RANK,\n"
+"                        PMI_LOCAL_RANK, MPI_LOCALRANKID, SLURM_LOCALID), or\n"
+"                        device= of --device-options; rank 0 writes the\n"
+"                        combined table and --json (exit 2 when this hbg was\n"
+"                        built without MPI)\n"
+"                        (--csv, --svg and --trace are for one device)\n"
 "  --quiet               no table, no progress\n"
 "  --help                this text\n"
 "\n"
 "Exit status: 0, 1 on an error or a verification mismatch, 2 on bad usage\n"
 "(--arm without --device cuda included).\n",
-          HBG_WORKLOAD_MAX_LAYERS, TRACE_BINDS);
+          HBG_WORKLOAD_MAX_LAYERS, TRACE_BINDS, BENCH_PLACE_MAX);
 }
 
 /* ---------------- options ---------------- */
@@ -225,15 +244,23 @@ static int parse_peers(bench_opts *o, const char *s) {
   return -1;
 }
 
+/* The device the run would use (--device, else HBG_DEVICE, else sim) and
+ * its options (--device-options, else HBG_DEVICE_OPTIONS, else NULL). */
+static const char *run_device(const bench_opts *o, const char **options) {
+  hbg_config cfg;
+  hbg_config_init(&cfg);
+  if (options)
+    *options = o->device_options ? o->device_options : cfg.device_options;
+  return o->device ? o->device : cfg.device ? cfg.device : "sim";
+}
+
 /* The peers run CUDA kernels: on any other device the run would fail at
  * hbg_peer_create, after the policies' setup. Refused here instead, with
- * the device the run would use (--device, else HBG_DEVICE, else sim). */
+ * the device the run would use. */
 static int check_peer_device(const bench_opts *o) {
   if (!o->n_peers)
     return 0;
-  hbg_config cfg;
-  hbg_config_init(&cfg);
-  const char *dev = o->device ? o->device : cfg.device ? cfg.device : "sim";
+  const char *dev = run_device(o, NULL);
   if (!strcmp(dev, "cuda"))
     return 0;
   fprintf(stderr,
@@ -266,6 +293,11 @@ static int parse_opts(bench_opts *o, int argc, char **argv) {
     }
     if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
       o->quiet = 1;
+      continue;
+    }
+    if (!strcmp(a, "--mpi")) {
+      if (bench_multi_opt_mpi(&o->multi) < 0)
+        return -1;
       continue;
     }
 #define OPT(name) ((r = take(argc, argv, &i, name, &v)) != 0)
@@ -329,6 +361,9 @@ static int parse_opts(bench_opts *o, int argc, char **argv) {
                 "hbg bench: bad --host-alloc '%s': want retain or trim\n", v);
         return -1;
       }
+    } else if (OPT("--devices") || OPT("--device-list")) {
+      if (r > 0 && bench_multi_opt(&o->multi, a, v) < 0)
+        return -1;
     } else if (OPT("--json"))
       o->json = v;
     else if (OPT("--csv"))
@@ -345,6 +380,11 @@ static int parse_opts(bench_opts *o, int argc, char **argv) {
     if (r < 0)
       return -1;
   }
+  const char *dev_opts;
+  run_device(o, &dev_opts);
+  if (bench_multi_check(&o->multi, o->csv || o->svg || o->trace,
+                        dev_opts) < 0)
+    return -1;
   for (uint32_t k = 0; k < hbg_workload_count(); k++)
     if (!strcmp(o->workload, hbg_workload_name(k)))
       return check_peer_device(o);
@@ -382,18 +422,29 @@ static const char *arm_name(const bench_arm *a) {
   return a->peer ? hbg_peer_name(a->peer) : hbg_policy_name(a->policy);
 }
 
+/* The calling thread's last report, for bench_unit_last_error: a device
+ * driven by its own thread (--devices) or rank (--mpi) hands it on. */
+static _Thread_local char last_report[512];
+
 static int report(const bench_arm *a, const char *what, int rc) {
   const char *why = hbg_last_error();
-  fprintf(stderr, "hbg bench: %s%s%s failed: %s (%s)%s%s\n",
-          a ? arm_name(a) : "", a ? ": " : "", what,
-          hbg_err_name(rc), hbg_strerror(rc), *why ? ": " : "", why);
+  int n = snprintf(last_report, sizeof last_report, "%s%s%s failed: %s (%s)%s%s",
+                   a ? arm_name(a) : "", a ? ": " : "", what,
+                   hbg_err_name(rc), hbg_strerror(rc), *why ? ": " : "", why);
+  fprintf(stderr, "hbg bench: %s\n", last_report);
   int64_t code;
   const char *msg = NULL;
-  if (a && a->rt && hbg_runtime_last_native_error(a->rt, &code, &msg) == 0)
+  if (a && a->rt && hbg_runtime_last_native_error(a->rt, &code, &msg) == 0) {
     fprintf(stderr, "hbg bench:   native error %lld: %s\n", (long long)code,
             msg ? msg : "");
+    if (n >= 0 && (size_t)n < sizeof last_report)
+      snprintf(last_report + n, sizeof last_report - (size_t)n,
+               "; native error %lld: %s", (long long)code, msg ? msg : "");
+  }
   return rc;
 }
+
+const char *bench_unit_last_error(void) { return last_report; }
 
 /* ---------------- tracing ---------------- */
 
@@ -797,6 +848,112 @@ static void close_arms(bench *B) {
   }
 }
 
+/* B->res and B->pol from the measured binds and the run's settings.
+ * @return 0, or -1 (out of memory, reported). */
+static int fill_result(bench *B) {
+  const bench_opts *o = &B->o;
+  bench_result *res = &B->res;
+  int rc;
+  res->host_alloc = o->host_alloc_res;
+  res->glibc_tunables = getenv("GLIBC_TUNABLES");
+  res->workload = o->workload;
+  res->device_options = o->device_options;
+  rc = bench_opt_get(o->device_options, "profile", B->profile,
+                     sizeof B->profile);
+  res->device_profile = rc > 0 ? B->profile : rc < 0 ? "?" : "none";
+  res->sim_spin_us = -1;
+  if (!strcmp(res->device, "sim")) {
+    res->sim_spin_us = BENCH_SIM_SPIN_DEFAULT_US;
+    if (bench_opt_get(o->device_options, "spin", B->spin, sizeof B->spin) > 0)
+      res->sim_spin_us = strtoll(B->spin, NULL, 10);
+  }
+  res->version = hbg_version_string();
+  res->rounds = o->rounds;
+  res->warmup = o->warmup;
+  res->interleave = o->interleave;
+  res->verify_every = o->verify_every;
+  res->pipeline = (uint32_t)o->pipeline;
+  res->chunk = o->chunk;
+  res->def_size = o->def_size;
+  res->trim = o->trim;
+  res->n_policies = B->n_pol;
+  res->n_arms = B->n_arms - B->n_pol;
+  res->pol = B->pol;
+  res->n_recs = (size_t)B->n_arms * o->rounds;
+  res->recs = B->recs;
+  for (uint32_t i = 0; i < B->n_arms; i++) {
+    const bench_arm *a = &B->arms[i];
+    B->pol[i].name = arm_name(a);
+    B->pol[i].arm = a->peer != 0;
+    B->pol[i].capture_ns = a->capture_ns;
+    B->pol[i].instantiate_ns = a->instantiate_ns;
+    B->pol[i].captures = a->captures;
+  }
+  bench_result_machine(res);
+  if (bench_result_compute(res) < 0) {
+    report(NULL, "statistics", HBG_E_NOMEM);
+    return -1;
+  }
+  return 0;
+}
+
+/* ---------------- hooks for bench_multi.c ---------------- */
+
+int bench_unit_open(const bench_opts *o, const char *device_options,
+                    bench_unit **out) {
+  *out = NULL;
+  bench *B = calloc(1, sizeof *B);
+  if (!B)
+    return report(NULL, "calloc", HBG_E_NOMEM);
+  *out = B;
+  B->o = *o;
+  B->o.device_options = device_options;
+  B->recs = calloc((size_t)(o->n_policies + o->n_peers) * o->rounds,
+                   sizeof *B->recs);
+  if (!B->recs)
+    return report(NULL, "calloc", HBG_E_NOMEM);
+  return open_arms(B, &B->res.device, &B->res.layers);
+}
+
+int bench_unit_step(bench_unit *u, const bench_slot *s) {
+  return run_bind(u, &u->arms[s->arm], s);
+}
+
+int bench_unit_result(bench_unit *u, const bench_result **out) {
+  if (fill_result(u) < 0)
+    return -1;
+  *out = &u->res;
+  return 0;
+}
+
+uint32_t bench_unit_mismatches(const bench_unit *u) { return u->mismatches; }
+
+void bench_unit_close(bench_unit *u) {
+  if (!u)
+    return;
+  close_arms(u);
+  free(u->tb.s);
+  free(u->recs);
+  free(u);
+}
+
+/* --devices, --device-list, --mpi. */
+static int run_multi(const bench_opts *o) {
+  bench_multi_ctx c;
+  memset(&c, 0, sizeof c);
+  c.m = &o->multi;
+  c.opts = o;
+  c.device = run_device(o, &c.device_options);
+  c.workload = o->workload;
+  c.json = o->json;
+  c.quiet = o->quiet;
+  c.n_arms = o->n_policies + o->n_peers;
+  c.warmup = o->warmup;
+  c.rounds = o->rounds;
+  c.interleave = o->interleave;
+  return o->multi.mpi ? bench_mpi_main(&c) : bench_multi_main(&c);
+}
+
 int hbg_cmd_bench(int argc, char **argv) {
   bench B;
   memset(&B, 0, sizeof B);
@@ -810,31 +967,27 @@ int hbg_cmd_bench(int argc, char **argv) {
     return 2;
   }
   const bench_opts *o = &B.o;
-  bench_policy_res pol[MAX_ARMS];
-  bench_result res;
-  memset(&res, 0, sizeof res);
-  memset(pol, 0, sizeof pol);
   int status = 1;
-  char profile[64], spin[32];
 
   rc = bench_host_alloc_apply(o->host_alloc);
-  res.host_alloc = rc ? "system" : bench_host_alloc_name(o->host_alloc);
+  B.o.host_alloc_res = rc ? "system" : bench_host_alloc_name(o->host_alloc);
   if (rc)
     fprintf(stderr, "hbg bench: --host-alloc %s needs glibc's malloc and "
                     "mallopt; this run keeps the allocator's defaults "
                     "(recorded as \"system\")\n",
             bench_host_alloc_name(o->host_alloc));
-  res.glibc_tunables = getenv("GLIBC_TUNABLES");
 
   if (check_outputs(o) < 0)
     return 1;
+  if (bench_multi_wanted(&o->multi))
+    return run_multi(o);
   B.recs = calloc((size_t)(o->n_policies + o->n_peers) * o->rounds,
                   sizeof *B.recs);
   if (!B.recs) {
     report(NULL, "calloc", HBG_E_NOMEM);
     return 1;
   }
-  if (open_arms(&B, &res.device, &res.layers) < 0)
+  if (open_arms(&B, &B.res.device, &B.res.layers) < 0)
     goto out;
   B.total = bench_schedule_len(B.n_arms, o->warmup, o->rounds) +
             (o->trace ? (size_t)B.n_pol * TRACE_BINDS : 0);
@@ -847,51 +1000,17 @@ int hbg_cmd_bench(int argc, char **argv) {
     fprintf(stderr, "\r\033[K");
   B.progress = 0;
 
-  res.workload = o->workload;
-  res.device_options = o->device_options;
-  rc = bench_opt_get(o->device_options, "profile", profile, sizeof profile);
-  res.device_profile = rc > 0 ? profile : rc < 0 ? "?" : "none";
-  res.sim_spin_us = -1;
-  if (!strcmp(res.device, "sim")) {
-    res.sim_spin_us = BENCH_SIM_SPIN_DEFAULT_US;
-    if (bench_opt_get(o->device_options, "spin", spin, sizeof spin) > 0)
-      res.sim_spin_us = strtoll(spin, NULL, 10);
-  }
-  res.version = hbg_version_string();
-  res.rounds = o->rounds;
-  res.warmup = o->warmup;
-  res.interleave = o->interleave;
-  res.verify_every = o->verify_every;
-  res.pipeline = (uint32_t)o->pipeline;
-  res.chunk = o->chunk;
-  res.def_size = o->def_size;
-  res.trim = o->trim;
-  res.n_policies = B.n_pol;
-  res.n_arms = B.n_arms - B.n_pol;
-  res.pol = pol;
-  res.n_recs = (size_t)B.n_arms * o->rounds;
-  res.recs = B.recs;
-  for (uint32_t i = 0; i < B.n_arms; i++) {
-    const bench_arm *a = &B.arms[i];
-    pol[i].name = arm_name(a);
-    pol[i].arm = a->peer != 0;
-    pol[i].capture_ns = a->capture_ns;
-    pol[i].instantiate_ns = a->instantiate_ns;
-    pol[i].captures = a->captures;
-  }
-  bench_result_machine(&res);
-  if (bench_result_compute(&res) < 0) {
-    report(NULL, "statistics", HBG_E_NOMEM);
+  if (fill_result(&B) < 0)
     goto out;
-  }
+  const bench_result *res = &B.res;
   status = B.mismatches ? 1 : 0;
-  if (!o->quiet && bench_print_table(&res, stdout) < 0)
+  if (!o->quiet && bench_print_table(res, stdout) < 0)
     status = 1;
-  if (o->json && write_out(o->json, bench_write_json, &res) < 0)
+  if (o->json && write_out(o->json, bench_write_json, res) < 0)
     status = 1;
-  if (o->csv && write_out(o->csv, bench_write_csv, &res) < 0)
+  if (o->csv && write_out(o->csv, bench_write_csv, res) < 0)
     status = 1;
-  if (o->svg && write_out(o->svg, bench_write_svg, &res) < 0)
+  if (o->svg && write_out(o->svg, bench_write_svg, res) < 0)
     status = 1;
   if (o->trace && write_trace(&B) < 0)
     status = 1;

@@ -152,6 +152,31 @@ def test_bench_policy_subset_and_errors():
         hbg.bench(arms=["eager", "cuda-graph"], device="sim", rounds=1)
 
 
+def test_bench_devices():
+    r = hbg.bench(layers=2, policies="coalesced,deferred", rounds=4,
+                  warmup=1, devices=2)
+    assert r["mode"] == "devices" and len(r.devices) == 2
+    assert [d["ordinal"] for d in r.devices] == [0, 1]
+    assert all(d["verified"] for d in r.devices)
+    assert r.aggregate["verified"] and r.n1["device"]["verified"]
+    names = [p["name"] for p in r.aggregate["policies"]]
+    assert names == ["coalesced", "deferred"]
+    for d in r.devices:
+        assert [p["name"] for p in d["policies"]] == names
+        assert all(p["ratio_to_n1"] > 0 for p in d["policies"])
+        assert d["thread_cpu_s"] > 0
+    assert "on 2 devices" in repr(r) and "worst device" in r.table
+    r = hbg.bench(layers=1, policies="deferred", rounds=2, warmup=0,
+                  device_list=[2, 0])
+    assert [d["ordinal"] for d in r.devices] == [2, 0]
+    with pytest.raises(hbg.ArgumentError, match="--devices"):
+        hbg.bench(rounds=1, devices=0)
+    with pytest.raises(hbg.ArgumentError, match="--device-list"):
+        hbg.bench(rounds=1, device_list="1,1")
+    with pytest.raises(hbg.ArgumentError, match="for one device"):
+        hbg.bench(rounds=1, devices=2, csv="x.csv")
+
+
 def test_python_m_hbg_bench(tmp_path):
     out = tmp_path / "b.json"
     r = subprocess.run([sys.executable, "-m", "hbg", "bench", "--workload",

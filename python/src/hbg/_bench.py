@@ -50,7 +50,10 @@ class BenchResult:
     (same schema), ``to_json()`` its text, ``policies`` the per-policy
     entries by name, ``arms`` the peer arms' (``bench(arms=...)``) by name,
     ``table`` the CLI's text table, ``plot()`` a
-    matplotlib bar chart of the control-plane phases."""
+    matplotlib bar chart of the control-plane phases. A run over several
+    devices (``bench(devices=N)``) has ``devices``, one row per device,
+    ``aggregate`` (every device together, the worst device per policy) and
+    ``n1`` (device 0 alone in the same run)."""
 
     PHASES = ("host_orch", "graph_upload", "window_upload")
 
@@ -73,10 +76,29 @@ class BenchResult:
     def arms(self):
         return {p["name"]: p for p in self._d.get("arms", [])}
 
+    @property
+    def devices(self):
+        return list(self._d.get("per_device", []))
+
+    @property
+    def aggregate(self):
+        return self._d.get("aggregate")
+
+    @property
+    def n1(self):
+        return self._d.get("n1")
+
     def __getitem__(self, k):
         return self._d[k]
 
     def __repr__(self):
+        if self._d.get("mode") == "devices":
+            return "<hbg.BenchResult %s on %d devices: %s>" % (
+                self._d.get("workload"), self._d.get("devices"), ", ".join(
+                    "%s %.1f us (%.2fx N=1)" % (p["name"],
+                                                p["control_plane_median_us"],
+                                                p["ratio_to_n1"])
+                    for p in self.aggregate["policies"]))
         return "<hbg.BenchResult %s: %s>" % (
             self._d.get("workload"), ", ".join(
                 "%s %.1f us" % (p["name"], p["control_plane_us"]["median"])
@@ -113,14 +135,19 @@ def bench(workload="qwen3-14b", policies=None, rounds=60, warmup=5,
           layers=None, device=None, device_options=None, interleave=None,
           trim=None, chunk=None, pipeline=False, verify_every=None,
           host_alloc=None, def_size=None, csv=None, svg=None, trace=None,
-          arms=None, cli=None, timeout=None):
+          arms=None, devices=None, device_list=None, cli=None,
+          timeout=None):
     """Run the policies side by side on a built-in workload and return a
     BenchResult. Arguments mirror `hbg bench` (see ``hbg bench --help``);
     policies is a list or comma string (default: every policy the library
     has, hbg.policies()); arms a list or comma string of peer arms
     ("eager", "cuda-graph"; they need device="cuda"). Raises ArgumentError
     for an unknown policy or bad usage (an unknown arm, arms without cuda)
-    and HbgError when the run fails or a bind differs from the reference."""
+    and HbgError when the run fails or a bind differs from the reference.
+    devices=N drives N devices at once, one host thread each, beside
+    device 0 alone (``hbg bench --devices N``); device_list a list or comma
+    string of device ordinals instead (``--device-list``); the result then
+    has ``devices``, ``aggregate`` and ``n1``."""
     have = _policies()
     if policies is None:
         policies = have
@@ -141,13 +168,18 @@ def bench(workload="qwen3-14b", policies=None, rounds=60, warmup=5,
                ("--interleave", interleave), ("--trim", trim),
                ("--chunk", chunk), ("--verify-every", verify_every),
                ("--host-alloc", host_alloc), ("--def-size", def_size),
-               ("--csv", csv), ("--svg", svg), ("--trace", trace)]
+               ("--csv", csv), ("--svg", svg), ("--trace", trace),
+               ("--devices", devices)]
         for name, v in opt:
             if v is not None:
                 argv += [name, str(v)]
         if arms:
             argv += ["--arm", arms if isinstance(arms, str)
                      else ",".join(arms)]
+        if device_list is not None:
+            argv += ["--device-list", device_list
+                     if isinstance(device_list, str)
+                     else ",".join(str(d) for d in device_list)]
         if pipeline:
             argv.append("--pipeline")
         r = subprocess.run(argv, stdout=subprocess.PIPE,
