@@ -99,9 +99,10 @@ assert rows[1]["bench"]["device_options"] == "exec=device,device=3"
     --device-options exec=device --device-list 0,3
   grep -q "device #1 (ordinal 3, options 'exec=device,device=3') failed: .*device=3: only 2 GPU" "$tmp/err" ||
     fail "missing device: no message"
-  # the launch verifier leaves outputs unwritten: every device unverified
+  # the launch verifier (exec=verify) leaves outputs unwritten: every
+  # device unverified
   HBG_MOCK_CUDA_NDEV=2 expect_rc 1 "$hbg" bench "${cuda[@]}" --devices 2 \
-    --json "$tmp/u.json"
+    --device-options exec=verify --json "$tmp/u.json"
   grep -q '0 of 2 devices (and the N=1 run: no) matched' "$tmp/err" ||
     fail "unverified devices: no message"
   python3 -c '
