@@ -135,6 +135,34 @@ static int check_deps(const hbg_bind *b, const hbg_task_id *deps,
   return 0;
 }
 
+/* HBG_DEPS_INFERRED: the entry's dependencies from its n tensors (mode
+ * from modes[i] when given) merged with its explicit ones; *deps and *n_deps
+ * then point at the merged list. Changes no record: hbg__deps_commit does,
+ * once the entry is published. */
+static int infer_deps(hbg_bind *b, const hbg_tensor *t, uint32_t n,
+                      const uint8_t *modes, const char *who,
+                      const hbg_task_id **deps, uint32_t *n_deps) {
+  if (b->rt->cfg.deps != HBG_DEPS_INFERRED)
+    return 0;
+  hbg__deps *d = &b->deps;
+  hbg__deps_entry(d);
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t mode = modes ? modes[i] : t[i].mode;
+    HBG__TRY(hbg__deps_add(d, t[i].addr + t[i].offset,
+                           hbg_tensor_extent(&t[i]),
+                           (mode & HBG_ACCESS_OUT) != 0));
+  }
+  HBG__TRY(hbg__deps_infer(d, *deps, *n_deps, who, b->n_tasks));
+  *deps = d->out;
+  *n_deps = d->n_out;
+  return 0;
+}
+
+static void commit_deps(hbg_bind *b, uint32_t self) {
+  if (b->rt->cfg.deps == HBG_DEPS_INFERRED)
+    hbg__deps_commit(&b->deps, self);
+}
+
 static void to_sub_tensor(hbg_sub_tensor *d, const hbg_tensor *t) {
   memset(d, 0, sizeof *d);
   d->addr = t->addr;
@@ -284,6 +312,7 @@ void hbg__bind_reset(hbg_bind *b) {
   b->err_node = HBG_TASK_NONE;
   b->nested_upload_ns = 0;
   hbg__map_clear(&b->occ);
+  hbg__deps_reset(&b->deps);
   memset(&b->st, 0, sizeof b->st);
   b->state = HBG__BIND_IDLE;
 }
@@ -385,11 +414,15 @@ int hbg_submit_task(hbg_bind *b, const hbg_task *t, hbg_task_id *out) {
     HBG__RETURN_IF(t->scalars[i].kind != HBG_SCALAR_STATIC, HBG_E_INVAL);
   HBG__TRY(check_deps(b, t->deps, t->n_deps));
   HBG__TRY(hbg__task_kernel_check(t, "hbg_submit_task"));
+  const hbg_task_id *deps = t->deps;
+  uint32_t n_deps = t->n_deps;
+  HBG__TRY(infer_deps(b, t->args, t->n_args, NULL, "hbg_submit_task", &deps,
+                      &n_deps));
 
   uint32_t off_t = sizeof(hbg_win_task);
   uint32_t off_s = off_t + t->n_args * (uint32_t)sizeof(hbg_sub_tensor);
   uint32_t off_d = off_s + t->n_scalars * 8u;
-  uint32_t size = HBG__ALIGN_UP(off_d + t->n_deps * 4u, WIN_ALIGN);
+  uint32_t size = HBG__ALIGN_UP(off_d + n_deps * 4u, WIN_ALIGN);
   HBG__TRY(index_reserve(b));
   int64_t off = win_append(b, size);
   if (off < 0)
@@ -398,7 +431,7 @@ int hbg_submit_task(hbg_bind *b, const hbg_task *t, hbg_task_id *out) {
   e->kind = HBG_WIN_TASK;
   e->size = size;
   e->kernel = t->kernel;
-  e->n_deps = t->n_deps;
+  e->n_deps = n_deps;
   e->n_tensors = t->n_args;
   e->n_scalars = t->n_scalars;
   e->off_tensors = off_t;
@@ -410,10 +443,11 @@ int hbg_submit_task(hbg_bind *b, const hbg_task *t, hbg_task_id *out) {
   uint64_t *sc = (uint64_t *)((uint8_t *)e + off_s);
   for (uint32_t i = 0; i < t->n_scalars; i++)
     sc[i] = t->scalars[i].value;
-  if (t->n_deps)
-    memcpy((uint8_t *)e + off_d, t->deps, (size_t)t->n_deps * 4);
+  if (n_deps)
+    memcpy((uint8_t *)e + off_d, deps, (size_t)n_deps * 4);
   index_push(b, (uint32_t)off);
-  b->sz_deps += t->n_deps;
+  commit_deps(b, b->n_tasks - 1);
+  b->sz_deps += n_deps;
   b->sz_kscr = HBG__MAX(b->sz_kscr, hbg__task_scratch_floats(t));
   if (out)
     *out = b->n_tasks - 1;
@@ -539,6 +573,10 @@ int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
   hbg__graph *gr = NULL;
   HBG__TRY(graph_lookup(b, g, fk, &gr));
   const hbg__def *def = gr->def;
+  const hbg_task_id *deps = g->deps;
+  uint32_t n_deps = g->n_deps;
+  HBG__TRY(infer_deps(b, g->tensors, g->n_tensors, def->bmode,
+                      "hbg_submit_graph", &deps, &n_deps));
 
   hbg__occ *oc = hbg__map_get(&b->occ, fk, 0, 1);
   HBG__RETURN_IF(!oc, HBG_E_NOMEM);
@@ -548,7 +586,7 @@ int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
                    .full_key = fk,
                    .occurrence = oc->count,
                    .sub_size = hbg__sub_size(def, (int)ops->inline_def)};
-  uint32_t deps_bytes = HBG__ALIGN_UP(g->n_deps * 4u, WIN_ALIGN);
+  uint32_t deps_bytes = HBG__ALIGN_UP(n_deps * 4u, WIN_ALIGN);
   uint32_t entry_size = (uint32_t)sizeof(hbg_win_task) + deps_bytes;
 
   /* Stage: claims, the policy's staging, the window entry. Every failure
@@ -597,19 +635,20 @@ int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
   hbg_win_task *e = (hbg_win_task *)(b->win.p + off);
   e->kind = HBG_WIN_GRAPH;
   e->size = entry_size;
-  e->n_deps = g->n_deps;
+  e->n_deps = n_deps;
   e->off_deps = sizeof(hbg_win_task);
   e->sub_size = st.sub_size;
   e->sub_addr = st.sub_dev;
   e->def_addr = st.def_dev;
   e->heap_addr = heap;
   e->def_size = def->size;
-  if (g->n_deps)
-    memcpy((uint8_t *)e + e->off_deps, g->deps, (size_t)g->n_deps * 4);
+  if (n_deps)
+    memcpy((uint8_t *)e + e->off_deps, deps, (size_t)n_deps * 4);
 
   /* Publish: the slot is claimed and the dependencies registered. */
   index_push(b, (uint32_t)off);
-  b->sz_deps += g->n_deps;
+  commit_deps(b, b->n_tasks - 1);
+  b->sz_deps += n_deps;
   b->sz_nodes += def->n_nodes;
   b->sz_kscr = HBG__MAX(b->sz_kscr, def->kscr_floats);
   oc->count++;

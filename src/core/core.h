@@ -17,6 +17,7 @@
 #include <hbg/hbg.h>
 #include <hbg/hbg_device.h>
 
+#include "core/deps.h"
 #include "device/ranges.h"
 #include "graph/graph.h"
 
@@ -143,6 +144,7 @@ struct hbg_bind {
    * dependencies and graph nodes of the published entries, the most
    * kernel scratch (floats) one of their calls needs. */
   uint64_t sz_deps, sz_nodes, sz_kscr;
+  hbg__deps deps; /* HBG_DEPS_INFERRED: the live reads and writes */
 
   /* timing and counters */
   uint64_t t_begin, t_launch_start, nested_upload_ns;
