@@ -79,8 +79,8 @@ static void structure_trial(uint64_t seed) {
   for (uint32_t j = 0; j < n; j++) {
     hbg__deps_entry(&d);
     for (uint32_t k = 0; k < e[j].n; k++)
-      ASSERT_OK(hbg__deps_add(&d, e[j].a[k].lo, e[j].a[k].hi - e[j].a[k].lo,
-                              e[j].a[k].write));
+      ASSERT_OK(hbg__deps_add(&d, e[j].a[k].lo >> 32 << 32, e[j].a[k].lo,
+                              e[j].a[k].hi - e[j].a[k].lo, e[j].a[k].write));
     ASSERT_OK(hbg__deps_infer(&d, NULL, 0, "test", j));
     for (uint32_t k = 0; k < d.n_out; k++) {
       uint32_t p = d.out[k];

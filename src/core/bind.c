@@ -63,6 +63,25 @@ static uint64_t full_key_of(const hbg_runtime *rt, const hbg_graph_submit *g) {
   return h;
 }
 
+/* The live buffer (hbg_buffer_alloc range) holding addr, or NULL. Argument
+ * pos of one layer's graph lives in the same buffer as argument pos of the
+ * layer before (its weights, its activations): the buffer found last for
+ * this position is tried before searching. */
+static const hbg__range *find_buf(hbg_runtime *rt, uint64_t addr,
+                                  uint32_t pos) {
+  uint32_t *hint = &rt->buf_hint[pos % HBG__ARRAY_LEN(rt->buf_hint)];
+  if (*hint < rt->bufs.n) {
+    const hbg__range *r = &rt->bufs.v[*hint];
+    if (addr - r->start < r->len)
+      return r;
+  }
+  ptrdiff_t i = hbg__rtab_floor(&rt->bufs, addr);
+  if (i < 0 || addr - rt->bufs.v[i].start >= rt->bufs.v[i].len)
+    return NULL;
+  *hint = (uint32_t)i;
+  return &rt->bufs.v[i];
+}
+
 /* A tensor argument from the caller: valid metadata, element 0 aligned to
  * its dtype, and [element 0, extent) inside the one live buffer (from
  * hbg_buffer_alloc) that holds addr. On failure hbg_last_error() names
@@ -92,24 +111,8 @@ static int check_tensor(hbg_runtime *rt, const hbg_tensor *t, uint32_t pos,
                    who, pos, (unsigned long long)t->offset, es);
     return HBG_E_INVAL;
   }
-  /* Argument i of one layer's graph lives in the same buffer as argument i
-   * of the layer before (its weights, its activations): try the buffer
-   * found last for this position before searching. */
-  uint32_t *hint = &rt->buf_hint[pos % HBG__ARRAY_LEN(rt->buf_hint)];
-  const hbg__range *r = NULL;
-  if (*hint < rt->bufs.n) {
-    r = &rt->bufs.v[*hint];
-    if (t->addr - r->start >= r->len)
-      r = NULL;
-  }
+  const hbg__range *r = find_buf(rt, t->addr, pos);
   if (!r) {
-    ptrdiff_t i = hbg__rtab_floor(&rt->bufs, t->addr);
-    if (i >= 0) {
-      *hint = (uint32_t)i;
-      r = &rt->bufs.v[i];
-    }
-  }
-  if (!r || t->addr - r->start >= r->len) {
     hbg__error_set("%s %u: addr 0x%llx is in no live hbg_buffer_alloc buffer",
                    who, pos, (unsigned long long)t->addr);
     return HBG_E_RANGE;
@@ -148,7 +151,9 @@ static int infer_deps(hbg_bind *b, const hbg_tensor *t, uint32_t n,
   hbg__deps_entry(d);
   for (uint32_t i = 0; i < n; i++) {
     uint32_t mode = modes ? modes[i] : t[i].mode;
-    HBG__TRY(hbg__deps_add(d, t[i].addr + t[i].offset,
+    /* check_tensor found it: never NULL */
+    const hbg__range *r = find_buf(b->rt, t[i].addr, i);
+    HBG__TRY(hbg__deps_add(d, r->start, t[i].addr + t[i].offset,
                            hbg_tensor_extent(&t[i]),
                            (mode & HBG_ACCESS_OUT) != 0));
   }

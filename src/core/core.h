@@ -18,17 +18,12 @@
 #include <hbg/hbg_device.h>
 
 #include "core/deps.h"
+#include "core/map.h"
 #include "device/ranges.h"
 #include "graph/graph.h"
 
 /* ---- small maps ---- */
 
-/* Every map entry starts with this key header. */
-typedef struct hbg__mkey {
-  uint64_t k1;
-  uint32_t k2;
-  uint32_t used;
-} hbg__mkey;
 
 /* A cached graph's place in the least-recently-used order (heap-allocated:
  * map entries move when the map grows or deletes). */
@@ -73,12 +68,6 @@ typedef struct hbg__retired {
   uint64_t slots; /* bit i: slot i may still read it */
 } hbg__retired;
 
-typedef struct hbg__map {
-  void *slots;     /* array of entries, power-of-two count */
-  uint32_t cap;    /* number of entries */
-  uint32_t count;  /* entries in use */
-  uint32_t esize;  /* entry size */
-} hbg__map;
 
 /* ---- staging arena (pinned, retained, per slot) ---- */
 
@@ -200,18 +189,6 @@ struct hbg_runtime {
   void *trace_user;
 };
 
-/* maps */
-int hbg__map_init(hbg__map *m, uint32_t esize, uint32_t cap);
-void hbg__map_free(hbg__map *m);
-void hbg__map_clear(hbg__map *m);
-/* Find the entry for (k1, k2); with create, insert a zeroed one (whose
- * first fields the caller fills). @return entry or NULL (absent / no mem). */
-void *hbg__map_get(hbg__map *m, uint64_t k1, uint32_t k2, int create);
-/* Iterate: i from 0 while < cap; returns NULL for empty slots. */
-void *hbg__map_at(hbg__map *m, uint32_t i);
-/* Remove the entry for (k1, k2) if present. Entries may move: pointers into
- * the map are invalid afterwards. */
-void hbg__map_del(hbg__map *m, uint64_t k1, uint32_t k2);
 
 /* arena */
 int hbg__arena_reserve(hbg_runtime *rt, hbg__slot *s, uint64_t cap);

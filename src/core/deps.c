@@ -66,8 +66,27 @@ static uint32_t insert(hbg__ivl *v, uint32_t t, uint32_t x) {
     v[t].l = insert(v, v[t].l, x);
   else
     v[t].r = insert(v, v[t].r, x);
-  update(v, t);
+  if (v[x].hi > v[t].max) /* only x joined the subtree */
+    v[t].max = v[x].hi;
   return t;
+}
+
+/* Cut x (in t) short to end at hi: its key is unchanged, the maxima on the
+ * path down to it are recomputed. @return 0, or -1 (a path deeper than a
+ * treap of these sizes ever gets: nothing changed). */
+static int shrink(hbg__ivl *v, uint32_t t, uint32_t x, uint64_t hi) {
+  uint32_t path[128], n = 0;
+  while (t != x) {
+    if (n == HBG__ARRAY_LEN(path))
+      return -1;
+    path[n++] = t;
+    t = before(v, x, t) ? v[t].l : v[t].r;
+  }
+  v[x].hi = hi;
+  update(v, x);
+  while (n)
+    update(v, path[--n]);
+  return 0;
 }
 
 /* x is in t. */
@@ -87,6 +106,8 @@ static int hit(hbg__deps *d, uint32_t node) {
   d->hits[d->n_hits++] = node;
   return 0;
 }
+
+#define DEAD UINT32_MAX /* entry of a node commit removed */
 
 /* Every node of t overlapping [lo, hi) into d->hits. */
 static int query(hbg__deps *d, uint32_t t, uint64_t lo, uint64_t hi) {
@@ -129,27 +150,31 @@ static void node_drop(hbg__deps *d, uint32_t x) {
 void hbg__deps_reset(hbg__deps *d) {
   d->n = 1;
   d->free_list = 0;
-  d->wroot = d->rroot = 0;
   d->rng = 0x9E3779B9u;
-  d->n_hits = d->n_out = d->n_acc = 0;
+  d->n_hits = d->n_out = d->n_acc = d->n_dead = 0;
+  hbg__map_clear(&d->bufs);
 }
 
 void hbg__deps_free(hbg__deps *d) {
   free(d->v);
   free(d->hits);
+  free(d->dead);
   free(d->out);
   free(d->acc);
+  hbg__map_free(&d->bufs);
   memset(d, 0, sizeof *d);
 }
 
 void hbg__deps_entry(hbg__deps *d) { d->n_acc = 0; }
 
-int hbg__deps_add(hbg__deps *d, uint64_t lo, uint64_t len, int write) {
+int hbg__deps_add(hbg__deps *d, uint64_t buf, uint64_t lo, uint64_t len,
+                  int write) {
   if (len == 0)
     return 0;
   HBG__TRY(HBG__RESERVE(d->acc, d->acc_cap, (uint64_t)d->n_acc + 1));
   uint64_t hi = lo + len < lo ? UINT64_MAX : lo + len;
-  d->acc[d->n_acc++] = (hbg__dacc){.lo = lo, .hi = hi, .write = write != 0};
+  d->acc[d->n_acc++] = (hbg__dacc){.buf = buf, .lo = lo, .hi = hi,
+                                   .write = write != 0};
   return 0;
 }
 
@@ -171,29 +196,47 @@ static void sort_u32(uint32_t *p, uint32_t n) {
   }
 }
 
+/* Move the buffer's pending reads into its read tree (nodes are reused:
+ * nothing is allocated). */
+static void flush_reads(hbg__deps *d, hbg__dbuf *b) {
+  while (b->pend) {
+    uint32_t x = b->pend;
+    b->pend = d->v[x].l;
+    d->v[x].l = d->v[x].r = 0;
+    d->v[x].max = d->v[x].hi;
+    b->rroot = insert(d->v, b->rroot, x);
+  }
+}
+
 int hbg__deps_infer(hbg__deps *d, const hbg_task_id *deps, uint32_t n_deps,
                     const char *who, uint32_t self) {
   if (!d->n) { /* never reset: node 0 is the empty tree */
     d->n = 1;
     d->rng = 0x9E3779B9u;
   }
-  d->n_out = 0;
-  uint64_t split_room = 0, most_hits = 0;
+  if (!d->bufs.slots)
+    HBG__TRY(hbg__map_init(&d->bufs, sizeof(hbg__dbuf), 16));
+  /* Buffers first: creating one may move the others. */
+  for (uint32_t i = 0; i < d->n_acc; i++)
+    HBG__RETURN_IF(!hbg__map_get(&d->bufs, d->acc[i].buf, 0, 1),
+                   HBG_E_NOMEM);
+  d->n_out = d->n_hits = 0;
   for (uint32_t i = 0; i < d->n_acc; i++) {
     hbg__dacc *a = &d->acc[i];
-    d->n_hits = 0;
-    HBG__TRY(query(d, d->wroot, a->lo, a->hi));
-    if (a->write)
-      HBG__TRY(query(d, d->rroot, a->lo, a->hi));
-    a->hits = d->n_hits;
-    if (a->write)
-      split_room += d->n_hits + d->n_acc;
-    most_hits = HBG__MAX(most_hits, d->n_hits);
-    HBG__TRY(HBG__RESERVE(d->out, d->out_cap, (uint64_t)d->n_out + d->n_hits));
-    for (uint32_t j = 0; j < d->n_hits; j++)
-      d->out[d->n_out++] = d->v[d->hits[j]].entry;
+    hbg__dbuf *b = hbg__map_get(&d->bufs, a->buf, 0, 0);
+    a->b = b;
+    a->h0 = d->n_hits;
+    HBG__TRY(query(d, b->wroot, a->lo, a->hi));
+    a->hw = d->n_hits - a->h0;
+    if (a->write) {
+      flush_reads(d, b);
+      HBG__TRY(query(d, b->rroot, a->lo, a->hi));
+    }
+    a->hits = d->n_hits - a->h0;
   }
-  HBG__TRY(HBG__RESERVE(d->out, d->out_cap, (uint64_t)d->n_out + n_deps));
+  HBG__TRY(HBG__RESERVE(d->out, d->out_cap, (uint64_t)d->n_hits + n_deps));
+  for (uint32_t j = 0; j < d->n_hits; j++)
+    d->out[d->n_out++] = d->v[d->hits[j]].entry;
   for (uint32_t i = 0; i < n_deps; i++)
     d->out[d->n_out++] = deps[i];
   sort_u32(d->out, d->n_out);
@@ -217,42 +260,53 @@ int hbg__deps_infer(hbg__deps *d, const hbg_task_id *deps, uint32_t n_deps,
                    d->acc[worst].hits);
     return HBG_E_LIMIT;
   }
-  /* Room for commit: a node per access, one more per record a write
-   * splits in two (records it overlaps, this entry's own included). */
-  HBG__TRY(HBG__RESERVE(d->v, d->cap, (uint64_t)d->n + d->n_acc + split_room));
-  HBG__TRY(HBG__RESERVE(d->hits, d->hits_cap, most_hits + d->n_acc + 1));
+  /* Room for commit: a node per access, two per record a write overlaps
+   * (the parts of it outside the write; its own node is freed after). */
+  HBG__TRY(HBG__RESERVE(d->v, d->cap,
+                        (uint64_t)d->n + d->n_acc + 2ull * d->n_hits));
+  HBG__TRY(HBG__RESERVE(d->dead, d->dead_cap, (uint64_t)d->n_hits));
   return 0;
 }
 
-/* Remove from *root what [lo, hi) covers; keep the parts outside it. */
-static void cover(hbg__deps *d, uint32_t *root, uint64_t lo, uint64_t hi) {
-  d->n_hits = 0;
-  query(d, *root, lo, hi); /* cannot fail: room reserved by infer */
-  for (uint32_t i = 0; i < d->n_hits; i++) {
+/* The records write a overlaps (found by infer) leave the buffer's trees;
+ * what lies outside [lo, hi) goes back. A record two writes of the entry
+ * overlap is handled once; a part put back that a later write of the entry
+ * overlaps stays: its edge is redundant, never wrong. */
+static void cover(hbg__deps *d, const hbg__dacc *a) {
+  hbg__dbuf *b = a->b;
+  for (uint32_t i = a->h0; i < a->h0 + a->hits; i++) {
     uint32_t x = d->hits[i];
     hbg__ivl old = d->v[x];
+    if (old.entry == DEAD)
+      continue;
+    uint32_t *root = i < a->h0 + a->hw ? &b->wroot : &b->rroot;
+    /* only its start stays: cut it short where it is */
+    if (old.lo < a->lo && old.hi <= a->hi && shrink(d->v, *root, x, a->lo) == 0)
+      continue;
     *root = erase(d->v, *root, x);
-    node_drop(d, x);
-    if (old.lo < lo)
-      *root = insert(d->v, *root, node_new(d, old.lo, lo, old.entry));
-    if (hi < old.hi)
-      *root = insert(d->v, *root, node_new(d, hi, old.hi, old.entry));
+    d->v[x].entry = DEAD;
+    d->dead[d->n_dead++] = x;
+    if (old.lo < a->lo)
+      *root = insert(d->v, *root, node_new(d, old.lo, a->lo, old.entry));
+    if (a->hi < old.hi)
+      *root = insert(d->v, *root, node_new(d, a->hi, old.hi, old.entry));
   }
 }
 
 void hbg__deps_commit(hbg__deps *d, uint32_t self) {
+  d->n_dead = 0;
   for (uint32_t i = 0; i < d->n_acc; i++) {
-    const hbg__dacc *a = &d->acc[i];
-    if (!a->write)
-      d->rroot = insert(d->v, d->rroot, node_new(d, a->lo, a->hi, self));
+    hbg__dacc *a = &d->acc[i];
+    if (a->write) {
+      cover(d, a);
+      a->b->wroot = insert(d->v, a->b->wroot, node_new(d, a->lo, a->hi, self));
+    } else {
+      uint32_t x = node_new(d, a->lo, a->hi, self);
+      d->v[x].l = a->b->pend;
+      a->b->pend = x;
+    }
   }
-  for (uint32_t i = 0; i < d->n_acc; i++) {
-    const hbg__dacc *a = &d->acc[i];
-    if (!a->write)
-      continue;
-    cover(d, &d->wroot, a->lo, a->hi);
-    cover(d, &d->rroot, a->lo, a->hi);
-    d->wroot = insert(d->v, d->wroot, node_new(d, a->lo, a->hi, self));
-  }
+  for (uint32_t i = 0; i < d->n_dead; i++)
+    node_drop(d, d->dead[i]);
   d->n_acc = 0;
 }

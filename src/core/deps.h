@@ -3,18 +3,20 @@
  * HBG_DEPS_INFERRED): each entry waits for every earlier entry whose bytes
  * overlap its own where either of the two writes (RAW, WAR, WAW).
  *
- * Two interval treaps over device addresses, one for the live writes and
- * one for the live reads. Buffers from hbg_buffer_alloc never overlap, so
- * one pair of trees over the address space keeps every buffer's records
- * apart without a per-buffer lookup. A write removes what it covers (and
- * trims what it partly covers) from both: a later access to those bytes
- * conflicts with the write, which already waits for them, so the edge is
- * implied. Each treap node is a record {lo, hi, entry}; the nodes live in
- * one array that a bind resets without freeing.
+ * Per buffer (hbg_buffer_alloc range, found by its start address), two
+ * interval treaps: the live writes and the live reads. A write removes
+ * what it overlaps (keeping the parts outside it) from both: a later
+ * access to those bytes conflicts with the write, which already waits for
+ * them, so the edge is implied. Reads only append to the buffer's pending
+ * list, moved into its read tree when a write to the buffer comes: reads
+ * of a buffer nothing writes (weights) cost O(1). Each node is a record
+ * {lo, hi, entry}; the nodes live in one array, the buffers in one map,
+ * both reset per bind without freeing.
  *
- * Cost: O(log n + k) per tensor, n the live records, k the records it
- * overlaps; every record is inserted once and removed at most once, so
- * the removals a write makes are paid for by the inserts before it.
+ * Cost: O(log n + k) per tensor, n the live records of its buffer, k the
+ * records it overlaps; every record is inserted once and removed at most
+ * once, so the removals a write makes are paid for by the inserts before
+ * it.
  *
  * An entry's inferred set has at most one edge per earlier entry, and only
  * to entries whose records still overlap it (not covered by a later
@@ -32,6 +34,8 @@
 
 #include <hbg/hbg.h>
 
+#include "core/map.h"
+
 /* Distinct earlier entries one entry may wait for (window entries keep a
  * u32 list; the explicit-deps check uses the same bound). */
 #define HBG__DEPS_MAX 256u
@@ -43,19 +47,31 @@ typedef struct hbg__ivl {
   uint32_t prio;
 } hbg__ivl;
 
+/* One buffer's records (an entry of hbg__deps.bufs). */
+typedef struct hbg__dbuf {
+  hbg__mkey k;           /* k1 = buffer start */
+  uint32_t wroot, rroot; /* trees of live writes, live reads */
+  uint32_t pend;         /* reads not in rroot yet (chained by .l) */
+  uint32_t reserved;
+} hbg__dbuf;
+
 typedef struct hbg__dacc {
-  uint64_t lo, hi;
+  uint64_t buf, lo, hi;
   uint32_t write;
-  uint32_t hits; /* records it overlapped (infer) */
+  uint32_t h0, hits; /* its records in d->hits (infer), how many */
+  uint32_t hw;       /* how many of them are writes (they come first) */
+  hbg__dbuf *b;      /* set by infer, used by commit */
 } hbg__dacc;
 
 typedef struct hbg__deps {
   hbg__ivl *v;
   uint32_t n, cap, free_list; /* nodes used (node 0 included), free chain */
-  uint32_t wroot, rroot;      /* live writes, live reads */
   uint32_t rng;
-  uint32_t *hits;
+  uint32_t *hits; /* records the entry's accesses overlap (infer) */
   uint32_t n_hits, hits_cap;
+  uint32_t *dead; /* commit: nodes to free once it is done */
+  uint32_t n_dead, dead_cap;
+  hbg__map bufs; /* buffer start -> hbg__dbuf */
   uint32_t *out; /* infer's result: sorted distinct entries */
   uint32_t n_out, out_cap;
   hbg__dacc *acc; /* the entry's accesses */
@@ -67,9 +83,10 @@ void hbg__deps_reset(hbg__deps *d);
 void hbg__deps_free(hbg__deps *d);
 /* Start the accesses of the next entry. */
 void hbg__deps_entry(hbg__deps *d);
-/* The entry touches [lo, lo + len) of device memory, writing or not.
- * @return 0 or HBG_E_NOMEM. */
-int hbg__deps_add(hbg__deps *d, uint64_t lo, uint64_t len, int write);
+/* The entry touches [lo, lo + len) of the buffer that starts at buf,
+ * writing or not. @return 0 or HBG_E_NOMEM. */
+int hbg__deps_add(hbg__deps *d, uint64_t buf, uint64_t lo, uint64_t len,
+                  int write);
 /* The entry's dependencies into d->out[0..n_out): the earlier entries its
  * accesses conflict with, merged with the explicit ones, sorted, distinct.
  * Records stay as they were. `who` and `self` (the id the entry will get)
