@@ -116,6 +116,24 @@ grep -q 'device profile ascend-a2, sim copy polling spin=200' "$tmp/out" || fail
 json_has "$tmp/p.json" device_profile '"ascend-a2"'
 tail -1 "$tmp/p.csv" | grep -Eq ',ascend-a2,200,policy,,,,,explicit,once$' || fail "bench: csv profile"
 grep -q 'device profile ascend-a2' "$tmp/p.svg" || fail "bench: svg profile"
+# --deps and --record: each value an arm of every policy, interleaved,
+# named policy/deps/record, with the values in JSON and CSV; flat workload
+expect_rc 0 "$hbg" bench --workload flat --tasks 40 --rounds 2 --warmup 0 \
+  --policy coalesced --deps explicit,inferred --record once,per-bind \
+  --json "$tmp/d.json" --csv "$tmp/d.csv"
+for a in coalesced/explicit/once coalesced/explicit/per-bind \
+         coalesced/inferred/once coalesced/inferred/per-bind; do
+  grep -q "^$a " "$tmp/out" || fail "bench: no table row for arm $a"
+done
+grep -q '40 tasks per bind' "$tmp/out" || fail "bench: table lacks the task count"
+json_has "$tmp/d.json" tasks 40
+grep -Eq '"deps":[[:space:]]*"inferred"' "$tmp/d.json" || fail "bench: JSON lacks deps"
+grep -Eq '"record":[[:space:]]*"per-bind"' "$tmp/d.json" || fail "bench: JSON lacks record"
+grep -q '^coalesced/inferred/per-bind,.*,inferred,per-bind$' "$tmp/d.csv" || fail "bench: CSV lacks deps/record"
+expect_rc 2 "$hbg" bench --deps sometimes
+grep -q 'bad --deps' "$tmp/err" || fail "bench: bad --deps message"
+expect_rc 2 "$hbg" bench --record always
+grep -q 'bad --record' "$tmp/err" || fail "bench: bad --record message"
 expect_rc 2 "$hbg" bench --host-alloc keep
 grep -q "bad --host-alloc 'keep': want retain or trim" "$tmp/err" || fail "bench: bad --host-alloc message"
 expect_rc 2 "$hbg" bench --host-alloc

@@ -462,19 +462,9 @@ int hbg_submit_task(hbg_bind *b, const hbg_task *t, hbg_task_id *out) {
 
 /* ---------------- graph submissions ---------------- */
 
-/* *out points into the graph cache: valid until the next eviction. */
-static int graph_lookup(hbg_bind *b, const hbg_graph_submit *g, uint64_t fk,
-                        hbg__graph **out) {
+/* Run g's record callback into a new Definition. */
+static int record_def(hbg_bind *b, const hbg_graph_submit *g, hbg__def **out) {
   hbg_runtime *rt = b->rt;
-  hbg__graph *gr = hbg__map_get(&rt->graphs, fk, 0, 0);
-  if (gr) {
-    HBG__TRY(hbg__def_check_boundary(gr->def, g->tensors, g->n_tensors,
-                                     g->n_scalars));
-    hbg__lru_touch(rt, gr->lru);
-    *out = gr;
-    return 0;
-  }
-  uint64_t t0 = hbg__now_ns();
   hbg_recorder *rec = NULL;
   HBG__TRY(hbg__rec_begin(g->tensors, g->n_tensors, g->scalars, g->n_scalars,
                           &rec));
@@ -489,14 +479,39 @@ static int graph_lookup(hbg_bind *b, const hbg_graph_submit *g, uint64_t fk,
                    (unsigned long long)g->key, urc);
     return HBG_E_RECORD;
   }
-  hbg__def *def = NULL;
-  HBG__TRY(hbg__rec_finish(rec, &def));
-  b->st.n_evicted += hbg__graph_make_room(rt);
-  int rc = hbg__graph_insert(rt, fk, def, &gr);
-  if (rc < 0) {
-    hbg__def_free(def);
-    return rc;
+  return hbg__rec_finish(rec, out);
+}
+
+/* *out points into the graph cache: valid until the next eviction. With
+ * HBG_RECORD_PER_BIND a graph recorded before this bind is recorded again
+ * (its device-side state is kept: hbg__graph_redefine). */
+static int graph_lookup(hbg_bind *b, const hbg_graph_submit *g, uint64_t fk,
+                        hbg__graph **out) {
+  hbg_runtime *rt = b->rt;
+  hbg__graph *gr = hbg__map_get(&rt->graphs, fk, 0, 0);
+  if (gr && (rt->cfg.record != HBG_RECORD_PER_BIND || gr->rec_seq == b->seq)) {
+    HBG__TRY(hbg__def_check_boundary(gr->def, g->tensors, g->n_tensors,
+                                     g->n_scalars));
+    hbg__lru_touch(rt, gr->lru);
+    *out = gr;
+    return 0;
   }
+  uint64_t t0 = hbg__now_ns();
+  hbg__def *def = NULL;
+  HBG__TRY(record_def(b, g, &def));
+  int rc;
+  if (gr) {
+    hbg__graph_redefine(rt, gr, def);
+    hbg__lru_touch(rt, gr->lru);
+  } else {
+    b->st.n_evicted += hbg__graph_make_room(rt);
+    rc = hbg__graph_insert(rt, fk, def, &gr);
+    if (rc < 0) {
+      hbg__def_free(def);
+      return rc;
+    }
+  }
+  gr->rec_seq = b->seq;
   b->st.n_recorded++;
   hbg__trace(rt, HBG_TRACK_ORCH, "record", t0, hbg__now_ns(), 0, b->seq);
   *out = gr;

@@ -38,6 +38,7 @@ typedef struct hbg__graph {
   hbg__mkey k; /* k1 = full key */
   hbg__def *def;
   hbg__lru *lru;
+  uint64_t rec_seq; /* the bind that recorded def (HBG_RECORD_PER_BIND) */
 } hbg__graph;
 
 /* {graph key, occurrence} -> retained device buffer (two fields, never a
@@ -222,6 +223,12 @@ void hbg__lru_touch(hbg_runtime *rt, hbg__lru *n);
 /* Evict least recently used graphs until one more fits; device memory a
  * bind may still read is retired, not freed. @return how many. */
 uint32_t hbg__graph_make_room(hbg_runtime *rt);
+/* Replace gr's host Definition with def (recorded again: HBG_RECORD_PER_BIND)
+ * and free the old one. Device-side state stays: a resident Definition
+ * (coalesced) is kept when def has the same content; otherwise gr's
+ * reference on it is dropped (retired once no bind may read it) and the
+ * policy uploads def on its next use. Cannot fail. */
+void hbg__graph_redefine(hbg_runtime *rt, hbg__graph *gr, hbg__def *def);
 /* Coalesced: count gr's reference on its resident Definition (once). */
 int hbg__resident_ref(hbg_runtime *rt, hbg__graph *gr);
 /* Pinned-eager: slot s retains a buffer for occurrence occ of fk. */
