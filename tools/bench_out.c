@@ -137,13 +137,17 @@ static const char *alloc_text(const char *arm) {
   return arm;
 }
 
-/* ", sim copy polling spin=200 (us)" into buf, or "" when the device is not the sim. */
+/* ", sim copy polling spin=200 (us)[, clock virtual]" into buf, or ""
+ * when the device is not the sim. */
 static void spin_text(char *buf, size_t n, const bench_result *r) {
   if (r->sim_spin_us < 0)
     buf[0] = '\0';
   else
-    snprintf(buf, n, ", sim copy polling spin=%lld (us)",
-             (long long)r->sim_spin_us);
+    snprintf(buf, n, ", sim copy polling spin=%lld (us)%s",
+             (long long)r->sim_spin_us,
+             r->sim_clock && !strcmp(r->sim_clock, "virtual")
+                 ? ", clock virtual"
+                 : "");
 }
 
 int bench_print_table(const bench_result *r, FILE *f) {
@@ -347,6 +351,8 @@ int bench_write_json(const bench_result *r, FILE *f) {
   bad |= jstr(root, "device_options", r->device_options);
   bad |= jstr(root, "device_profile", r->device_profile ? r->device_profile
                                                         : "none");
+  if (r->sim_clock)
+    bad |= jstr(root, "sim_clock", r->sim_clock);
   if (r->sim_spin_us >= 0)
     bad |= jnum(root, "sim_spin_us", (double)r->sim_spin_us);
   else
@@ -398,7 +404,7 @@ int bench_write_csv(const bench_result *r, FILE *f) {
              "h2d_bytes,h2d_copies,leftover,fallback,dev_allocs,recorded,"
              "arena_high_water,verified,max_abs_err,minor_faults,host_alloc,"
              "device_profile,sim_spin_us,kind,launches,updates,capture_ns,"
-             "instantiate_ns,deps,record\n");
+             "instantiate_ns,deps,record,sim_clock\n");
   for (size_t i = 0; i < r->n_recs; i++) {
     const bench_rec *x = &r->recs[i];
     const bench_policy_res *p = x->arm < n_rows(r) ? &r->pol[x->arm] : NULL;
@@ -431,8 +437,9 @@ int bench_write_csv(const bench_result *r, FILE *f) {
               (unsigned long long)p->instantiate_ns);
     else
       fprintf(f, ",policy,,,,");
-    fprintf(f, ",%s,%s\n", p && p->deps ? p->deps : "",
-            p && p->record ? p->record : "");
+    fprintf(f, ",%s,%s,%s\n", p && p->deps ? p->deps : "",
+            p && p->record ? p->record : "",
+            r->sim_clock ? r->sim_clock : "");
   }
   return ferror(f) ? -1 : 0;
 }

@@ -84,6 +84,9 @@ typedef struct bench_result {
    * without one) and the sim's copy polling in us (-1: not the sim) */
   const char *host_alloc, *glibc_tunables, *device_profile;
   int64_t sim_spin_us;
+  /* the sim's clock= option: "real" (modelled costs slept) or "virtual"
+   * (added to the device's clock); NULL: not the sim */
+  const char *sim_clock;
   uint32_t layers, rounds, warmup, interleave, verify_every, pipeline;
   uint64_t chunk;
   uint32_t def_size; /* Definitions padded to at least this, 0 = natural */

@@ -892,7 +892,7 @@ int hbg_cmd_bench(int argc, char **argv) {
   memset(&res, 0, sizeof res);
   memset(pol, 0, sizeof pol);
   int status = 1;
-  char profile[64], spin[32];
+  char profile[64], spin[32], clock[16];
 
   rc = bench_host_alloc_apply(o->host_alloc);
   res.host_alloc = rc ? "system" : bench_host_alloc_name(o->host_alloc);
@@ -935,6 +935,9 @@ int hbg_cmd_bench(int argc, char **argv) {
     res.sim_spin_us = BENCH_SIM_SPIN_DEFAULT_US;
     if (bench_opt_get(o->device_options, "spin", spin, sizeof spin) > 0)
       res.sim_spin_us = strtoll(spin, NULL, 10);
+    res.sim_clock = "real";
+    if (bench_opt_get(o->device_options, "clock", clock, sizeof clock) > 0)
+      res.sim_clock = clock;
   }
   res.version = hbg_version_string();
   res.rounds = o->rounds;

@@ -31,9 +31,9 @@ void hbg__poison(const hbg_bind *b, void *p, uint64_t n) {
 
 int hbg__upload(hbg_bind *b, hbg_phase_bytes *ph, hbg_devptr dst,
                 const void *src, uint64_t n, const char *what) {
-  uint64_t t0 = hbg__now_ns();
+  uint64_t t0 = hbg__rt_now(b->rt);
   int rc = hbg_dev_copy_h2d(b->rt->dev, dst, src, (size_t)n);
-  uint64_t t1 = hbg__now_ns();
+  uint64_t t1 = hbg__rt_now(b->rt);
   hbg__trace(b->rt, HBG_TRACK_UPLOAD, what, t0, t1, n, b->seq);
   if (rc < 0)
     return rc;
@@ -46,9 +46,9 @@ int hbg__upload(hbg_bind *b, hbg_phase_bytes *ph, hbg_devptr dst,
 
 int hbg__upload_nested(hbg_bind *b, hbg_devptr dst, const void *src,
                        uint64_t n, const char *what) {
-  uint64_t t0 = hbg__now_ns();
+  uint64_t t0 = hbg__rt_now(b->rt);
   int rc = hbg__upload(b, &b->st.graph, dst, src, n, what);
-  uint64_t dt = hbg__now_ns() - t0;
+  uint64_t dt = hbg__rt_now(b->rt) - t0;
   b->nested_upload_ns += dt;
   b->st.graph_upload_ns += dt;
   return rc;
@@ -388,7 +388,7 @@ int hbg_bind_begin(hbg_runtime *rt, hbg_bind **out) {
     hbg__bind_reset(b);
     return (int)off;
   }
-  b->t_begin = hbg__now_ns();
+  b->t_begin = hbg__rt_now(rt);
   *out = b;
   return 0;
 }
@@ -496,7 +496,7 @@ static int graph_lookup(hbg_bind *b, const hbg_graph_submit *g, uint64_t fk,
     *out = gr;
     return 0;
   }
-  uint64_t t0 = hbg__now_ns();
+  uint64_t t0 = hbg__rt_now(rt);
   hbg__def *def = NULL;
   HBG__TRY(record_def(b, g, &def));
   int rc;
@@ -513,7 +513,7 @@ static int graph_lookup(hbg_bind *b, const hbg_graph_submit *g, uint64_t fk,
   }
   gr->rec_seq = b->seq;
   b->st.n_recorded++;
-  hbg__trace(rt, HBG_TRACK_ORCH, "record", t0, hbg__now_ns(), 0, b->seq);
+  hbg__trace(rt, HBG_TRACK_ORCH, "record", t0, hbg__rt_now(rt), 0, b->seq);
   *out = gr;
   return 0;
 }
@@ -706,14 +706,14 @@ static int upload_window(hbg_bind *b) {
   HBG__TRY(hbg__win_dev_ensure(b, b->win.len));
   if (b->win_flushed) {
     /* The tail, then the header, after the chunks already on the queue. */
-    uint64_t t0 = hbg__now_ns();
+    uint64_t t0 = hbg__rt_now(rt);
     uint64_t n = b->win.len - b->win_flushed;
     HBG__TRY(hbg_dev_copy_h2d_async(rt->dev, s->q, s->win_dev + b->win_flushed,
                                     b->win.p + b->win_flushed, (size_t)n));
     HBG__TRY(hbg_dev_copy_h2d_async(rt->dev, s->q, s->win_dev, b->win.p,
                                     sizeof(hbg_win_hdr)));
     HBG__TRY(hbg_dev_queue_sync(rt->dev, s->q));
-    hbg__trace(rt, HBG_TRACK_UPLOAD, "window_tail", t0, hbg__now_ns(),
+    hbg__trace(rt, HBG_TRACK_UPLOAD, "window_tail", t0, hbg__rt_now(rt),
                n + sizeof(hbg_win_hdr), b->seq);
     b->st.window.bytes += n + sizeof(hbg_win_hdr);
     b->st.window.copies += 2;
@@ -732,7 +732,7 @@ static int upload_window(hbg_bind *b) {
 static void collect(hbg_bind *b) {
   hbg__slot *s = b->slot;
   s->in_flight = 0;
-  b->st.exec_ns = hbg__now_ns() - b->t_launch_start;
+  b->st.exec_ns = hbg__rt_now(b->rt) - b->t_launch_start;
   /* Device time is a measurement: a timer that cannot be read leaves 0,
    * and the bind's outcome stands. */
   uint64_t dns = 0;
@@ -760,7 +760,7 @@ int hbg_bind_launch(hbg_bind *b) {
   hbg__slot *s = b->slot;
   if (rt->ops->orchestrated)
     rt->ops->orchestrated(b);
-  uint64_t t0 = hbg__now_ns();
+  uint64_t t0 = hbg__rt_now(rt);
   b->t_launch_start = t0;
   uint64_t orch = t0 - b->t_begin;
   b->st.host_orch_ns = orch > b->nested_upload_ns ? orch - b->nested_upload_ns
@@ -768,12 +768,12 @@ int hbg_bind_launch(hbg_bind *b) {
   hbg__trace(rt, HBG_TRACK_ORCH, "orchestrate", b->t_begin, t0, 0, b->seq);
 
   int rc = rt->ops->launch ? rt->ops->launch(b) : 0;
-  uint64_t t1 = hbg__now_ns();
+  uint64_t t1 = hbg__rt_now(rt);
   b->st.graph_upload_ns += t1 - t0;
   if (rc < 0)
     return latch(b, rc);
   rc = upload_window(b);
-  uint64_t t2 = hbg__now_ns();
+  uint64_t t2 = hbg__rt_now(rt);
   b->st.window_upload_ns += t2 - t1;
   if (rc < 0)
     return latch(b, rc);
@@ -788,7 +788,7 @@ int hbg_bind_launch(hbg_bind *b) {
   b->st.arena_high_water = s->arena.high_water;
   if (rt->cfg.flags & HBG_CFG_NO_LAUNCH) {
     b->state = HBG__BIND_LAUNCHED;
-    b->t_launch_start = hbg__now_ns();
+    b->t_launch_start = hbg__rt_now(rt);
     return 0;
   }
   hbg_dev_launch_desc d = {.struct_size = sizeof d,
@@ -800,7 +800,7 @@ int hbg_bind_launch(hbg_bind *b) {
                            .n_deps = b->sz_deps,
                            .n_nodes = b->sz_nodes,
                            .kernel_scratch = b->sz_kscr};
-  b->t_launch_start = hbg__now_ns();
+  b->t_launch_start = hbg__rt_now(rt);
   /* The start event, taken after t_launch_start so that device_ns never
    * exceeds exec_ns on a device whose clock is the host's. A start event
    * that cannot be recorded only leaves this bind untimed. */

@@ -241,6 +241,13 @@ void hbg__graphs_clear(hbg_runtime *rt);
 /* Slot s no longer reads retired memory: free what nothing else may read. */
 void hbg__retired_release(hbg_runtime *rt, hbg__slot *s);
 
+/* The time the core's phases are measured in: the device's clock, which
+ * is CLOCK_MONOTONIC unless the device models its waits on a virtual
+ * clock (sim clock=virtual). */
+static inline uint64_t hbg__rt_now(const hbg_runtime *rt) {
+  return hbg_dev_clock_ns(rt->dev);
+}
+
 /* tracing */
 void hbg__trace(hbg_runtime *rt, uint32_t track, const char *name,
                 uint64_t start, uint64_t end, uint64_t bytes, uint64_t seq);
