@@ -14,6 +14,7 @@
 #include <hbg/hbg.h>
 
 #include "core/core.h"
+#include "graph_fixture.h"
 #include "test.h"
 
 static uint64_t rng_state;
@@ -132,26 +133,10 @@ static hbg_tensor view(uint64_t addr, uint32_t off, uint32_t len,
   return t;
 }
 
-/* Graph body: out = (a + b) + b through an inner tensor. Boundary 0 (a)
- * arrives INOUT but is only read inside. */
-static int gbody(hbg_recorder *rec, void *user) {
-  (void)user;
-  uint32_t nt, dims[1];
-  const hbg_tensor *io = hbg_record_tensors(rec, &nt);
-  dims[0] = io[0].shape[0];
-  hbg_tensor t;
-  ASSERT_OK(hbg_tensor_contig(&t, 0, 0, HBG_DTYPE_F32, 1, dims,
-                              HBG_ACCESS_OUT));
-  hbg_tensor a1[3] = {io[0], io[1], t};
-  a1[0].mode = HBG_ACCESS_IN;
-  hbg_task add = {.kernel = HBG_KERNEL_ADD, .n_args = 3, .args = a1};
-  int rc = hbg_record_task(rec, &add, NULL);
-  if (rc)
-    return rc;
-  a1[2].mode = HBG_ACCESS_IN;
-  hbg_tensor a2[3] = {a1[2], io[1], io[2]};
-  add.args = a2;
-  return hbg_record_task(rec, &add, NULL);
+static void add3(hbg_bind *bd, hbg_tensor a, hbg_tensor b, hbg_tensor out) {
+  hbg_tensor args[3] = {a, b, out};
+  hbg_task t = {.kernel = HBG_KERNEL_ADD, .n_args = 3, .args = args};
+  ASSERT_OK(hbg_submit_task(bd, &t, NULL));
 }
 
 static int disjoint(uint32_t a, uint32_t b, uint32_t len) {
@@ -194,7 +179,7 @@ static void dag_trial(hbg_runtime *rt, uint64_t seed) {
                           view(buf[bb], ob, len, HBG_ACCESS_IN),
                           view(buf[bo], oo, len, HBG_ACCESS_OUT)};
       hbg_graph_submit g = {.key = 100 + len, .n_tensors = 3,
-                            .tensors = bt, .record = gbody};
+                            .tensors = bt, .record = add_add_body};
       ASSERT_OK(hbg_submit_graph(bd, &g, NULL));
       for (uint32_t k = 0; k < len; k++)
         O[k] = (A[k] + B[k]) + B[k];
@@ -202,11 +187,9 @@ static void dag_trial(hbg_runtime *rt, uint64_t seed) {
       /* in place: a += b */
       if (ba == bb && !disjoint(oa, ob, len))
         continue;
-      hbg_tensor args[3] = {view(buf[ba], oa, len, HBG_ACCESS_IN),
-                            view(buf[bb], ob, len, HBG_ACCESS_IN),
-                            view(buf[ba], oa, len, HBG_ACCESS_OUT)};
-      hbg_task t = {.kernel = HBG_KERNEL_ADD, .n_args = 3, .args = args};
-      ASSERT_OK(hbg_submit_task(bd, &t, NULL));
+      add3(bd, view(buf[ba], oa, len, HBG_ACCESS_IN),
+           view(buf[bb], ob, len, HBG_ACCESS_IN),
+           view(buf[ba], oa, len, HBG_ACCESS_OUT));
       for (uint32_t k = 0; k < len; k++)
         A[k] = A[k] + B[k];
     } else if (kind == 1) {
@@ -219,11 +202,9 @@ static void dag_trial(hbg_runtime *rt, uint64_t seed) {
       for (uint32_t k = 0; k < len; k++)
         O[k] = A[k] * 0.5f;
     } else {
-      hbg_tensor args[3] = {view(buf[ba], oa, len, HBG_ACCESS_IN),
-                            view(buf[bb], ob, len, HBG_ACCESS_IN),
-                            view(buf[bo], oo, len, HBG_ACCESS_OUT)};
-      hbg_task t = {.kernel = HBG_KERNEL_ADD, .n_args = 3, .args = args};
-      ASSERT_OK(hbg_submit_task(bd, &t, NULL));
+      add3(bd, view(buf[ba], oa, len, HBG_ACCESS_IN),
+           view(buf[bb], ob, len, HBG_ACCESS_IN),
+           view(buf[bo], oo, len, HBG_ACCESS_OUT));
       for (uint32_t k = 0; k < len; k++)
         O[k] = A[k] + B[k];
     }
@@ -274,7 +255,7 @@ static void window_checks(void) {
                       view(x, 64, 64, HBG_ACCESS_IN),
                       view(y, 128, 64, HBG_ACCESS_OUT)};
   hbg_graph_submit g = {.key = 7, .n_tensors = 3, .tensors = bt,
-                        .record = gbody};
+                        .record = add_add_body};
   ASSERT_OK(hbg_submit_graph(b, &g, &g0));
   bt[2] = view(y, 256, 64, HBG_ACCESS_OUT);
   ASSERT_OK(hbg_submit_graph(b, &g, &g1));
