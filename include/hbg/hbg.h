@@ -414,7 +414,9 @@ enum {
 };
 
 typedef struct hbg_config {
-  uint32_t struct_size;       /* sizeof(hbg_config), set by hbg_config_init */
+  uint32_t struct_size;       /* sizeof(hbg_config), set by hbg_config_init;
+                                 HBG_CONFIG_SIZE_V1 (a caller built before
+                                 deps and record) is accepted too */
   uint32_t policy;            /* hbg_policy; env HBG_POLICY */
   const char *device;         /* backend name, default "sim"; env HBG_DEVICE */
   const char *device_options; /* backend options "k=v,k=v"; env HBG_DEVICE_OPTIONS */
