@@ -328,6 +328,34 @@ static void window_checks(void) {
   d = entry_deps(b, r, &n);
   ASSERT_UEQ(n, 0u);
   hbg_bind_end(b);
+
+  /* One entry over 40 buffers (the buffer map grows while it is inferred):
+   * a NOP writes a slice of each, the next reads them all back. */
+  {
+    uint64_t many[40];
+    hbg_tensor args[40];
+    for (int i = 0; i < 40; i++) {
+      ASSERT_OK(hbg_buffer_alloc(rt, 256, &many[i]));
+      args[i] = view(many[i], 8, 16, HBG_ACCESS_OUT);
+    }
+    hbg_task nop = {.kernel = HBG_KERNEL_NOP, .n_args = 40, .args = args};
+    ASSERT_OK(hbg_bind_begin(rt, &b));
+    fill(b, x, 0, 4, &w0);
+    ASSERT_OK(hbg_submit_task(b, &nop, &w1));
+    for (int i = 0; i < 40; i++)
+      args[i] = view(many[i], i % 2 ? 0 : 20, 8, HBG_ACCESS_IN);
+    args[39] = view(x, 0, 4, HBG_ACCESS_IN);
+    ASSERT_OK(hbg_submit_task(b, &nop, &r));
+    d = entry_deps(b, r, &n);
+    ASSERT_UEQ(n, 2u); /* odd i: [0, 8) misses [8, 24); even: [20, 28) meets */
+    ASSERT_UEQ(d[0], w0);
+    ASSERT_UEQ(d[1], w1);
+    ASSERT_OK(hbg_bind_launch(b));
+    ASSERT_OK(hbg_bind_wait(b));
+    hbg_bind_end(b);
+    for (int i = 0; i < 40; i++)
+      ASSERT_OK(hbg_buffer_free(rt, many[i]));
+  }
   hbg_runtime_destroy(rt);
 
   /* explicit (the default): nothing inferred */

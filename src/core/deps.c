@@ -216,15 +216,25 @@ int hbg__deps_infer(hbg__deps *d, const hbg_task_id *deps, uint32_t n_deps,
   }
   if (!d->bufs.slots)
     HBG__TRY(hbg__map_init(&d->bufs, sizeof(hbg__dbuf), 16));
-  /* Buffers first: creating one may move the others. */
-  for (uint32_t i = 0; i < d->n_acc; i++)
-    HBG__RETURN_IF(!hbg__map_get(&d->bufs, d->acc[i].buf, 0, 1),
-                   HBG_E_NOMEM);
+  /* Each access's buffer; an access on the buffer of the one before it
+   * (most do) reuses its entry. Creating an entry may grow the map and move
+   * the others: those found before are then looked up again. */
+  for (uint32_t i = 0; i < d->n_acc; i++) {
+    hbg__dacc *a = &d->acc[i];
+    if (i && a->buf == a[-1].buf) {
+      a->b = a[-1].b;
+      continue;
+    }
+    uint32_t cap = d->bufs.cap;
+    a->b = hbg__map_get(&d->bufs, a->buf, 0, 1);
+    HBG__RETURN_IF(!a->b, HBG_E_NOMEM);
+    for (uint32_t j = 0; j < i && d->bufs.cap != cap; j++)
+      d->acc[j].b = hbg__map_get(&d->bufs, d->acc[j].buf, 0, 0);
+  }
   d->n_out = d->n_hits = 0;
   for (uint32_t i = 0; i < d->n_acc; i++) {
     hbg__dacc *a = &d->acc[i];
-    hbg__dbuf *b = hbg__map_get(&d->bufs, a->buf, 0, 0);
-    a->b = b;
+    hbg__dbuf *b = a->b;
     a->h0 = d->n_hits;
     HBG__TRY(query(d, b->wroot, a->lo, a->hi));
     a->hw = d->n_hits - a->h0;
