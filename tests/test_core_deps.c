@@ -108,6 +108,32 @@ static void structure_trial(uint64_t seed) {
   hbg__deps_free(&d);
 }
 
+/* Two writes of one entry over the same earlier record: the first cuts it
+ * short, the second must leave it so (not stretch it back over its own
+ * range), so a later reader of those bytes waits for the entry alone. */
+static void double_write(void) {
+  hbg__deps d;
+  memset(&d, 0, sizeof d);
+  hbg__deps_reset(&d);
+  hbg__deps_entry(&d);
+  ASSERT_OK(hbg__deps_add(&d, 0, 0, 25, 1));
+  ASSERT_OK(hbg__deps_infer(&d, NULL, 0, "test", 0));
+  hbg__deps_commit(&d, 0);
+  hbg__deps_entry(&d);
+  ASSERT_OK(hbg__deps_add(&d, 0, 10, 20, 1));
+  ASSERT_OK(hbg__deps_add(&d, 0, 20, 20, 1));
+  ASSERT_OK(hbg__deps_infer(&d, NULL, 0, "test", 1));
+  ASSERT_UEQ(d.n_out, 1u);
+  hbg__deps_commit(&d, 1);
+  hbg__deps_entry(&d);
+  ASSERT_OK(hbg__deps_add(&d, 0, 12, 6, 0));
+  ASSERT_OK(hbg__deps_infer(&d, NULL, 0, "test", 2));
+  ASSERT_UEQ(d.n_out, 1u);
+  ASSERT_UEQ(d.out[0], 1u);
+  hbg__deps_commit(&d, 2);
+  hbg__deps_free(&d);
+}
+
 /* ---------------- end to end on the sim ---------------- */
 
 #define NBUF 3
@@ -434,6 +460,7 @@ int main(void) {
   config_checks();
   for (uint64_t s = 1; s <= 300; s++)
     structure_trial(s);
+  double_write();
   window_checks();
   hbg_runtime *rt = make_rt(HBG_DEPS_INFERRED);
   for (uint64_t s = 1; s <= 30; s++)

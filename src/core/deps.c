@@ -287,7 +287,8 @@ static void cover(hbg__deps *d, const hbg__dacc *a) {
   for (uint32_t i = a->h0; i < a->h0 + a->hits; i++) {
     uint32_t x = d->hits[i];
     hbg__ivl old = d->v[x];
-    if (old.entry == DEAD)
+    /* handled by an earlier write of the entry: gone, or cut to outside */
+    if (old.entry == DEAD || old.hi <= a->lo || a->hi <= old.lo)
       continue;
     uint32_t *root = i < a->h0 + a->hw ? &b->wroot : &b->rroot;
     /* only its start stays: cut it short where it is */
