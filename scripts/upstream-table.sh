@@ -9,6 +9,11 @@
 #   scripts/upstream-table.sh                      # the full table
 #   PROFILES=ascend-a2 ARMS=retain REPEAT=1 scripts/upstream-table.sh
 #   OPTIONS=spin=0 OUT_DIR=build/upstream-spin0 scripts/upstream-table.sh
+#   RECORD=once,per-bind DEPS=inferred PROFILES=ascend-a2 scripts/upstream-table.sh
+#
+# RECORD and DEPS are `hbg bench --record` / `--deps` lists: each value is an
+# arm of every policy in the same process (interleaved), and the table gives
+# each record/deps mode its own rows.
 set -eu
 HBG=${HBG:-build/bin/hbg}
 OUT_DIR=${OUT_DIR:-build/upstream}
@@ -18,6 +23,8 @@ SIZES=${SIZES:-"0 130192"}   # --def-size; 0 = natural (62,616 B)
 ROUNDS=${ROUNDS:-60}
 REPEAT=${REPEAT:-3}
 OPTIONS=${OPTIONS:-}         # extra sim options, e.g. spin=0
+RECORD=${RECORD:-once}       # --record: once, per-bind or both
+DEPS=${DEPS:-explicit}       # --deps: explicit, inferred or both
 here=$(cd "$(dirname "$0")" && pwd)
 
 mkdir -p "$OUT_DIR"
@@ -39,7 +46,7 @@ for rep in $(seq 1 "$REPEAT"); do
         echo "[$rep/$REPEAT] $profile $arm def-size=$size load $(cut -d' ' -f1 /proc/loadavg)" >&2
         "$HBG" bench --workload qwen3-14b --rounds "$ROUNDS" --warmup 5 \
           --host-alloc "$arm" --def-size "$size" --device-options "$opts" \
-          --quiet --json "$out"
+          --record "$RECORD" --deps "$DEPS" --quiet --json "$out"
         runs+=("$out")
       done
     done

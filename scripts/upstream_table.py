@@ -39,12 +39,22 @@ PHASES = ["control_plane", "host_orch", "graph_upload", "window_upload"]
 
 
 def load(path):
+    """One (key, run, policies) per record/deps mode of the run: a run with
+    --record once,per-bind (or --deps) holds every policy once per mode,
+    named "policy/mode..."; each mode is a configuration of its own."""
     with open(path) as f:
         d = json.load(f)
-    pol = {p["name"]: p for p in d["policies"]}
-    key = (d.get("device_profile", "none"), d.get("host_alloc", "?"),
-           d.get("def_size", 0), d.get("sim_spin_us", -1))
-    return key, d, pol
+    modes = {}
+    for p in d["policies"]:
+        mode = (p.get("record", "once"), p.get("deps", "explicit"))
+        modes.setdefault(mode, {})[p["name"].split("/")[0]] = p
+    out = []
+    for (record, deps), pol in modes.items():
+        key = (d.get("device_profile", "none"), d.get("host_alloc", "?"),
+               d.get("def_size", 0), d.get("sim_spin_us", -1), record, deps,
+               d.get("sim_clock", "real"))
+        out.append((key, d, pol))
+    return out
 
 
 def med(xs):
@@ -74,18 +84,22 @@ def main():
     groups = {}
     meta = {}
     for p in paths:
-        key, d, pol = load(p)
-        groups.setdefault(key, []).append((p, d, pol))
-        meta = d
+        for key, d, pol in load(p):
+            groups.setdefault(key, []).append((p, d, pol))
+            meta = d
     layers = meta.get("layers", 40)
 
     configs = []
     for key in sorted(groups, key=lambda k: (["none", "ascend-a2", "h200-pcie5"].index(k[0])
                                              if k[0] in ("none", "ascend-a2", "h200-pcie5") else 9,
-                                             k[1] != "retain", k[2], -k[3])):
+                                             k[1] != "retain", k[2], -k[3],
+                                             k[4] != "once", k[5] != "explicit",
+                                             k[6] != "real")):
         runs = groups[key]
         c = {"profile": key[0], "host_alloc": key[1], "def_size_option": key[2],
-             "sim_spin_us": key[3], "runs": [r[0] for r in runs],
+             "sim_spin_us": key[3], "record": key[4], "deps": key[5],
+             "clock": key[6],
+             "runs": [r[0] for r in runs],
              "rounds": runs[0][1]["rounds"], "policies": {}, "ratios": {}}
         d0 = runs[0][2]["deferred"]
         c["def_bytes"] = d0["def_bytes_per_bind"] / layers
@@ -122,6 +136,7 @@ def main():
             dev = m / UP_RATIO[ph] - 1.0
             x = {"profile": c["profile"], "host_alloc": c["host_alloc"],
                  "def_bytes": c["def_bytes"], "sim_spin_us": c["sim_spin_us"],
+                 "record": c["record"], "deps": c["deps"], "clock": c["clock"],
                  "phase": ph, "ours": xs, "ours_median": m,
                  "upstream": UP_RATIO[ph], "deviation": dev,
                  "within_15pct": abs(dev) <= TOL,
@@ -171,13 +186,14 @@ def main():
       "graph upload, the rest flat): what our control-plane ratio would be if "
       "only the share of each phase differed.")
     w("")
-    w("| profile | host alloc | spin µs | Definition B | phase | ours | upstream | deviation | with the upstream's mix |")
-    w("|---|---|---|---|---|---|---|---|---|")
+    w("| profile | host alloc | spin µs | clock | record | deps | Definition B | phase | ours | upstream | deviation | with the upstream's mix |")
+    w("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for x in comps:
         flag = "" if x["within_15pct"] else (" **miss**" if x["comparable"] else " (not Ascend)")
         mix = "%.3f" % x["with_upstream_mix"] if "with_upstream_mix" in x else ""
-        w("| %s | %s | %s | %s | %s | %s | %s | %+.0f%%%s | %s |" % (
-            x["profile"], x["host_alloc"], x["sim_spin_us"], "{:,.0f}".format(x["def_bytes"]),
+        w("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %+.0f%%%s | %s |" % (
+            x["profile"], x["host_alloc"], x["sim_spin_us"], x["clock"], x["record"], x["deps"],
+            "{:,.0f}".format(x["def_bytes"]),
             x["phase"], fmt_r(x["ours"]), UP_RATIO_TEXT[x["phase"]],
             100 * x["deviation"], flag, mix))
     w("")
@@ -221,8 +237,9 @@ def main():
     w("## Every policy, every configuration (medians µs; ratios against deferred)")
     for c in configs:
         w("")
-        w("### profile %s, host alloc %s, spin %s µs, Definition %s B (%d runs of %d binds per policy)" % (
-            c["profile"], c["host_alloc"], c["sim_spin_us"], "{:,.0f}".format(c["def_bytes"]),
+        w("### profile %s, host alloc %s, spin %s µs, clock %s, record %s, deps %s, Definition %s B (%d runs of %d binds per policy)" % (
+            c["profile"], c["host_alloc"], c["sim_spin_us"], c["clock"], c["record"], c["deps"],
+            "{:,.0f}".format(c["def_bytes"]),
             len(c["runs"]), c["rounds"]))
         w("")
         w("| policy | control_plane | host_orch | graph_upload | window_upload | exec | minor faults/bind | control_plane ratio | graph_upload ratio | host_orch ratio |")

@@ -85,8 +85,8 @@ if [ "$build" = plain ]; then arm_re='"retain"'; else arm_re='"(retain|system)"'
 json_has "$tmp/b.json" host_alloc "$arm_re"
 json_has "$tmp/b.json" device_profile '"none"'
 json_has "$tmp/b.json" sim_spin_us 200
-head -1 "$tmp/b.csv" | grep -q ',host_alloc,device_profile,sim_spin_us,kind,launches,updates,capture_ns,instantiate_ns$' || fail "bench: csv header"
-tail -1 "$tmp/b.csv" | grep -Eq ",${arm_re//\"/},none,200,policy,,,,\$" || fail "bench: csv settings"
+head -1 "$tmp/b.csv" | grep -q ',host_alloc,device_profile,sim_spin_us,kind,launches,updates,capture_ns,instantiate_ns,deps,record,sim_clock$' || fail "bench: csv header"
+tail -1 "$tmp/b.csv" | grep -Eq ",${arm_re//\"/},none,200,policy,,,,,explicit,once,real\$" || fail "bench: csv settings"
 # every policy bind carries the sim's device time (its events), inside exec
 head -1 "$tmp/b.csv" | cut -d, -f8,9 | grep -qx 'exec_ns,device_ns' || fail "bench: csv device_ns column"
 awk -F, 'NR > 1 && !($9 > 0 && $9 <= $8) { bad = 1 } END { exit bad }' "$tmp/b.csv" ||
@@ -108,8 +108,35 @@ expect_rc 0 "$hbg" bench --layers 2 --rounds 2 --warmup 0 --policy deferred \
   --device-options profile=ascend-a2 --json "$tmp/p.json" --csv "$tmp/p.csv" --svg "$tmp/p.svg"
 grep -q 'device profile ascend-a2, sim copy polling spin=200' "$tmp/out" || fail "bench: table header lacks the profile"
 json_has "$tmp/p.json" device_profile '"ascend-a2"'
-tail -1 "$tmp/p.csv" | grep -Eq ',ascend-a2,200,policy,,,,$' || fail "bench: csv profile"
+tail -1 "$tmp/p.csv" | grep -Eq ',ascend-a2,200,policy,,,,,explicit,once,real$' || fail "bench: csv profile"
 grep -q 'device profile ascend-a2' "$tmp/p.svg" || fail "bench: svg profile"
+# --deps and --record: each value an arm of every policy, interleaved,
+# named policy/deps/record, with the values in JSON and CSV; flat workload
+expect_rc 0 "$hbg" bench --workload flat --tasks 40 --rounds 2 --warmup 0 \
+  --policy coalesced --deps explicit,inferred --record once,per-bind \
+  --json "$tmp/d.json" --csv "$tmp/d.csv"
+for a in coalesced/explicit/once coalesced/explicit/per-bind \
+         coalesced/inferred/once coalesced/inferred/per-bind; do
+  grep -q "^$a " "$tmp/out" || fail "bench: no table row for arm $a"
+done
+grep -q '40 tasks per bind' "$tmp/out" || fail "bench: table lacks the task count"
+json_has "$tmp/d.json" tasks 40
+grep -Eq '"deps":[[:space:]]*"inferred"' "$tmp/d.json" || fail "bench: JSON lacks deps"
+grep -Eq '"record":[[:space:]]*"per-bind"' "$tmp/d.json" || fail "bench: JSON lacks record"
+grep -q '^coalesced/inferred/per-bind,.*,inferred,per-bind,real$' "$tmp/d.csv" || fail "bench: CSV lacks deps/record"
+# clock=virtual is labelled in the table, the JSON and every CSV row
+expect_rc 0 "$hbg" bench --layers 2 --rounds 2 --warmup 0 --policy deferred \
+  --device-options profile=ascend-a2,clock=virtual --json "$tmp/v.json" --csv "$tmp/v.csv"
+grep -q 'spin=200 (us), clock virtual' "$tmp/out" || fail "bench: table lacks the clock"
+grep -Eq '"sim_clock":[[:space:]]*"virtual"' "$tmp/v.json" || fail "bench: JSON lacks sim_clock"
+tail -1 "$tmp/v.csv" | grep -q ',virtual$' || fail "bench: CSV lacks sim_clock"
+expect_rc 1 "$hbg" bench --layers 2 --rounds 1 --warmup 0 --policy deferred \
+  --device-options clock=sundial
+grep -q "clock=sundial" "$tmp/err" || fail "bench: bad clock= not named"
+expect_rc 2 "$hbg" bench --deps sometimes
+grep -q 'bad --deps' "$tmp/err" || fail "bench: bad --deps message"
+expect_rc 2 "$hbg" bench --record always
+grep -q 'bad --record' "$tmp/err" || fail "bench: bad --record message"
 expect_rc 2 "$hbg" bench --host-alloc keep
 grep -q "bad --host-alloc 'keep': want retain or trim" "$tmp/err" || fail "bench: bad --host-alloc message"
 expect_rc 2 "$hbg" bench --host-alloc

@@ -33,4 +33,27 @@ static inline hbg_task task(uint32_t kernel, hbg_tensor *args, uint32_t n_args,
   return t;
 }
 
+/* A record callback: out = (a + b) + b through an inner tensor, for a
+ * boundary {a, b, out} of 1-D f32 tensors; a is only read inside, whatever
+ * its mode at the boundary. */
+static inline int add_add_body(hbg_recorder *rec, void *user) {
+  (void)user;
+  uint32_t nt, dims[1];
+  const hbg_tensor *io = hbg_record_tensors(rec, &nt);
+  dims[0] = io[0].shape[0];
+  hbg_tensor t;
+  ASSERT_OK(hbg_tensor_contig(&t, 0, 0, HBG_DTYPE_F32, 1, dims,
+                              HBG_ACCESS_OUT));
+  hbg_tensor a1[3] = {io[0], io[1], t};
+  a1[0].mode = HBG_ACCESS_IN;
+  hbg_task add = {.kernel = HBG_KERNEL_ADD, .n_args = 3, .args = a1};
+  int rc = hbg_record_task(rec, &add, NULL);
+  if (rc)
+    return rc;
+  a1[2].mode = HBG_ACCESS_IN;
+  hbg_tensor a2[3] = {a1[2], io[1], io[2]};
+  add.args = a2;
+  return hbg_record_task(rec, &add, NULL);
+}
+
 #endif

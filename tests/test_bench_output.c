@@ -232,11 +232,12 @@ static void t_csv(void) {
   ASSERT(strstr(s, "\npinned-eager,3,8,"));
   ASSERT(strstr(s, ",exec_ns,device_ns,"));
   ASSERT(strstr(s, ",minor_faults,host_alloc,device_profile,sim_spin_us,kind,"
-                   "launches,updates,capture_ns,instantiate_ns\n"));
+                   "launches,updates,capture_ns,instantiate_ns,deps,record,"
+                   "sim_clock\n"));
   /* every row ends with the bind's faults and the run's settings, and a
    * policy's has no peer counts */
-  ASSERT(strstr(s, ",103,retain,ascend-a2,0,policy,,,,\n"));
-  ASSERT(strstr(s, ",,retain,ascend-a2,0,policy,,,,\n")); /* no count: empty */
+  ASSERT(strstr(s, ",103,retain,ascend-a2,0,policy,,,,,,,\n"));
+  ASSERT(strstr(s, ",,retain,ascend-a2,0,policy,,,,,,,\n")); /* no count: empty */
   ASSERT(strstr(s, "\npinned-eager,3,8,8000,800,5600,1600,50003,40003,"));
   for (const char *p = strchr(s, '\n') + 1; *p; p = strchr(p, '\n') + 1) {
     size_t commas = 0;
@@ -623,9 +624,9 @@ static void t_arms(void) {
     ASSERT_UEQ(commas, header_commas);
   }
   ASSERT(strstr(s, "\ncuda-graph,3,8,5000,0,0,0,60003,30003,"));
-  ASSERT(strstr(s, ",arm,1,12,900000,1500000\n"));
-  ASSERT(strstr(s, ",arm,300,0,0,0\n"));
-  ASSERT(strstr(s, ",policy,,,,\n"));
+  ASSERT(strstr(s, ",arm,1,12,900000,1500000,,,\n"));
+  ASSERT(strstr(s, ",arm,300,0,0,0,,,\n"));
+  ASSERT(strstr(s, ",policy,,,,,,,\n"));
   free(s);
 
   /* table: arm rows with their three phases, the per-step table with the

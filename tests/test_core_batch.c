@@ -2,6 +2,7 @@
  * single submissions, argument errors, and a failing replay in the middle. */
 #include <hbg/hbg.h>
 
+#include "graph_fixture.h"
 #include "test.h"
 
 #define N 4
@@ -22,25 +23,6 @@ static int body(hbg_recorder *rec, void *user) {
 static void tensor(hbg_tensor *t, uint64_t addr, uint32_t dim, uint32_t mode) {
   uint32_t dims[1] = {dim};
   ASSERT_OK(hbg_tensor_contig(t, addr, 0, HBG_DTYPE_F32, 1, dims, mode));
-}
-
-/* Two inner nodes: out = (a + b) + b. */
-static int body2(hbg_recorder *rec, void *user) {
-  (void)user;
-  uint32_t nt, dims[1] = {DIM};
-  const hbg_tensor *io = hbg_record_tensors(rec, &nt);
-  hbg_tensor t;
-  ASSERT_OK(hbg_tensor_contig(&t, 0, 0, HBG_DTYPE_F32, 1, dims,
-                              HBG_ACCESS_OUT));
-  hbg_tensor a1[3] = {io[0], io[1], t};
-  hbg_task add = {.kernel = HBG_KERNEL_ADD, .n_args = 3, .args = a1};
-  int rc = hbg_record_task(rec, &add, NULL);
-  if (rc)
-    return rc;
-  a1[2].mode = HBG_ACCESS_IN;
-  hbg_tensor a2[3] = {a1[2], io[1], io[2]};
-  add.args = a2;
-  return hbg_record_task(rec, &add, NULL);
 }
 
 /* HBG_GRAPH_N_CHAIN: layer i reads layer i - 1's output; without the
@@ -65,7 +47,7 @@ static void chain(hbg_runtime *rt) {
   hbg_bind *b;
   ASSERT_OK(hbg_bind_begin(rt, &b));
   hbg_graph_submit g = {.key = 8, .n_tensors = 3, .tensors = bt,
-                        .record = body2};
+                        .record = add_add_body};
   hbg_task_id ids[CHAIN];
   ASSERT_OK(hbg_submit_graph_n(b, &g, CHAIN, HBG_GRAPH_N_CHAIN, ids));
   ASSERT_OK(hbg_bind_launch(b));

@@ -2,10 +2,11 @@
 #include "test_workload_fixture.h"
 
 int main(void) {
-  ASSERT_EQ(hbg_workload_count(), 2);
+  ASSERT_EQ(hbg_workload_count(), 3);
   ASSERT_STREQ(hbg_workload_name(0), "qwen3-14b");
   ASSERT_STREQ(hbg_workload_name(1), "dsv4");
-  ASSERT(hbg_workload_name(2) == NULL);
+  ASSERT_STREQ(hbg_workload_name(2), "flat");
+  ASSERT(hbg_workload_name(3) == NULL);
   hbg_workload_info qwen = {.layers = 40,
                             .n_defs = 1,
                             .min_nodes = 277,

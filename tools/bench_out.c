@@ -34,6 +34,8 @@ static int compute_policy(bench_result *r, uint32_t arm, uint64_t *scratch) {
   p->capture_ns = keep.capture_ns;
   p->instantiate_ns = keep.instantiate_ns;
   p->captures = keep.captures;
+  p->deps = keep.deps;
+  p->record = keep.record;
   size_t n = 0;
   for (size_t i = 0; i < r->n_recs; i++) {
     const bench_rec *x = &r->recs[i];
@@ -135,13 +137,17 @@ static const char *alloc_text(const char *arm) {
   return arm;
 }
 
-/* ", sim copy polling spin=200 (us)" into buf, or "" when the device is not the sim. */
+/* ", sim copy polling spin=200 (us)[, clock virtual]" into buf, or ""
+ * when the device is not the sim. */
 static void spin_text(char *buf, size_t n, const bench_result *r) {
   if (r->sim_spin_us < 0)
     buf[0] = '\0';
   else
-    snprintf(buf, n, ", sim copy polling spin=%lld (us)",
-             (long long)r->sim_spin_us);
+    snprintf(buf, n, ", sim copy polling spin=%lld (us)%s",
+             (long long)r->sim_spin_us,
+             r->sim_clock && !strcmp(r->sim_clock, "virtual")
+                 ? ", clock virtual"
+                 : "");
 }
 
 int bench_print_table(const bench_result *r, FILE *f) {
@@ -154,6 +160,8 @@ int bench_print_table(const bench_result *r, FILE *f) {
   fprintf(f, "  host allocator %s, device profile %s%s\n",
           alloc_text(r->host_alloc),
           r->device_profile ? r->device_profile : "none", spin);
+  if (r->tasks)
+    fprintf(f, "  %u tasks per bind\n", r->tasks);
   if (r->glibc_tunables)
     fprintf(f, "  GLIBC_TUNABLES=%s\n", r->glibc_tunables);
   fprintf(f,
@@ -280,6 +288,10 @@ static int json_policy(cJSON *arr, const bench_policy_res *p) {
   }
   char key[32];
   int bad = jstr(o, "name", p->name);
+  if (p->deps)
+    bad |= jstr(o, "deps", p->deps);
+  if (p->record)
+    bad |= jstr(o, "record", p->record);
   for (int ph = 0; ph < BENCH_PH__COUNT; ph++) {
     if (p->arm && !bench_phase_of_arm(ph))
       continue;
@@ -339,6 +351,8 @@ int bench_write_json(const bench_result *r, FILE *f) {
   bad |= jstr(root, "device_options", r->device_options);
   bad |= jstr(root, "device_profile", r->device_profile ? r->device_profile
                                                         : "none");
+  if (r->sim_clock)
+    bad |= jstr(root, "sim_clock", r->sim_clock);
   if (r->sim_spin_us >= 0)
     bad |= jnum(root, "sim_spin_us", (double)r->sim_spin_us);
   else
@@ -350,6 +364,8 @@ int bench_write_json(const bench_result *r, FILE *f) {
     bad |= cJSON_AddNullToObject(root, "glibc_tunables") ? 0 : -1;
   bad |= jstr(root, "version", r->version);
   bad |= jnum(root, "layers", r->layers);
+  if (r->tasks)
+    bad |= jnum(root, "tasks", r->tasks);
   bad |= jnum(root, "rounds", r->rounds);
   bad |= jnum(root, "warmup", r->warmup);
   bad |= jnum(root, "interleave", r->interleave);
@@ -388,7 +404,7 @@ int bench_write_csv(const bench_result *r, FILE *f) {
              "h2d_bytes,h2d_copies,leftover,fallback,dev_allocs,recorded,"
              "arena_high_water,verified,max_abs_err,minor_faults,host_alloc,"
              "device_profile,sim_spin_us,kind,launches,updates,capture_ns,"
-             "instantiate_ns\n");
+             "instantiate_ns,deps,record,sim_clock\n");
   for (size_t i = 0; i < r->n_recs; i++) {
     const bench_rec *x = &r->recs[i];
     const bench_policy_res *p = x->arm < n_rows(r) ? &r->pol[x->arm] : NULL;
@@ -415,12 +431,15 @@ int bench_write_csv(const bench_result *r, FILE *f) {
     if (r->sim_spin_us >= 0)
       fprintf(f, "%lld", (long long)r->sim_spin_us);
     if (p && p->arm)
-      fprintf(f, ",arm,%llu,%llu,%llu,%llu\n", (unsigned long long)x->launches,
+      fprintf(f, ",arm,%llu,%llu,%llu,%llu", (unsigned long long)x->launches,
               (unsigned long long)x->updates,
               (unsigned long long)p->capture_ns,
               (unsigned long long)p->instantiate_ns);
     else
-      fprintf(f, ",policy,,,,\n");
+      fprintf(f, ",policy,,,,");
+    fprintf(f, ",%s,%s,%s\n", p && p->deps ? p->deps : "",
+            p && p->record ? p->record : "",
+            r->sim_clock ? r->sim_clock : "");
   }
   return ferror(f) ? -1 : 0;
 }

@@ -64,6 +64,10 @@ typedef struct bench_policy_res {
                                           and instantiation (cuda-graph),
                                           0 when it never captured */
   uint32_t captures;       /* steps that captured, warm-up included */
+  /* The arm's runtime settings, set by the caller and kept (NULL: not
+   * reported): how a bind's entries are ordered ("explicit", "inferred")
+   * and when Definitions are recorded ("once", "per-bind"). */
+  const char *deps, *record;
 } bench_policy_res;
 
 /* bench_result.verify_every: verify the last measured bind of each block. */
@@ -80,9 +84,13 @@ typedef struct bench_result {
    * without one) and the sim's copy polling in us (-1: not the sim) */
   const char *host_alloc, *glibc_tunables, *device_profile;
   int64_t sim_spin_us;
+  /* the sim's clock= option: "real" (modelled costs slept) or "virtual"
+   * (added to the device's clock); NULL: not the sim */
+  const char *sim_clock;
   uint32_t layers, rounds, warmup, interleave, verify_every, pipeline;
   uint64_t chunk;
   uint32_t def_size; /* Definitions padded to at least this, 0 = natural */
+  uint32_t tasks;    /* flat workload: tasks per bind (0: not flat) */
   double trim;
   char hostname[128];
   long nproc;

@@ -19,13 +19,19 @@
 #define TRACE_BINDS 3u
 #define TRACE_CAP (1u << 17)
 #define MAX_PEERS 2u /* HBG_PEER_EAGER, HBG_PEER_CUDA_GRAPH */
-#define MAX_ARMS (HBG_POLICY__COUNT + MAX_PEERS)
+#define MAX_ARMS                                                               \
+  (HBG_POLICY__COUNT * HBG_DEPS__COUNT * HBG_RECORD__COUNT + MAX_PEERS)
 
 typedef struct bench_opts {
   const char *workload, *device, *device_options;
   const char *json, *csv, *svg, *trace;
   uint32_t layers, rounds, warmup, interleave, verify_every, chunk;
   uint32_t def_size; /* --def-size, 0 = natural */
+  uint32_t tasks;    /* --tasks (flat), 0 = the workload's default */
+  int deps[HBG_DEPS__COUNT]; /* --deps: each value an arm per policy */
+  uint32_t n_deps;
+  int record[HBG_RECORD__COUNT]; /* --record: likewise */
+  uint32_t n_record;
   double trim;
   int pipeline, quiet;
   int host_alloc; /* BENCH_ALLOC_* */
@@ -57,6 +63,8 @@ typedef struct trace_ctx {
  * on its own runtime and workload. */
 typedef struct bench_arm {
   int policy;
+  int deps, record; /* hbg_deps, hbg_record of its runtime */
+  char name[48];    /* policy[/deps][/record] */
   int peer;       /* HBG_PEER_*, 0 for a policy */
   hbg_peer *p;
   uint64_t capture_ns, instantiate_ns; /* the first capture */
@@ -70,7 +78,8 @@ typedef struct bench_arm {
 
 typedef struct bench {
   bench_opts o;
-  bench_arm arms[MAX_ARMS]; /* the policies, then the peers */
+  bench_arm arms[MAX_ARMS]; /* the policies (each with every --deps and
+                               --record value), then the peers */
   uint32_t n_arms, n_pol;
   bench_rec *recs;
   uint32_t mismatches;
@@ -80,7 +89,7 @@ typedef struct bench {
   size_t done, total;
   bench_result res; /* fill_result */
   bench_policy_res pol[MAX_ARMS];
-  char profile[64], spin[32];
+  char profile[64], spin[32], clock[16];
 } bench;
 
 static const char *const track_names[] = {"orchestration", "uploads (host)",
@@ -93,7 +102,7 @@ static void usage(FILE *f) {
 "Run the upload policies side by side on a built-in workload, interleaved in\n"
 "one process on one device kind, and report per-bind control-plane phases.\n"
 "\n"
-"  --workload NAME       qwen3-14b (default) or dsv4\n"
+"  --workload NAME       qwen3-14b (default), dsv4 or flat\n"
 "  --layers N            layers, at most %u (default: the workload's)\n"
 "  --device NAME         device backend (default sim, env HBG_DEVICE)\n"
 "  --device-options S    backend options k=v,k=v\n"
@@ -120,6 +129,15 @@ static void usage(FILE *f) {
 "                        keeps glibc's defaults, which hand freed pages back\n"
 "                        to the kernel, so a policy that mallocs and frees per\n"
 "                        bind faults its pages in again every bind\n"
+"  --deps LIST           comma list of explicit,inferred: how each bind's\n"
+"                        entries are ordered (hbg_config.deps); each value is\n"
+"                        an arm of every policy, interleaved with the rest;\n"
+"                        with inferred the workload names no dependency\n"
+"                        (default explicit)\n"
+"  --record LIST         comma list of once,per-bind: when Definitions are\n"
+"                        recorded (hbg_config.record); each value an arm of\n"
+"                        every policy, like --deps (default once)\n"
+"  --tasks N             flat workload: tasks per bind (default 1000)\n"
 "  --chunk BYTES         coalesced: async chunk size, k/m suffix (default 0: one copy)\n"
 "  --def-size BYTES      pad every Definition to at least BYTES with an opaque\n"
 "                        section (k/m suffix, at most 16m; default 0: natural\n"
@@ -235,6 +253,24 @@ static int parse_policies(bench_opts *o, const char *s) {
   return -1;
 }
 
+static int parse_deps(bench_opts *o, const char *s) {
+  if (parse_list(s, hbg_deps_parse, o->deps, HBG_DEPS__COUNT, &o->n_deps) ==
+      0)
+    return 0;
+  fprintf(stderr, "hbg bench: bad --deps: want a comma list of distinct "
+                  "names from explicit,inferred\n");
+  return -1;
+}
+
+static int parse_record(bench_opts *o, const char *s) {
+  if (parse_list(s, hbg_record_parse, o->record, HBG_RECORD__COUNT,
+                 &o->n_record) == 0)
+    return 0;
+  fprintf(stderr, "hbg bench: bad --record: want a comma list of distinct "
+                  "names from once,per-bind\n");
+  return -1;
+}
+
 static int parse_peers(bench_opts *o, const char *s) {
   if (parse_list(s, hbg_peer_parse, o->peers, MAX_PEERS, &o->n_peers) == 0)
     return 0;
@@ -282,6 +318,8 @@ static int parse_opts(bench_opts *o, int argc, char **argv) {
   o->host_alloc = BENCH_ALLOC_RETAIN;
   for (int p = 0; p < HBG_POLICY__COUNT; p++)
     o->policies[o->n_policies++] = p;
+  o->deps[o->n_deps++] = HBG_DEPS_EXPLICIT;
+  o->record[o->n_record++] = HBG_RECORD_ONCE;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = NULL;
     int r;
@@ -318,6 +356,20 @@ static int parse_opts(bench_opts *o, int argc, char **argv) {
     else if (OPT("--policy")) {
       if (r > 0 && parse_policies(o, v) < 0)
         return -1;
+    } else if (OPT("--deps")) {
+      if (r > 0 && parse_deps(o, v) < 0)
+        return -1;
+    } else if (OPT("--record")) {
+      if (r > 0 && parse_record(o, v) < 0)
+        return -1;
+    } else if (OPT("--tasks")) {
+      if (r > 0 && parse_u32(a, v, 1, &o->tasks) < 0)
+        return -1;
+      if (r > 0 && o->tasks > HBG_WORKLOAD_MAX_TASKS) {
+        fprintf(stderr, "hbg bench: --tasks %u: at most %u tasks\n",
+                o->tasks, HBG_WORKLOAD_MAX_TASKS);
+        return -1;
+      }
     } else if (OPT("--arm")) {
       if (r > 0 && parse_peers(o, v) < 0)
         return -1;
@@ -419,7 +471,7 @@ static int check_outputs(const bench_opts *o) {
 /* ---------------- errors ---------------- */
 
 static const char *arm_name(const bench_arm *a) {
-  return a->peer ? hbg_peer_name(a->peer) : hbg_policy_name(a->policy);
+  return a->peer ? hbg_peer_name(a->peer) : a->name;
 }
 
 /* The calling thread's last report, for bench_unit_last_error: a device
@@ -717,7 +769,7 @@ static int write_trace(bench *B) {
     n = t->cap;
   }
   bench_trace_ev *ev = malloc((n ? n : 1) * sizeof *ev);
-  const char *names[HBG_POLICY__COUNT];
+  const char *names[MAX_ARMS];
   if (!ev)
     return report(NULL, "malloc", HBG_E_NOMEM);
   size_t k = 0;
@@ -726,7 +778,7 @@ static int write_trace(bench *B) {
         t->s[i].ev.tid < 4)
       ev[k++] = t->s[i].ev;
   for (uint32_t i = 0; i < B->n_pol; i++)
-    names[i] = hbg_policy_name(B->arms[i].policy);
+    names[i] = arm_name(&B->arms[i]);
   int rc = -1;
   FILE *f = fopen(B->o.trace, "w");
   if (f) {
@@ -772,6 +824,8 @@ static int open_arm(bench *B, uint32_t i, const char **device,
   if (B->o.device_options)
     cfg.device_options = B->o.device_options;
   cfg.coalesce_chunk_bytes = B->o.chunk;
+  cfg.deps = (uint32_t)a->deps;
+  cfg.record = (uint32_t)a->record;
   if (!i) {
     *device = cfg.device ? cfg.device : "sim";
     if (!B->o.device_options)
@@ -785,6 +839,7 @@ static int open_arm(bench *B, uint32_t i, const char **device,
   wc.name = B->o.workload;
   wc.layers = B->o.layers;
   wc.def_size = B->o.def_size;
+  wc.tasks = B->o.tasks;
   rc = hbg_workload_create(a->rt, &wc, &a->w);
   if (rc == HBG_E_NOTFOUND) {
     fprintf(stderr, "hbg bench: unknown workload '%s'; built in:",
@@ -808,23 +863,45 @@ static int open_arm(bench *B, uint32_t i, const char **device,
   return 0;
 }
 
+/* Arm a's name: its policy, then its deps and record values where the run
+ * has more than one of them or a value other than the default. */
+static void name_arm(const bench_opts *o, bench_arm *a) {
+  int n = snprintf(a->name, sizeof a->name, "%s", hbg_policy_name(a->policy));
+  if (o->n_deps > 1 || a->deps != HBG_DEPS_EXPLICIT)
+    n += snprintf(a->name + n, sizeof a->name - (size_t)n, "/%s",
+                  hbg_deps_name(a->deps));
+  if (o->n_record > 1 || a->record != HBG_RECORD_ONCE)
+    snprintf(a->name + n, sizeof a->name - (size_t)n, "/%s",
+             hbg_record_name(a->record));
+}
+
 static int open_arms(bench *B, const char **device, uint32_t *layers) {
-  for (uint32_t i = 0; i < B->o.n_policies; i++) {
-    B->arms[i].policy = B->o.policies[i];
-    B->n_arms = B->n_pol = i + 1;
-    int rc = open_arm(B, i, device, layers);
-    if (rc < 0)
-      return rc;
-  }
+  const bench_opts *o = &B->o;
+  uint32_t i = 0;
+  for (uint32_t p = 0; p < o->n_policies; p++)
+    for (uint32_t d = 0; d < o->n_deps; d++)
+      for (uint32_t r = 0; r < o->n_record; r++, i++) {
+        bench_arm *a = &B->arms[i];
+        a->policy = o->policies[p];
+        a->deps = o->deps[d];
+        a->record = o->record[r];
+        name_arm(o, a);
+        B->n_arms = B->n_pol = i + 1;
+        int rc = open_arm(B, i, device, layers);
+        if (rc < 0)
+          return rc;
+      }
   /* Each peer on a runtime of its own (the first policy's settings; the
    * peer uploads nothing through it) and a workload of its own. */
   for (uint32_t j = 0; j < B->o.n_peers; j++) {
-    uint32_t i = B->n_pol + j;
-    bench_arm *a = &B->arms[i];
+    uint32_t k = B->n_pol + j;
+    bench_arm *a = &B->arms[k];
     a->policy = B->o.policies[0];
+    a->deps = B->o.deps[0];
+    a->record = B->o.record[0];
     a->peer = B->o.peers[j];
-    B->n_arms = i + 1;
-    int rc = open_arm(B, i, device, layers);
+    B->n_arms = k + 1;
+    int rc = open_arm(B, k, device, layers);
     if (rc < 0)
       return rc;
     rc = hbg_peer_create(a->w, a->peer, &a->p);
@@ -866,6 +943,10 @@ static int fill_result(bench *B) {
     res->sim_spin_us = BENCH_SIM_SPIN_DEFAULT_US;
     if (bench_opt_get(o->device_options, "spin", B->spin, sizeof B->spin) > 0)
       res->sim_spin_us = strtoll(B->spin, NULL, 10);
+    res->sim_clock = "real";
+    if (bench_opt_get(o->device_options, "clock", B->clock, sizeof B->clock) >
+        0)
+      res->sim_clock = B->clock;
   }
   res->version = hbg_version_string();
   res->rounds = o->rounds;
@@ -875,6 +956,9 @@ static int fill_result(bench *B) {
   res->pipeline = (uint32_t)o->pipeline;
   res->chunk = o->chunk;
   res->def_size = o->def_size;
+  res->tasks = strcmp(o->workload, "flat") == 0
+                   ? (o->tasks ? o->tasks : HBG_WORKLOAD_DEFAULT_TASKS)
+                   : 0;
   res->trim = o->trim;
   res->n_policies = B->n_pol;
   res->n_arms = B->n_arms - B->n_pol;
@@ -888,6 +972,8 @@ static int fill_result(bench *B) {
     B->pol[i].capture_ns = a->capture_ns;
     B->pol[i].instantiate_ns = a->instantiate_ns;
     B->pol[i].captures = a->captures;
+    B->pol[i].deps = a->peer ? NULL : hbg_deps_name(a->deps);
+    B->pol[i].record = a->peer ? NULL : hbg_record_name(a->record);
   }
   bench_result_machine(res);
   if (bench_result_compute(res) < 0) {
@@ -908,7 +994,9 @@ int bench_unit_open(const bench_opts *o, const char *device_options,
   *out = B;
   B->o = *o;
   B->o.device_options = device_options;
-  B->recs = calloc((size_t)(o->n_policies + o->n_peers) * o->rounds,
+  B->recs = calloc((size_t)(o->n_policies * o->n_deps * o->n_record +
+                            o->n_peers) *
+                       o->rounds,
                    sizeof *B->recs);
   if (!B->recs)
     return report(NULL, "calloc", HBG_E_NOMEM);
@@ -981,7 +1069,9 @@ int hbg_cmd_bench(int argc, char **argv) {
     return 1;
   if (bench_multi_wanted(&o->multi))
     return run_multi(o);
-  B.recs = calloc((size_t)(o->n_policies + o->n_peers) * o->rounds,
+  B.recs = calloc((size_t)(o->n_policies * o->n_deps * o->n_record +
+                           o->n_peers) *
+                      o->rounds,
                   sizeof *B.recs);
   if (!B.recs) {
     report(NULL, "calloc", HBG_E_NOMEM);

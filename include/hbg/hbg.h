@@ -316,10 +316,13 @@ HBG_API int hbg_sim_unregister_kernel(struct hbg_device *dev,
  * its own bytes where either of the two writes (read after write, write
  * after read, write after write); deps (earlier inner node ids) may add
  * more. Between the entries of a bind -- ordinary tasks and graph
- * submissions -- nothing is inferred: an entry waits only for the task
- * ids in its deps (hbg_task.deps, hbg_graph_submit.deps), and entries
- * without a path between them may run concurrently, so a layer that reads
- * the previous layer's output must name that layer's id. */
+ * submissions -- the runtime's hbg_config.deps decides: with
+ * HBG_DEPS_EXPLICIT (the default) an entry waits only for the task ids in
+ * its deps (hbg_task.deps, hbg_graph_submit.deps), and entries without a
+ * path between them may run concurrently, so a layer that reads the
+ * previous layer's output must name that layer's id; with
+ * HBG_DEPS_INFERRED the same data rule as inside a recording applies
+ * between entries too, and deps may add more (see hbg_deps). */
 typedef struct hbg_task {
   uint32_t kernel;
   uint32_t n_args;
@@ -364,6 +367,43 @@ HBG_API const char *hbg_policy_name(int policy);
 /* @return 0 and *out, or HBG_E_INVAL for an unknown name. */
 HBG_API int hbg_policy_parse(const char *name, int *out);
 
+/* How the entries of a bind are ordered (hbg_config.deps; values pinned).
+ * - explicit (default): an entry waits only for the task ids in its deps.
+ * - inferred: each entry also waits for every earlier entry of the bind
+ *   whose bytes overlap its own where either writes (RAW, WAR, WAW), the
+ *   rule recordings use; a graph submission counts its boundary tensors,
+ *   each as a write when an inner task writes it (or a view of it) and as
+ *   a read otherwise. Explicit deps are merged in. An entry waits for at
+ *   most 256 distinct earlier entries (HBG_E_LIMIT past that). */
+typedef enum hbg_deps {
+  HBG_DEPS_EXPLICIT = 0,
+  HBG_DEPS_INFERRED = 1,
+  HBG_DEPS__COUNT
+} hbg_deps;
+
+/* When Definitions are recorded (hbg_config.record; values pinned).
+ * - once (default): on a key's first submission; the host Definition is
+ *   kept in the graph cache.
+ * - per-bind: every bind records each key again on its first submission in
+ *   that bind (the host recordings are dropped at hbg_bind_begin), as a
+ *   runtime without a host Definition cache does. What the policies keep
+ *   on the device is kept as with once (a Definition with the same content
+ *   stays resident under coalesced). */
+typedef enum hbg_record {
+  HBG_RECORD_ONCE = 0,
+  HBG_RECORD_PER_BIND = 1,
+  HBG_RECORD__COUNT
+} hbg_record;
+
+/* @return "explicit" / "inferred", or NULL. */
+HBG_API const char *hbg_deps_name(int deps);
+/* @return 0 and *out, or HBG_E_INVAL for an unknown name. */
+HBG_API int hbg_deps_parse(const char *name, int *out);
+/* @return "once" / "per-bind", or NULL. */
+HBG_API const char *hbg_record_name(int record);
+/* @return 0 and *out, or HBG_E_INVAL for an unknown name. */
+HBG_API int hbg_record_parse(const char *name, int *out);
+
 /* Upper limits of hbg_config fields (and of their HBG_* variables). */
 #define HBG_ARENA_BYTES_MAX (1ull << 32) /* 4 GiB: images use u32 offsets */
 #define HBG_PIPELINE_DEPTH_MAX 64
@@ -374,7 +414,9 @@ enum {
 };
 
 typedef struct hbg_config {
-  uint32_t struct_size;       /* sizeof(hbg_config), set by hbg_config_init */
+  uint32_t struct_size;       /* sizeof(hbg_config), set by hbg_config_init;
+                                 HBG_CONFIG_SIZE_V1 (a caller built before
+                                 deps and record) is accepted too */
   uint32_t policy;            /* hbg_policy; env HBG_POLICY */
   const char *device;         /* backend name, default "sim"; env HBG_DEVICE */
   const char *device_options; /* backend options "k=v,k=v"; env HBG_DEVICE_OPTIONS */
@@ -404,13 +446,26 @@ typedef struct hbg_config {
   const char *env_invalid;    /* set by hbg_config_init: NULL, or the name
                                  of the first HBG_* variable whose value it
                                  rejected (static storage) */
+  /* Fields below were appended after the first release: a caller built
+   * before them has struct_size == HBG_CONFIG_SIZE_V1 and gets their
+   * defaults. */
+  uint32_t deps;              /* hbg_deps: how entries of a bind are
+                                 ordered; env HBG_DEPS (explicit,
+                                 inferred) */
+  uint32_t record;            /* hbg_record: when Definitions are
+                                 recorded; env HBG_RECORD (once,
+                                 per-bind) */
 } hbg_config;
+
+/* sizeof(hbg_config) before deps and record were added. */
+#define HBG_CONFIG_SIZE_V1 72u
 
 /* Fill cfg with defaults, then apply the HBG_* environment variables:
  * HBG_POLICY (a policy name), HBG_DEVICE (a backend name),
  * HBG_DEVICE_OPTIONS, HBG_ARENA_BYTES (1 .. HBG_ARENA_BYTES_MAX, K/M/G
  * suffix), HBG_PIPELINE_DEPTH (1 .. HBG_PIPELINE_DEPTH_MAX),
- * HBG_GRAPH_CACHE_MAX (1 .. UINT32_MAX). An empty
+ * HBG_GRAPH_CACHE_MAX (1 .. UINT32_MAX), HBG_DEPS (explicit, inferred),
+ * HBG_RECORD (once, per-bind). An empty
  * variable counts as unset. An invalid value is not replaced by the
  * default: cfg->env_invalid names the variable, hbg_last_error() says
  * what is wrong, and hbg_runtime_create() with this cfg fails with
@@ -485,7 +540,8 @@ typedef struct hbg_graph_submit {
   const uint64_t *scalars;      /* boundary scalars */
   uint32_t n_scalars;
   uint32_t n_deps;              /* earlier task ids of this bind that this
-                                   graph waits for (never inferred) */
+                                   graph waits for (with HBG_DEPS_INFERRED,
+                                   merged with the inferred ones) */
   const hbg_task_id *deps;
   hbg_record_fn record;         /* called only when the key is recorded */
   void *user;

@@ -206,6 +206,12 @@ typedef struct hbg_dev_ops {
    * (either event never recorded), or an error. */
   int (*event_elapsed)(hbg_device *dev, hbg_dev_event *start,
                        hbg_dev_event *end, uint64_t *ns);
+  /* The device's clock in *ns, on CLOCK_MONOTONIC's scale: a device whose
+   * modelled costs are not slept (sim clock=virtual) reports the host's
+   * time plus the modelled device time its callers have waited for, so
+   * that the core's phase timings count modelled waits, not sleeps. Must
+   * not fail. Optional (NULL: CLOCK_MONOTONIC). */
+  int (*clock_ns)(hbg_device *dev, uint64_t *ns);
 } hbg_dev_ops;
 
 /* struct_size of an ops table built against the first version of this
@@ -297,6 +303,9 @@ HBG_API int hbg_dev_event_query(hbg_device *dev, hbg_dev_event *ev);
 HBG_API int hbg_dev_event_wait(hbg_device *dev, hbg_dev_event *ev);
 HBG_API int hbg_dev_launch(hbg_device *dev, hbg_dev_queue *q,
                            const hbg_dev_launch_desc *l);
+/* @return the device's clock (the clock_ns op), or CLOCK_MONOTONIC where
+ * the backend has none; nanoseconds. dev NULL: CLOCK_MONOTONIC. */
+HBG_API uint64_t hbg_dev_clock_ns(hbg_device *dev);
 /* @return as the event_elapsed op; HBG_E_UNSUPPORTED where the backend has
  * none (also a table whose struct_size ends before it). */
 HBG_API int hbg_dev_event_elapsed(hbg_device *dev, hbg_dev_event *start,

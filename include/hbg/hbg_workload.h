@@ -14,6 +14,12 @@
  *              dense FFN in two parts or a MoE router + routed experts),
  *              7 Definitions of 32 to 50 nodes, up to 99 boundary tensors
  *              and 30 boundary scalars per layer.
+ *   flat       no graph: a copy, then N (hbg_workload_config.tasks,
+ *              1000 by default) ordinary three-tensor tasks over
+ *              overlapping views of one buffer (alternately ADD and
+ *              RMSNORM), each naming the task before it as its dependency
+ *              -- or none on a runtime with HBG_DEPS_INFERRED, as the
+ *              other workloads do too. Its layer count is 0.
  *
  * Thread safety: as for the runtime it was created on.
  */
@@ -43,7 +49,16 @@ typedef struct hbg_workload_config {
                          0 = the natural size (qwen3-14b: 62,616 B). At
                          most HBG_WORKLOAD_MAX_DEF_SIZE. A struct_size that
                          ends before this field reads as 0. */
+  uint32_t tasks;     /* flat: ordinary tasks per step, 0 = 1000, at most
+                         HBG_WORKLOAD_MAX_TASKS; the other workloads
+                         ignore it. A struct_size that ends before this
+                         field reads as 0. */
 } hbg_workload_config;
+
+/* The largest hbg_workload_config.tasks. */
+#define HBG_WORKLOAD_MAX_TASKS 1000000u
+/* hbg_workload_config.tasks when 0. */
+#define HBG_WORKLOAD_DEFAULT_TASKS 1000u
 
 /* The largest hbg_workload_config.def_size. */
 #define HBG_WORKLOAD_MAX_DEF_SIZE (16u << 20)
@@ -77,8 +92,9 @@ HBG_API const char *hbg_workload_name(uint32_t i);
  * generator seeded by cfg->seed; layers beyond 64 (qwen3-14b) or 48 (dsv4)
  * reuse earlier layers' weights).
  * @return 0, HBG_E_INVAL, HBG_E_NOTFOUND (unknown name), HBG_E_LIMIT
- * (layers > HBG_WORKLOAD_MAX_LAYERS or def_size >
- * HBG_WORKLOAD_MAX_DEF_SIZE), HBG_E_NOMEM, or a device error. */
+ * (layers > HBG_WORKLOAD_MAX_LAYERS, def_size >
+ * HBG_WORKLOAD_MAX_DEF_SIZE or tasks > HBG_WORKLOAD_MAX_TASKS),
+ * HBG_E_NOMEM, or a device error. */
 HBG_API int hbg_workload_create(hbg_runtime *rt, const hbg_workload_config *cfg,
                                 hbg_workload **out);
 /* Free device buffers. Accepts NULL. Call before hbg_runtime_destroy. */

@@ -31,9 +31,9 @@ void hbg__poison(const hbg_bind *b, void *p, uint64_t n) {
 
 int hbg__upload(hbg_bind *b, hbg_phase_bytes *ph, hbg_devptr dst,
                 const void *src, uint64_t n, const char *what) {
-  uint64_t t0 = hbg__now_ns();
+  uint64_t t0 = hbg__rt_now(b->rt);
   int rc = hbg_dev_copy_h2d(b->rt->dev, dst, src, (size_t)n);
-  uint64_t t1 = hbg__now_ns();
+  uint64_t t1 = hbg__rt_now(b->rt);
   hbg__trace(b->rt, HBG_TRACK_UPLOAD, what, t0, t1, n, b->seq);
   if (rc < 0)
     return rc;
@@ -46,9 +46,9 @@ int hbg__upload(hbg_bind *b, hbg_phase_bytes *ph, hbg_devptr dst,
 
 int hbg__upload_nested(hbg_bind *b, hbg_devptr dst, const void *src,
                        uint64_t n, const char *what) {
-  uint64_t t0 = hbg__now_ns();
+  uint64_t t0 = hbg__rt_now(b->rt);
   int rc = hbg__upload(b, &b->st.graph, dst, src, n, what);
-  uint64_t dt = hbg__now_ns() - t0;
+  uint64_t dt = hbg__rt_now(b->rt) - t0;
   b->nested_upload_ns += dt;
   b->st.graph_upload_ns += dt;
   return rc;
@@ -61,6 +61,25 @@ static uint64_t full_key_of(const hbg_runtime *rt, const hbg_graph_submit *g) {
     h ^= hbg__hash(g->variant, (uint64_t)g->n_variant * 8) *
          0x9E3779B97F4A7C15ull;
   return h;
+}
+
+/* The live buffer (hbg_buffer_alloc range) holding addr, or NULL. Argument
+ * pos of one layer's graph lives in the same buffer as argument pos of the
+ * layer before (its weights, its activations): the buffer found last for
+ * this position is tried before searching. */
+static const hbg__range *find_buf(hbg_runtime *rt, uint64_t addr,
+                                  uint32_t pos) {
+  uint32_t *hint = &rt->buf_hint[pos % HBG__ARRAY_LEN(rt->buf_hint)];
+  if (*hint < rt->bufs.n) {
+    const hbg__range *r = &rt->bufs.v[*hint];
+    if (addr - r->start < r->len)
+      return r;
+  }
+  ptrdiff_t i = hbg__rtab_floor(&rt->bufs, addr);
+  if (i < 0 || addr - rt->bufs.v[i].start >= rt->bufs.v[i].len)
+    return NULL;
+  *hint = (uint32_t)i;
+  return &rt->bufs.v[i];
 }
 
 /* A tensor argument from the caller: valid metadata, element 0 aligned to
@@ -92,24 +111,8 @@ static int check_tensor(hbg_runtime *rt, const hbg_tensor *t, uint32_t pos,
                    who, pos, (unsigned long long)t->offset, es);
     return HBG_E_INVAL;
   }
-  /* Argument i of one layer's graph lives in the same buffer as argument i
-   * of the layer before (its weights, its activations): try the buffer
-   * found last for this position before searching. */
-  uint32_t *hint = &rt->buf_hint[pos % HBG__ARRAY_LEN(rt->buf_hint)];
-  const hbg__range *r = NULL;
-  if (*hint < rt->bufs.n) {
-    r = &rt->bufs.v[*hint];
-    if (t->addr - r->start >= r->len)
-      r = NULL;
-  }
+  const hbg__range *r = find_buf(rt, t->addr, pos);
   if (!r) {
-    ptrdiff_t i = hbg__rtab_floor(&rt->bufs, t->addr);
-    if (i >= 0) {
-      *hint = (uint32_t)i;
-      r = &rt->bufs.v[i];
-    }
-  }
-  if (!r || t->addr - r->start >= r->len) {
     hbg__error_set("%s %u: addr 0x%llx is in no live hbg_buffer_alloc buffer",
                    who, pos, (unsigned long long)t->addr);
     return HBG_E_RANGE;
@@ -133,6 +136,36 @@ static int check_deps(const hbg_bind *b, const hbg_task_id *deps,
   for (uint32_t i = 0; i < n; i++)
     HBG__RETURN_IF(deps[i] >= b->n_tasks, HBG_E_INVAL);
   return 0;
+}
+
+/* HBG_DEPS_INFERRED: the entry's dependencies from its n tensors (mode
+ * from modes[i] when given) merged with its explicit ones; *deps and *n_deps
+ * then point at the merged list. Changes no record: hbg__deps_commit does,
+ * once the entry is published. */
+static int infer_deps(hbg_bind *b, const hbg_tensor *t, uint32_t n,
+                      const uint8_t *modes, const char *who,
+                      const hbg_task_id **deps, uint32_t *n_deps) {
+  if (b->rt->cfg.deps != HBG_DEPS_INFERRED)
+    return 0;
+  hbg__deps *d = &b->deps;
+  hbg__deps_entry(d);
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t mode = modes ? modes[i] : t[i].mode;
+    /* check_tensor found it: never NULL */
+    const hbg__range *r = find_buf(b->rt, t[i].addr, i);
+    HBG__TRY(hbg__deps_add(d, r->start, t[i].addr + t[i].offset,
+                           hbg_tensor_extent(&t[i]),
+                           (mode & HBG_ACCESS_OUT) != 0));
+  }
+  HBG__TRY(hbg__deps_infer(d, *deps, *n_deps, who, b->n_tasks));
+  *deps = d->out;
+  *n_deps = d->n_out;
+  return 0;
+}
+
+static void commit_deps(hbg_bind *b, uint32_t self) {
+  if (b->rt->cfg.deps == HBG_DEPS_INFERRED)
+    hbg__deps_commit(&b->deps, self);
 }
 
 static void to_sub_tensor(hbg_sub_tensor *d, const hbg_tensor *t) {
@@ -284,6 +317,7 @@ void hbg__bind_reset(hbg_bind *b) {
   b->err_node = HBG_TASK_NONE;
   b->nested_upload_ns = 0;
   hbg__map_clear(&b->occ);
+  hbg__deps_reset(&b->deps);
   memset(&b->st, 0, sizeof b->st);
   b->state = HBG__BIND_IDLE;
 }
@@ -354,7 +388,7 @@ int hbg_bind_begin(hbg_runtime *rt, hbg_bind **out) {
     hbg__bind_reset(b);
     return (int)off;
   }
-  b->t_begin = hbg__now_ns();
+  b->t_begin = hbg__rt_now(rt);
   *out = b;
   return 0;
 }
@@ -385,11 +419,15 @@ int hbg_submit_task(hbg_bind *b, const hbg_task *t, hbg_task_id *out) {
     HBG__RETURN_IF(t->scalars[i].kind != HBG_SCALAR_STATIC, HBG_E_INVAL);
   HBG__TRY(check_deps(b, t->deps, t->n_deps));
   HBG__TRY(hbg__task_kernel_check(t, "hbg_submit_task"));
+  const hbg_task_id *deps = t->deps;
+  uint32_t n_deps = t->n_deps;
+  HBG__TRY(infer_deps(b, t->args, t->n_args, NULL, "hbg_submit_task", &deps,
+                      &n_deps));
 
   uint32_t off_t = sizeof(hbg_win_task);
   uint32_t off_s = off_t + t->n_args * (uint32_t)sizeof(hbg_sub_tensor);
   uint32_t off_d = off_s + t->n_scalars * 8u;
-  uint32_t size = HBG__ALIGN_UP(off_d + t->n_deps * 4u, WIN_ALIGN);
+  uint32_t size = HBG__ALIGN_UP(off_d + n_deps * 4u, WIN_ALIGN);
   HBG__TRY(index_reserve(b));
   int64_t off = win_append(b, size);
   if (off < 0)
@@ -398,7 +436,7 @@ int hbg_submit_task(hbg_bind *b, const hbg_task *t, hbg_task_id *out) {
   e->kind = HBG_WIN_TASK;
   e->size = size;
   e->kernel = t->kernel;
-  e->n_deps = t->n_deps;
+  e->n_deps = n_deps;
   e->n_tensors = t->n_args;
   e->n_scalars = t->n_scalars;
   e->off_tensors = off_t;
@@ -410,10 +448,11 @@ int hbg_submit_task(hbg_bind *b, const hbg_task *t, hbg_task_id *out) {
   uint64_t *sc = (uint64_t *)((uint8_t *)e + off_s);
   for (uint32_t i = 0; i < t->n_scalars; i++)
     sc[i] = t->scalars[i].value;
-  if (t->n_deps)
-    memcpy((uint8_t *)e + off_d, t->deps, (size_t)t->n_deps * 4);
+  if (n_deps)
+    memcpy((uint8_t *)e + off_d, deps, (size_t)n_deps * 4);
   index_push(b, (uint32_t)off);
-  b->sz_deps += t->n_deps;
+  commit_deps(b, b->n_tasks - 1);
+  b->sz_deps += n_deps;
   b->sz_kscr = HBG__MAX(b->sz_kscr, hbg__task_scratch_floats(t));
   if (out)
     *out = b->n_tasks - 1;
@@ -423,19 +462,9 @@ int hbg_submit_task(hbg_bind *b, const hbg_task *t, hbg_task_id *out) {
 
 /* ---------------- graph submissions ---------------- */
 
-/* *out points into the graph cache: valid until the next eviction. */
-static int graph_lookup(hbg_bind *b, const hbg_graph_submit *g, uint64_t fk,
-                        hbg__graph **out) {
+/* Run g's record callback into a new Definition. */
+static int record_def(hbg_bind *b, const hbg_graph_submit *g, hbg__def **out) {
   hbg_runtime *rt = b->rt;
-  hbg__graph *gr = hbg__map_get(&rt->graphs, fk, 0, 0);
-  if (gr) {
-    HBG__TRY(hbg__def_check_boundary(gr->def, g->tensors, g->n_tensors,
-                                     g->n_scalars));
-    hbg__lru_touch(rt, gr->lru);
-    *out = gr;
-    return 0;
-  }
-  uint64_t t0 = hbg__now_ns();
   hbg_recorder *rec = NULL;
   HBG__TRY(hbg__rec_begin(g->tensors, g->n_tensors, g->scalars, g->n_scalars,
                           &rec));
@@ -450,16 +479,41 @@ static int graph_lookup(hbg_bind *b, const hbg_graph_submit *g, uint64_t fk,
                    (unsigned long long)g->key, urc);
     return HBG_E_RECORD;
   }
-  hbg__def *def = NULL;
-  HBG__TRY(hbg__rec_finish(rec, &def));
-  b->st.n_evicted += hbg__graph_make_room(rt);
-  int rc = hbg__graph_insert(rt, fk, def, &gr);
-  if (rc < 0) {
-    hbg__def_free(def);
-    return rc;
+  return hbg__rec_finish(rec, out);
+}
+
+/* *out points into the graph cache: valid until the next eviction. With
+ * HBG_RECORD_PER_BIND a graph recorded before this bind is recorded again
+ * (its device-side state is kept: hbg__graph_redefine). */
+static int graph_lookup(hbg_bind *b, const hbg_graph_submit *g, uint64_t fk,
+                        hbg__graph **out) {
+  hbg_runtime *rt = b->rt;
+  hbg__graph *gr = hbg__map_get(&rt->graphs, fk, 0, 0);
+  if (gr && (rt->cfg.record != HBG_RECORD_PER_BIND || gr->rec_seq == b->seq)) {
+    HBG__TRY(hbg__def_check_boundary(gr->def, g->tensors, g->n_tensors,
+                                     g->n_scalars));
+    hbg__lru_touch(rt, gr->lru);
+    *out = gr;
+    return 0;
   }
+  uint64_t t0 = hbg__rt_now(rt);
+  hbg__def *def = NULL;
+  HBG__TRY(record_def(b, g, &def));
+  int rc;
+  if (gr) {
+    hbg__graph_redefine(rt, gr, def);
+    hbg__lru_touch(rt, gr->lru);
+  } else {
+    b->st.n_evicted += hbg__graph_make_room(rt);
+    rc = hbg__graph_insert(rt, fk, def, &gr);
+    if (rc < 0) {
+      hbg__def_free(def);
+      return rc;
+    }
+  }
+  gr->rec_seq = b->seq;
   b->st.n_recorded++;
-  hbg__trace(rt, HBG_TRACK_ORCH, "record", t0, hbg__now_ns(), 0, b->seq);
+  hbg__trace(rt, HBG_TRACK_ORCH, "record", t0, hbg__rt_now(rt), 0, b->seq);
   *out = gr;
   return 0;
 }
@@ -539,6 +593,10 @@ int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
   hbg__graph *gr = NULL;
   HBG__TRY(graph_lookup(b, g, fk, &gr));
   const hbg__def *def = gr->def;
+  const hbg_task_id *deps = g->deps;
+  uint32_t n_deps = g->n_deps;
+  HBG__TRY(infer_deps(b, g->tensors, g->n_tensors, def->bmode,
+                      "hbg_submit_graph", &deps, &n_deps));
 
   hbg__occ *oc = hbg__map_get(&b->occ, fk, 0, 1);
   HBG__RETURN_IF(!oc, HBG_E_NOMEM);
@@ -548,7 +606,7 @@ int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
                    .full_key = fk,
                    .occurrence = oc->count,
                    .sub_size = hbg__sub_size(def, (int)ops->inline_def)};
-  uint32_t deps_bytes = HBG__ALIGN_UP(g->n_deps * 4u, WIN_ALIGN);
+  uint32_t deps_bytes = HBG__ALIGN_UP(n_deps * 4u, WIN_ALIGN);
   uint32_t entry_size = (uint32_t)sizeof(hbg_win_task) + deps_bytes;
 
   /* Stage: claims, the policy's staging, the window entry. Every failure
@@ -597,19 +655,20 @@ int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
   hbg_win_task *e = (hbg_win_task *)(b->win.p + off);
   e->kind = HBG_WIN_GRAPH;
   e->size = entry_size;
-  e->n_deps = g->n_deps;
+  e->n_deps = n_deps;
   e->off_deps = sizeof(hbg_win_task);
   e->sub_size = st.sub_size;
   e->sub_addr = st.sub_dev;
   e->def_addr = st.def_dev;
   e->heap_addr = heap;
   e->def_size = def->size;
-  if (g->n_deps)
-    memcpy((uint8_t *)e + e->off_deps, g->deps, (size_t)g->n_deps * 4);
+  if (n_deps)
+    memcpy((uint8_t *)e + e->off_deps, deps, (size_t)n_deps * 4);
 
   /* Publish: the slot is claimed and the dependencies registered. */
   index_push(b, (uint32_t)off);
-  b->sz_deps += g->n_deps;
+  commit_deps(b, b->n_tasks - 1);
+  b->sz_deps += n_deps;
   b->sz_nodes += def->n_nodes;
   b->sz_kscr = HBG__MAX(b->sz_kscr, def->kscr_floats);
   oc->count++;
@@ -647,14 +706,14 @@ static int upload_window(hbg_bind *b) {
   HBG__TRY(hbg__win_dev_ensure(b, b->win.len));
   if (b->win_flushed) {
     /* The tail, then the header, after the chunks already on the queue. */
-    uint64_t t0 = hbg__now_ns();
+    uint64_t t0 = hbg__rt_now(rt);
     uint64_t n = b->win.len - b->win_flushed;
     HBG__TRY(hbg_dev_copy_h2d_async(rt->dev, s->q, s->win_dev + b->win_flushed,
                                     b->win.p + b->win_flushed, (size_t)n));
     HBG__TRY(hbg_dev_copy_h2d_async(rt->dev, s->q, s->win_dev, b->win.p,
                                     sizeof(hbg_win_hdr)));
     HBG__TRY(hbg_dev_queue_sync(rt->dev, s->q));
-    hbg__trace(rt, HBG_TRACK_UPLOAD, "window_tail", t0, hbg__now_ns(),
+    hbg__trace(rt, HBG_TRACK_UPLOAD, "window_tail", t0, hbg__rt_now(rt),
                n + sizeof(hbg_win_hdr), b->seq);
     b->st.window.bytes += n + sizeof(hbg_win_hdr);
     b->st.window.copies += 2;
@@ -673,7 +732,7 @@ static int upload_window(hbg_bind *b) {
 static void collect(hbg_bind *b) {
   hbg__slot *s = b->slot;
   s->in_flight = 0;
-  b->st.exec_ns = hbg__now_ns() - b->t_launch_start;
+  b->st.exec_ns = hbg__rt_now(b->rt) - b->t_launch_start;
   /* Device time is a measurement: a timer that cannot be read leaves 0,
    * and the bind's outcome stands. */
   uint64_t dns = 0;
@@ -701,7 +760,7 @@ int hbg_bind_launch(hbg_bind *b) {
   hbg__slot *s = b->slot;
   if (rt->ops->orchestrated)
     rt->ops->orchestrated(b);
-  uint64_t t0 = hbg__now_ns();
+  uint64_t t0 = hbg__rt_now(rt);
   b->t_launch_start = t0;
   uint64_t orch = t0 - b->t_begin;
   b->st.host_orch_ns = orch > b->nested_upload_ns ? orch - b->nested_upload_ns
@@ -709,12 +768,12 @@ int hbg_bind_launch(hbg_bind *b) {
   hbg__trace(rt, HBG_TRACK_ORCH, "orchestrate", b->t_begin, t0, 0, b->seq);
 
   int rc = rt->ops->launch ? rt->ops->launch(b) : 0;
-  uint64_t t1 = hbg__now_ns();
+  uint64_t t1 = hbg__rt_now(rt);
   b->st.graph_upload_ns += t1 - t0;
   if (rc < 0)
     return latch(b, rc);
   rc = upload_window(b);
-  uint64_t t2 = hbg__now_ns();
+  uint64_t t2 = hbg__rt_now(rt);
   b->st.window_upload_ns += t2 - t1;
   if (rc < 0)
     return latch(b, rc);
@@ -729,7 +788,7 @@ int hbg_bind_launch(hbg_bind *b) {
   b->st.arena_high_water = s->arena.high_water;
   if (rt->cfg.flags & HBG_CFG_NO_LAUNCH) {
     b->state = HBG__BIND_LAUNCHED;
-    b->t_launch_start = hbg__now_ns();
+    b->t_launch_start = hbg__rt_now(rt);
     return 0;
   }
   hbg_dev_launch_desc d = {.struct_size = sizeof d,
@@ -741,7 +800,7 @@ int hbg_bind_launch(hbg_bind *b) {
                            .n_deps = b->sz_deps,
                            .n_nodes = b->sz_nodes,
                            .kernel_scratch = b->sz_kscr};
-  b->t_launch_start = hbg__now_ns();
+  b->t_launch_start = hbg__rt_now(rt);
   /* The start event, taken after t_launch_start so that device_ns never
    * exceeds exec_ns on a device whose clock is the host's. A start event
    * that cannot be recorded only leaves this bind untimed. */

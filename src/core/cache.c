@@ -161,6 +161,24 @@ uint32_t hbg__graph_make_room(hbg_runtime *rt) {
   return evicted;
 }
 
+void hbg__graph_redefine(hbg_runtime *rt, hbg__graph *gr, hbg__def *def) {
+  hbg__def *old = gr->def;
+  if (gr->lru->resident &&
+      (old->hash != def->hash || old->size != def->size)) {
+    hbg__resident *r = hbg__map_get(&rt->resident, old->hash, old->size, 0);
+    if (r && --r->refs == 0 &&
+        HBG__RESERVE(rt->retired, rt->retired_cap,
+                     (uint64_t)rt->n_retired + 1) == 0) {
+      retire(rt, r->dev, busy_slots(rt));
+      hbg__map_del(&rt->resident, old->hash, old->size);
+      retired_sweep(rt);
+    }
+    gr->lru->resident = 0;
+  }
+  gr->def = def;
+  hbg__def_free(old);
+}
+
 int hbg__resident_ref(hbg_runtime *rt, hbg__graph *gr) {
   if (gr->lru->resident)
     return 0;

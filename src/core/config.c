@@ -24,9 +24,48 @@ int hbg_policy_parse(const char *name, int *out) {
   return HBG_E_INVAL;
 }
 
+static const char *const deps_names[HBG_DEPS__COUNT] = {"explicit",
+                                                        "inferred"};
+static const char *const record_names[HBG_RECORD__COUNT] = {"once",
+                                                            "per-bind"};
+
+static int name_parse(const char *const *names, int n, const char *name,
+                      int *out) {
+  HBG__RETURN_IF(!name || !out, HBG_E_INVAL);
+  for (int i = 0; i < n; i++)
+    if (strcmp(name, names[i]) == 0) {
+      *out = i;
+      return 0;
+    }
+  return HBG_E_INVAL;
+}
+
+const char *hbg_deps_name(int deps) {
+  return deps >= 0 && deps < HBG_DEPS__COUNT ? deps_names[deps] : NULL;
+}
+
+int hbg_deps_parse(const char *name, int *out) {
+  return name_parse(deps_names, HBG_DEPS__COUNT, name, out);
+}
+
+const char *hbg_record_name(int record) {
+  return record >= 0 && record < HBG_RECORD__COUNT ? record_names[record]
+                                                   : NULL;
+}
+
+int hbg_record_parse(const char *name, int *out) {
+  return name_parse(record_names, HBG_RECORD__COUNT, name, out);
+}
+
 /* ---- configuration: one row per HBG_* variable ---- */
 
-typedef enum cfg_kind { CFG_POLICY, CFG_DEVICE, CFG_STRING, CFG_UINT } cfg_kind;
+typedef enum cfg_kind {
+  CFG_POLICY,
+  CFG_DEVICE,
+  CFG_STRING,
+  CFG_UINT,
+  CFG_NAMES /* a u32 field holding an index into names[0..hi) */
+} cfg_kind;
 
 typedef struct cfg_var {
   const char *env;   /* HBG_* variable */
@@ -34,12 +73,17 @@ typedef struct cfg_var {
   cfg_kind kind;
   size_t off, size;  /* where the field is and its size */
   uint64_t lo, hi;   /* CFG_UINT (a u32 or u64 field): the variable's range;
-                        an explicit field may also be 0 (= default) */
+                        an explicit field may also be 0 (= default);
+                        CFG_NAMES: hi is the number of names */
+  const char *const *names; /* CFG_NAMES */
 } cfg_var;
 
 #define CFG_VAR(env, field, kind, lo, hi)                                      \
   {env, #field, kind, offsetof(hbg_config, field),                            \
-   sizeof(((hbg_config *)0)->field), lo, hi}
+   sizeof(((hbg_config *)0)->field), lo, hi, NULL}
+#define CFG_NAMED(env, field, names)                                           \
+  {env, #field, CFG_NAMES, offsetof(hbg_config, field),                       \
+   sizeof(((hbg_config *)0)->field), 0, HBG__ARRAY_LEN(names), names}
 
 static const cfg_var cfg_vars[] = {
     CFG_VAR("HBG_POLICY", policy, CFG_POLICY, 0, 0),
@@ -49,6 +93,8 @@ static const cfg_var cfg_vars[] = {
     CFG_VAR("HBG_PIPELINE_DEPTH", pipeline_depth, CFG_UINT, 1,
             HBG_PIPELINE_DEPTH_MAX),
     CFG_VAR("HBG_GRAPH_CACHE_MAX", graph_cache_max, CFG_UINT, 1, UINT32_MAX),
+    CFG_NAMED("HBG_DEPS", deps, deps_names),
+    CFG_NAMED("HBG_RECORD", record, record_names),
 };
 
 static void cfg_put_uint(hbg_config *cfg, const cfg_var *v, uint64_t u) {
@@ -112,6 +158,16 @@ static int cfg_parse(const cfg_var *v, const char *s, hbg_config *cfg,
     }
     cfg_put_uint(cfg, v, u);
     return 0;
+  case CFG_NAMES:
+    if (name_parse(v->names, (int)v->hi, s, &p) < 0) {
+      size_t k = (size_t)snprintf(why, n, "want one of");
+      for (uint64_t i = 0; i < v->hi && k < n; i++)
+        k += (size_t)snprintf(why + k, n - k, "%s %s", i ? "," : "",
+                              v->names[i]);
+      return HBG_E_INVAL;
+    }
+    cfg_put_uint(cfg, v, (uint32_t)p);
+    return 0;
   }
   return HBG_E_INVAL;
 }
@@ -149,7 +205,10 @@ void hbg_config_init(hbg_config *cfg) {
 }
 
 int hbg__config_check(const hbg_config *cfg) {
-  if (cfg->struct_size != sizeof(hbg_config)) {
+  _Static_assert(offsetof(hbg_config, deps) == HBG_CONFIG_SIZE_V1,
+                 "the first version ends where deps starts");
+  if (cfg->struct_size != sizeof(hbg_config) &&
+      cfg->struct_size != HBG_CONFIG_SIZE_V1) {
     hbg__error_set("hbg_config.struct_size=%u, expected %zu (fill the "
                    "config with hbg_config_init)",
                    cfg->struct_size, sizeof(hbg_config));
@@ -170,6 +229,8 @@ int hbg__config_check(const hbg_config *cfg) {
   for (size_t i = 0; i < HBG__ARRAY_LEN(cfg_vars); i++) {
     const cfg_var *v = &cfg_vars[i];
     uint64_t u;
+    if (v->off + v->size > cfg->struct_size)
+      continue; /* a field the caller's struct does not have */
     switch (v->kind) {
     case CFG_POLICY:
       if (cfg->policy >= HBG_POLICY__COUNT) {
@@ -183,6 +244,16 @@ int hbg__config_check(const hbg_config *cfg) {
       if (u > v->hi) {
         hbg__error_set("hbg_config.%s=%llu: above the maximum %llu", v->field,
                        (unsigned long long)u, (unsigned long long)v->hi);
+        return HBG_E_INVAL;
+      }
+      break;
+    case CFG_NAMES:
+      u = cfg_get_uint(cfg, v);
+      if (u >= v->hi) {
+        hbg__error_set("hbg_config.%s=%llu: not one of the %llu values "
+                       "(%s, ...)",
+                       v->field, (unsigned long long)u,
+                       (unsigned long long)v->hi, v->names[0]);
         return HBG_E_INVAL;
       }
       break;

@@ -17,17 +17,13 @@
 #include <hbg/hbg.h>
 #include <hbg/hbg_device.h>
 
+#include "core/deps.h"
+#include "core/map.h"
 #include "device/ranges.h"
 #include "graph/graph.h"
 
 /* ---- small maps ---- */
 
-/* Every map entry starts with this key header. */
-typedef struct hbg__mkey {
-  uint64_t k1;
-  uint32_t k2;
-  uint32_t used;
-} hbg__mkey;
 
 /* A cached graph's place in the least-recently-used order (heap-allocated:
  * map entries move when the map grows or deletes). */
@@ -42,6 +38,7 @@ typedef struct hbg__graph {
   hbg__mkey k; /* k1 = full key */
   hbg__def *def;
   hbg__lru *lru;
+  uint64_t rec_seq; /* the bind that recorded def (HBG_RECORD_PER_BIND) */
 } hbg__graph;
 
 /* {graph key, occurrence} -> retained device buffer (two fields, never a
@@ -72,12 +69,6 @@ typedef struct hbg__retired {
   uint64_t slots; /* bit i: slot i may still read it */
 } hbg__retired;
 
-typedef struct hbg__map {
-  void *slots;     /* array of entries, power-of-two count */
-  uint32_t cap;    /* number of entries */
-  uint32_t count;  /* entries in use */
-  uint32_t esize;  /* entry size */
-} hbg__map;
 
 /* ---- staging arena (pinned, retained, per slot) ---- */
 
@@ -143,6 +134,7 @@ struct hbg_bind {
    * dependencies and graph nodes of the published entries, the most
    * kernel scratch (floats) one of their calls needs. */
   uint64_t sz_deps, sz_nodes, sz_kscr;
+  hbg__deps deps; /* HBG_DEPS_INFERRED: the live reads and writes */
 
   /* timing and counters */
   uint64_t t_begin, t_launch_start, nested_upload_ns;
@@ -198,18 +190,6 @@ struct hbg_runtime {
   void *trace_user;
 };
 
-/* maps */
-int hbg__map_init(hbg__map *m, uint32_t esize, uint32_t cap);
-void hbg__map_free(hbg__map *m);
-void hbg__map_clear(hbg__map *m);
-/* Find the entry for (k1, k2); with create, insert a zeroed one (whose
- * first fields the caller fills). @return entry or NULL (absent / no mem). */
-void *hbg__map_get(hbg__map *m, uint64_t k1, uint32_t k2, int create);
-/* Iterate: i from 0 while < cap; returns NULL for empty slots. */
-void *hbg__map_at(hbg__map *m, uint32_t i);
-/* Remove the entry for (k1, k2) if present. Entries may move: pointers into
- * the map are invalid afterwards. */
-void hbg__map_del(hbg__map *m, uint64_t k1, uint32_t k2);
 
 /* arena */
 int hbg__arena_reserve(hbg_runtime *rt, hbg__slot *s, uint64_t cap);
@@ -243,6 +223,12 @@ void hbg__lru_touch(hbg_runtime *rt, hbg__lru *n);
 /* Evict least recently used graphs until one more fits; device memory a
  * bind may still read is retired, not freed. @return how many. */
 uint32_t hbg__graph_make_room(hbg_runtime *rt);
+/* Replace gr's host Definition with def (recorded again: HBG_RECORD_PER_BIND)
+ * and free the old one. Device-side state stays: a resident Definition
+ * (coalesced) is kept when def has the same content; otherwise gr's
+ * reference on it is dropped (retired once no bind may read it) and the
+ * policy uploads def on its next use. Cannot fail. */
+void hbg__graph_redefine(hbg_runtime *rt, hbg__graph *gr, hbg__def *def);
 /* Coalesced: count gr's reference on its resident Definition (once). */
 int hbg__resident_ref(hbg_runtime *rt, hbg__graph *gr);
 /* Pinned-eager: slot s retains a buffer for occurrence occ of fk. */
@@ -254,6 +240,13 @@ void hbg__retained_trim(hbg_bind *b);
 void hbg__graphs_clear(hbg_runtime *rt);
 /* Slot s no longer reads retired memory: free what nothing else may read. */
 void hbg__retired_release(hbg_runtime *rt, hbg__slot *s);
+
+/* The time the core's phases are measured in: the device's clock, which
+ * is CLOCK_MONOTONIC unless the device models its waits on a virtual
+ * clock (sim clock=virtual). */
+static inline uint64_t hbg__rt_now(const hbg_runtime *rt) {
+  return hbg_dev_clock_ns(rt->dev);
+}
 
 /* tracing */
 void hbg__trace(hbg_runtime *rt, uint32_t track, const char *name,

@@ -104,6 +104,7 @@ void hbg__slot_fini(hbg_runtime *rt, hbg__slot *s) {
   free(b->index);
   free(b->pend);
   hbg__map_free(&b->occ);
+  hbg__deps_free(&b->deps);
   hbg__map_free(&s->retained);
   hbg__map_free(&s->rkeys);
   for (uint32_t i = 0; i < s->n_heap_extra; i++)
@@ -138,7 +139,10 @@ int hbg_runtime_create(const hbg_config *cfg, hbg_runtime **out) {
   hbg_runtime *rt = calloc(1, sizeof *rt);
   if (!rt)
     return HBG_E_NOMEM;
-  rt->cfg = *cfg;
+  /* A caller's struct may end before the fields appended later: those
+   * keep their defaults (0). */
+  memcpy(&rt->cfg, cfg, cfg->struct_size);
+  rt->cfg.struct_size = sizeof rt->cfg;
   rt->ops = hbg__policies[rt->cfg.policy];
   if (!rt->cfg.arena_bytes)
     rt->cfg.arena_bytes = 16u << 20;

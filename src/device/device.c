@@ -64,6 +64,9 @@ int hbg_device_open_ops(const hbg_dev_ops *ops, const char *options,
   if (ops->struct_size >= offsetof(hbg_dev_ops, event_elapsed) +
                               sizeof ops->event_elapsed)
     d->event_elapsed = ops->event_elapsed;
+  if (ops->struct_size >= offsetof(hbg_dev_ops, clock_ns) +
+                              sizeof ops->clock_ns)
+    d->clock_ns = ops->clock_ns;
   int rc = ops->open(d, options);
   if (rc < 0) {
     if (d->has_native)
@@ -270,6 +273,13 @@ int hbg_dev_event_elapsed(hbg_device *dev, hbg_dev_event *start,
   if (!dev->event_elapsed)
     return HBG_E_UNSUPPORTED;
   return dev->event_elapsed(dev, start, end, ns);
+}
+
+uint64_t hbg_dev_clock_ns(hbg_device *dev) {
+  uint64_t ns;
+  if (dev && dev->clock_ns && dev->clock_ns(dev, &ns) == 0)
+    return ns;
+  return hbg__now_ns();
 }
 
 int hbg__dev_times_events(hbg_device *dev) {

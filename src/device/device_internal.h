@@ -9,6 +9,7 @@ struct hbg_device {
   /* ops added after the first version, NULL where ops ends before them */
   int (*event_elapsed)(hbg_device *dev, hbg_dev_event *start,
                        hbg_dev_event *end, uint64_t *ns);
+  int (*clock_ns)(hbg_device *dev, uint64_t *ns);
   void *impl;
   int has_native;
   int64_t native_code;

@@ -30,6 +30,7 @@ void hbg__def_free(hbg__def *d) {
     return;
   free(d->image);
   free(d->balign);
+  free(d->bmode);
   free(d);
 }
 
@@ -37,7 +38,8 @@ int hbg__def_init_align(hbg__def *d) {
   hbg_def_hdr h;
   memcpy(&h, d->image, sizeof h);
   d->balign = calloc(h.n_btensors ? h.n_btensors : 1, 1);
-  HBG__RETURN_IF(!d->balign, HBG_E_NOMEM);
+  d->bmode = calloc(h.n_btensors ? h.n_btensors : 1, 1);
+  HBG__RETURN_IF(!d->balign || !d->bmode, HBG_E_NOMEM);
   const hbg_def_bsig *bs = (const hbg_def_bsig *)(d->image + h.off_bsig);
   const hbg_def_tensor *t = (const hbg_def_tensor *)(d->image + h.off_tensors);
   for (uint32_t i = 0; i < h.n_btensors; i++)
@@ -46,9 +48,15 @@ int hbg__def_init_align(hbg__def *d) {
     uint8_t es = (uint8_t)hbg_dtype_size(t[i].dtype);
     if ((t[i].src == HBG_SRC_BOUNDARY_EXACT ||
          t[i].src == HBG_SRC_BOUNDARY_VIEW) &&
-        t[i].ref < h.n_btensors && es > d->balign[t[i].ref])
-      d->balign[t[i].ref] = es;
+        t[i].ref < h.n_btensors) {
+      if (es > d->balign[t[i].ref])
+        d->balign[t[i].ref] = es;
+      d->bmode[t[i].ref] |= t[i].mode;
+    }
   }
+  for (uint32_t i = 0; i < h.n_btensors; i++)
+    if (!d->bmode[i])
+      d->bmode[i] = bs[i].mode;
   return 0;
 }
 
@@ -84,6 +92,7 @@ int hbg__def_from_image(const void *img, uint64_t len, hbg__def **out) {
 err:
   if (d)
     free(d->balign);
+  free(d->bmode);
   free(d);
   free(copy);
   return rc;

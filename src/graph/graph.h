@@ -44,11 +44,15 @@ typedef struct hbg__def {
   const hbg_def_bsig *bsig; /* into image */
   uint8_t *balign; /* per boundary tensor: the alignment of element 0 that
                       it and its views need (max element size), owned */
+  uint8_t *bmode;  /* per boundary tensor: how the inner tasks use it (the
+                      HBG_ACCESS_* bits of every inner tensor on it or on a
+                      view of it); its signature's mode when none does;
+                      owned */
 } hbg__def;
 
 void hbg__def_free(hbg__def *d); /* accepts NULL */
-/* Fill d->balign from the image (tensors and bsig tables). @return 0 or
- * HBG_E_NOMEM. */
+/* Fill d->balign and d->bmode from the image (tensors and bsig tables).
+ * @return 0 or HBG_E_NOMEM. */
 int hbg__def_init_align(hbg__def *d);
 
 /* ---- recording ---- */

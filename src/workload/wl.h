@@ -28,6 +28,7 @@ struct hbg_workload {
   uint32_t layers;
   uint64_t seed;
   uint32_t def_size; /* hbg_record_pad target, 0 = none */
+  uint32_t tasks;    /* flat: tasks per step */
   hbg__wl_buf buf[WL_BUF__COUNT];
   hbg_workload_info info;
   void *m; /* model state (layout), owned */
@@ -146,5 +147,6 @@ struct hbg__wl_model {
 
 extern const hbg__wl_model hbg__wl_qwen3;
 extern const hbg__wl_model hbg__wl_dsv4;
+extern const hbg__wl_model hbg__wl_flat;
 
 #endif

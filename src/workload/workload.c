@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "core/core.h"
 #include "kernels/kernels.h"
 #include "graph/graph.h"
 #include "workload/wl.h"
@@ -11,7 +12,14 @@
 #define WL_MAX_LAYERS HBG_WORKLOAD_MAX_LAYERS
 #define WL_DEFAULT_SEED 0x5eed2024u
 
-static const hbg__wl_model *const models[] = {&hbg__wl_qwen3, &hbg__wl_dsv4};
+static const hbg__wl_model *const models[] = {&hbg__wl_qwen3, &hbg__wl_dsv4,
+                                              &hbg__wl_flat};
+
+/* A runtime that infers dependencies gets no explicit ids from the
+ * workloads: what it runs must come out right from the data alone. */
+static int names_deps(const hbg__wl_em *em) {
+  return em->bind->rt->cfg.deps != HBG_DEPS_INFERRED;
+}
 
 void hbg_workload_config_init(hbg_workload_config *cfg) {
   if (!cfg)
@@ -247,6 +255,8 @@ hbg_task_id hbg__wl_task(hbg__wl_em *em, uint32_t kernel, hbg_tensor *args,
   int rc;
   switch (em->mode) {
   case WL_EM_SUBMIT:
+    if (!names_deps(em))
+      t.n_deps = 0;
     rc = hbg_submit_task(em->bind, &t, &id);
     break;
   case WL_EM_RECORD:
@@ -311,7 +321,7 @@ hbg_task_id hbg__wl_graph(hbg__wl_em *em, uint64_t key, const hbg_tensor *bt,
                           .tensors = bt,
                           .scalars = bs,
                           .n_scalars = nbs,
-                          .n_deps = nd,
+                          .n_deps = names_deps(em) ? nd : 0,
                           .deps = deps,
                           .record = record_cb,
                           .user = &c};
@@ -396,8 +406,14 @@ int hbg_workload_create(hbg_runtime *rt, const hbg_workload_config *cfg,
                               sizeof cfg->def_size
           ? cfg->def_size
           : 0;
+  const uint32_t tasks =
+      cfg->struct_size >= offsetof(hbg_workload_config, tasks) +
+                              sizeof cfg->tasks
+          ? cfg->tasks
+          : 0;
   HBG__RETURN_IF(cfg->layers > WL_MAX_LAYERS, HBG_E_LIMIT);
   HBG__RETURN_IF(def_size > HBG_WORKLOAD_MAX_DEF_SIZE, HBG_E_LIMIT);
+  HBG__RETURN_IF(tasks > HBG_WORKLOAD_MAX_TASKS, HBG_E_LIMIT);
   const hbg__wl_model *m = NULL;
   for (size_t i = 0; i < HBG__ARRAY_LEN(models); i++)
     if (strcmp(models[i]->name, cfg->name) == 0)
@@ -411,6 +427,7 @@ int hbg_workload_create(hbg_runtime *rt, const hbg_workload_config *cfg,
   w->layers = cfg->layers ? cfg->layers : m->default_layers;
   w->seed = cfg->seed ? cfg->seed : WL_DEFAULT_SEED;
   w->def_size = def_size;
+  w->tasks = tasks ? tasks : HBG_WORKLOAD_DEFAULT_TASKS;
   w->info.struct_size = sizeof w->info;
   w->info.layers = w->layers;
   int rc = m->layout(w);
@@ -550,17 +567,20 @@ static int compare(const float *dev, const float *ref, uint64_t n,
 int hbg_workload_verify(hbg_workload *w, uint32_t step, double *max_abs_err) {
   HBG__RETURN_IF(!w, HBG_E_INVAL);
   hbg__wl_buf *kv = &w->buf[WL_BUF_KV], *act = &w->buf[WL_BUF_ACT];
-  float *dkv = malloc(kv->floats * 4), *dact = malloc(act->floats * 4);
+  /* a workload without caches (flat) has kv->floats == 0 */
+  float *dkv = malloc(kv->floats * 4 + 4), *dact = malloc(act->floats * 4);
   int rc = HBG_E_NOMEM;
   if (!dkv || !dact)
     goto out;
-  if ((rc = hbg_buffer_read(w->rt, dkv, kv->dev, kv->floats * 4)) ||
+  if ((kv->floats &&
+       (rc = hbg_buffer_read(w->rt, dkv, kv->dev, kv->floats * 4))) ||
       (rc = hbg_buffer_read(w->rt, dact, act->dev, act->floats * 4)))
     goto out;
   /* The step rewrites every activation and, in the caches, only the rows of
    * its position (before reading them): start from the device's caches and
    * from poisoned activations. */
-  memcpy(kv->host, dkv, kv->floats * 4);
+  if (kv->floats)
+    memcpy(kv->host, dkv, kv->floats * 4);
   memset(act->host, 0xff, act->floats * 4);
   hbg__wl_em em;
   memset(&em, 0, sizeof em);

@@ -473,7 +473,11 @@ class Runtime:
 
     ``Runtime(policy="coalesced", device="sim", device_options="workers=2",
     arena_bytes=0, pipeline_depth=0, coalesce_chunk_bytes=0, orch_id=0,
-    graph_cache_max=0, poison_staging=False, no_launch=False)``. None or 0 keeps the library's
+    graph_cache_max=0, poison_staging=False, no_launch=False, deps=None,
+    record=None)``: ``deps`` is "explicit" or "inferred" (hbg_config.deps:
+    whether a bind's entries also wait for the earlier ones whose bytes
+    they overlap), ``record`` "once" or "per-bind" (hbg_config.record).
+    None or 0 keeps the library's
     default (and its ``HBG_*`` environment overrides). Use it as a context
     manager, or call ``close()``; a runtime dropped without either is closed
     when collected. Buffers, binds and workloads keep their runtime alive.
@@ -483,11 +487,15 @@ class Runtime:
     def __init__(self, policy=None, device=None, device_options=None,
                  arena_bytes=0, pipeline_depth=0, coalesce_chunk_bytes=0,
                  orch_id=0, graph_cache_max=0, poison_staging=False,
-                 no_launch=False):
+                 no_launch=False, deps=None, record=None):
         cfg = L.out_struct(L.Config_c)
         lib.hbg_config_init(ctypes.addressof(cfg))
         if policy is not None:
             cfg.policy = _policy_index(policy)
+        if deps is not None:
+            cfg.deps = _named(lib.hbg_deps_parse, "deps", deps)
+        if record is not None:
+            cfg.record = _named(lib.hbg_record_parse, "record", record)
         self._strs = []
         if device is not None:
             cfg.device = self._keep(device)
@@ -634,6 +642,14 @@ class Runtime:
                "hbg_runtime_set_trace", self)
         self._trace_fn = cfn
         self._h.tracing = True
+
+
+def _named(parse, what, name):
+    out = c_int()
+    rc = parse(str(name).encode(), byref(out))
+    if rc < 0:
+        raise ArgumentError(rc, message="unknown %s %r" % (what, name))
+    return out.value
 
 
 def _policy_index(policy):

@@ -97,7 +97,8 @@ class Config_c(Structure):
                 ("pipeline_depth", c_uint32),
                 ("coalesce_chunk_bytes", c_uint32), ("orch_id", c_uint64),
                 ("flags", c_uint32), ("graph_cache_max", c_uint32),
-                ("env_invalid", c_char_p)]
+                ("env_invalid", c_char_p), ("deps", c_uint32),
+                ("record", c_uint32)]
 
 
 class PhaseBytes_c(Structure):
@@ -203,6 +204,8 @@ _SIGS = {
     "hbg_tensor_extent": (c_uint64, [POINTER(Tensor_c)]),
     "hbg_policy_name": (c_char_p, [c_int]),
     "hbg_policy_parse": (c_int, [c_char_p, POINTER(c_int)]),
+    "hbg_deps_parse": (c_int, [c_char_p, POINTER(c_int)]),
+    "hbg_record_parse": (c_int, [c_char_p, POINTER(c_int)]),
     "hbg_config_init": (None, [_P]),
     "hbg_runtime_create": (c_int, [_P, POINTER(_P)]),
     "hbg_runtime_destroy": (None, [_P]),

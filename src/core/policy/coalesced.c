@@ -41,10 +41,10 @@ static int coal_window_grow(hbg_bind *b, uint64_t len) {
     return 0;
   /* Growing the device window (after the chunks in flight land) is window
    * upload time nested in orchestration. */
-  uint64_t t0 = hbg__now_ns();
+  uint64_t t0 = hbg__rt_now(b->rt);
   int had = s->win_cap != 0;
   int rc = hbg__win_dev_ensure(b, len);
-  uint64_t t1 = hbg__now_ns();
+  uint64_t t1 = hbg__rt_now(b->rt);
   b->nested_upload_ns += t1 - t0;
   b->st.window_upload_ns += t1 - t0;
   if (rc < 0)
@@ -109,12 +109,12 @@ static int coal_published(hbg_bind *b, const hbg__stage *st) {
   /* The header is written at launch, so chunks start after it: the copy
    * engine never reads bytes the host is still writing. */
   uint64_t from = b->win_flushed ? b->win_flushed : sizeof(hbg_win_hdr);
-  uint64_t t0 = hbg__now_ns();
+  uint64_t t0 = hbg__rt_now(rt);
   uint64_t n = b->win.len - from;
   int rc = hbg_dev_copy_h2d_async(rt->dev, b->slot->q,
                                   b->slot->win_dev + from, b->win.p + from,
                                   (size_t)n);
-  uint64_t t1 = hbg__now_ns();
+  uint64_t t1 = hbg__rt_now(rt);
   hbg__trace(rt, HBG_TRACK_UPLOAD, "window_chunk", t0, t1, n, b->seq);
   b->nested_upload_ns += t1 - t0;
   b->st.window_upload_ns += t1 - t0;

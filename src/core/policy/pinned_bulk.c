@@ -73,10 +73,10 @@ static int bulk_launch(hbg_bind *b) {
     /* More than the last bind's high-water mark (or the slot's first
      * bind). The slot's last bind has completed and nothing of this one was
      * copied yet, so the block is replaced here, counted as an allocation. */
-    uint64_t t0 = hbg__now_ns();
+    uint64_t t0 = hbg__rt_now(rt);
     HBG__TRY(bulk_grow(rt, s, b->bulk_len));
     b->st.dev_allocs++;
-    hbg__trace(rt, HBG_TRACK_UPLOAD, "bulk_grow", t0, hbg__now_ns(), 0,
+    hbg__trace(rt, HBG_TRACK_UPLOAD, "bulk_grow", t0, hbg__rt_now(rt), 0,
                b->seq);
   }
   /* Images that overflowed the arena are gathered with the pinned ones into

@@ -231,6 +231,13 @@ static int fault_event_elapsed(hbg_device *dev, hbg_dev_event *start,
   FAULT_FWD(EVENT_ELAPSED, hbg_dev_event_elapsed(f->inner, start, end, ns));
 }
 
+/* The clock is a reading, not an operation that can fail: forwarded as is. */
+static int fault_clock_ns(hbg_device *dev, uint64_t *ns) {
+  fault *f = dev->impl;
+  *ns = hbg_dev_clock_ns(f->inner);
+  return 0;
+}
+
 const hbg_dev_ops hbg__fault_ops = {
     .struct_size = sizeof(hbg_dev_ops),
     .abi_version = HBG_DEV_ABI_VERSION,
@@ -261,6 +268,7 @@ const hbg_dev_ops hbg__fault_ops = {
     .event_wait = fault_event_wait,
     .launch = fault_launch,
     .event_elapsed = fault_event_elapsed,
+    .clock_ns = fault_clock_ns,
 };
 
 int hbg_fault_arm(hbg_device *dev, int op, uint64_t k, int err) {

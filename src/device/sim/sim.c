@@ -26,6 +26,7 @@ typedef struct sim_opts {
   hbg__sim_model over;  /* cost keys given */
   uint32_t over_mask;   /* which */
   const char *profile;
+  int vclock; /* clock=virtual */
 } sim_opts;
 
 static int opt_fail(hbg_device *dev, const char *what, const char *tok,
@@ -56,6 +57,16 @@ static int parse_opts(hbg_device *dev, const char *opts, sim_opts *o) {
       if (!eq)
         return opt_fail(dev, "option is not key=value:", p, n);
       size_t klen = (size_t)(eq - p), vlen = n - klen - 1;
+      if (klen == 5 && !memcmp(p, "clock", 5)) {
+        if (vlen == 4 && !memcmp(eq + 1, "real", 4))
+          o->vclock = 0;
+        else if (vlen == 7 && !memcmp(eq + 1, "virtual", 7))
+          o->vclock = 1;
+        else
+          return opt_fail(dev, "unknown clock (real, virtual) in", p, n);
+        p = end ? end + 1 : p + n;
+        continue;
+      }
       if (klen == 7 && !memcmp(p, "profile", 7)) {
         if (hbg__sim_profile(eq + 1, vlen, &o->model, &o->profile) < 0)
           return opt_fail(dev, "unknown profile (none, ascend-a2, "
@@ -140,6 +151,8 @@ static int sim_open(hbg_device *dev, const char *options) {
   s->spin_ns = o.spin * 1000;
   s->model = o.model;
   s->profile = o.profile;
+  s->vclock = o.vclock;
+  atomic_init(&s->v_off, 0);
   uint32_t inst = atomic_fetch_add(&sim_instances, 1);
   s->tag = HBG__SIM_TAG_BASE | ((uint64_t)(inst % 255 + 1) << HBG__SIM_OFF_BITS);
 
@@ -208,6 +221,11 @@ static int sim_get_caps(hbg_device *dev, hbg_dev_caps *caps) {
   return 0;
 }
 
+static int sim_clock_ns(hbg_device *dev, uint64_t *ns) {
+  *ns = hbg__sim_vnow(hbg_device_impl(dev));
+  return 0;
+}
+
 static int sim_get_stats(hbg_device *dev, hbg_dev_stats *st) {
   hbg__sim *s = hbg_device_impl(dev);
   HBG__RETURN_IF(!st, HBG_E_INVAL);
@@ -243,7 +261,8 @@ const hbg_dev_ops hbg__sim_ops = {
                "lanes=; "
                "cost model profile=none|ascend-a2|h200-pcie5 with overrides "
                "copy_us=,h2d_gbps=,pageable_gbps=,chunk_us=,alloc_us=,"
-               "free_us=,free_sync=0|1,launch_us=)",
+               "free_us=,free_sync=0|1,launch_us=; clock=real|virtual: "
+               "modelled costs slept, or added to a virtual device clock)",
     .probe = NULL,
     .open = sim_open,
     .close = sim_close,
@@ -268,6 +287,7 @@ const hbg_dev_ops hbg__sim_ops = {
     .event_wait = hbg__sim_event_wait,
     .event_elapsed = hbg__sim_event_elapsed,
     .launch = hbg__sim_launch,
+    .clock_ns = sim_clock_ns,
 };
 
 hbg__sim *hbg__sim_from(hbg_device *dev) {

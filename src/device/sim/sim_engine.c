@@ -71,7 +71,8 @@ static void trace_cmd(hbg__sim *s, uint32_t track, const char *name,
 static void run_copy(hbg__sim *s, hbg__sim_cmd *c) {
   int tracing = hbg_device_tracing(s->dev);
   uint64_t t0 = tracing || c->model_ns ? hbg__now_ns() : 0;
-  if (c->model_ns)
+  /* clock=virtual: nothing to sleep; cmd_complete dates the completion */
+  if (c->model_ns && !s->vclock)
     atomic_store_explicit(&c->deadline, t0 + c->model_ns,
                           memory_order_release);
   uint8_t *dst = c->dst;
@@ -93,7 +94,12 @@ static void run_copy(hbg__sim *s, hbg__sim_cmd *c) {
   if (c->to_device && s->exec)
     hbg__exec_invalidate(s->exec, c->dev_addr, c->bytes);
   HBG__SIM_INC(s, handshakes, 1);
-  hbg__sim_model_delay(s, t0, c->model_ns);
+  if (s->vclock) {
+    HBG__SIM_INC(s, modelled, c->model_ns != 0);
+    HBG__SIM_INC(s, modelled_ns, c->model_ns);
+  } else {
+    hbg__sim_model_delay(s, t0, c->model_ns);
+  }
   if (tracing)
     trace_cmd(s, HBG_TRACK_COPY, c->name, t0, c->bytes);
 }
@@ -124,10 +130,11 @@ static void run_launch(hbg__sim *s, hbg__sim_cmd *c) {
 }
 
 /* Caller holds mu. */
-static void event_done(hbg__sim_event *ev, uint64_t seq) {
+static void event_done(hbg__sim_event *ev, uint64_t seq, uint64_t done_v) {
   if (seq > ev->done) {
     ev->done = seq;
     ev->done_ns = hbg__now_ns();
+    ev->done_v = done_v;
   }
   if (--ev->refs == 0)
     free(ev);
@@ -152,7 +159,9 @@ static void queue_kick(hbg__sim *s, hbg__sim_queue *q) {
       q->head = c->next;
       if (!q->head)
         q->tail = NULL;
-      event_done(c->ev, c->ev_seq);
+      if (c->submit_v > q->v_done)
+        q->v_done = c->submit_v;
+      event_done(c->ev, c->ev_seq, q->v_done);
       free(c);
       continue;
     }
@@ -168,9 +177,29 @@ static void queue_kick(hbg__sim *s, hbg__sim_queue *q) {
   }
 }
 
+/* clock=virtual, caller holds mu: when c ends on the device's clock. It
+ * starts once submitted, once its queue's previous command ended, and (a
+ * copy) once the copy engine is free; a copy takes its modelled time (its
+ * real one when nothing is modelled), a launch the real time it ran. */
+static void cmd_date(hbg__sim *s, hbg__sim_cmd *c) {
+  uint64_t start = c->submit_v;
+  if (c->q && c->q->v_done > start)
+    start = c->q->v_done;
+  int copy = c->kind == HBG__SIM_CMD_COPY;
+  if (copy && s->eng_v > start)
+    start = s->eng_v;
+  c->end_v = start + (copy && c->model_ns ? c->model_ns : c->run_ns);
+  if (copy)
+    s->eng_v = c->end_v;
+  if (c->q)
+    c->q->v_done = c->end_v;
+}
+
 /* Caller holds mu. */
 static void cmd_complete(hbg__sim *s, hbg__sim_cmd *c) {
   hbg__sim_queue *q = c->q;
+  if (s->vclock)
+    cmd_date(s, c);
   if (q) {
     if (c->err && !q->err)
       q->err = c->err;
@@ -219,7 +248,10 @@ static void executor_loop(hbg__sim *s, hbg__sim_cmd **head,
     if (!*head)
       *tail = NULL;
     pthread_mutex_unlock(&s->mu);
+    uint64_t t0 = s->vclock ? hbg__now_ns() : 0;
     run(s, c);
+    if (s->vclock)
+      c->run_ns = hbg__now_ns() - t0;
     pthread_mutex_lock(&s->mu);
     cmd_complete(s, c);
   }
@@ -364,8 +396,22 @@ static void model_wait(hbg__sim *s, hbg__sim_cmd *c) {
  * wake-up (tens of microseconds on a VM) outlasts what polling saves, and
  * the poller would only compete with it for a CPU, so sleep at once. Also
  * sleep when polling runs out. Caller does not hold mu. */
+static void engine_wait_real(hbg__sim *s, hbg__sim_cmd *c);
+
+/* With clock=virtual the wait ends at the command's completion on the
+ * device's clock, whatever real time it took. */
 static void engine_wait(hbg__sim *s, hbg__sim_cmd *c) {
-  if (c->model_ns) {
+  if (!s->vclock) {
+    engine_wait_real(s, c);
+    return;
+  }
+  uint64_t v0 = hbg__sim_vnow(s);
+  engine_wait_real(s, c);
+  hbg__sim_vreach(s, v0, c->end_v);
+}
+
+static void engine_wait_real(hbg__sim *s, hbg__sim_cmd *c) {
+  if (c->model_ns && !s->vclock) {
     model_wait(s, c);
     return;
   }
@@ -401,6 +447,7 @@ static void copy_cmd(hbg__sim_cmd *c, const char *name, int to_device,
 }
 
 static void cmd_post(hbg__sim *s, hbg__sim_cmd *c) {
+  c->submit_v = s->vclock ? hbg__sim_vnow(s) : 0;
   pthread_mutex_lock(&s->mu);
   engine_submit(s, c);
   pthread_mutex_unlock(&s->mu);
@@ -536,6 +583,7 @@ int hbg__sim_copy_d2h(hbg_device *dev, void *dst, hbg_devptr src,
 /* ---- queues ------------------------------------------------------------- */
 
 void hbg__sim_drain_all(hbg__sim *s) {
+  uint64_t v0 = hbg__sim_vnow(s), v = 0;
   pthread_mutex_lock(&s->mu);
   for (;;) {
     hbg__sim_queue *q = s->queues;
@@ -545,7 +593,10 @@ void hbg__sim_drain_all(hbg__sim *s) {
       break;
     pthread_cond_wait(&s->done_cv, &s->mu);
   }
+  for (hbg__sim_queue *q = s->queues; q; q = q->next)
+    v = HBG__MAX(v, q->v_done);
   pthread_mutex_unlock(&s->mu);
+  hbg__sim_vreach(s, v0, v);
 }
 
 /* Caller holds mu. Handles are checked against the live lists so that a
@@ -572,6 +623,7 @@ static void queue_drain(hbg__sim *s, hbg__sim_queue *q) {
 
 /* Caller holds mu. */
 static void queue_push(hbg__sim *s, hbg__sim_queue *q, hbg__sim_cmd *c) {
+  c->submit_v = s->vclock ? hbg__sim_vnow(s) : 0;
   c->q = q;
   c->next = NULL;
   if (q->tail)
@@ -627,6 +679,7 @@ int hbg__sim_queue_destroy(hbg_device *dev, hbg_dev_queue *h) {
 int hbg__sim_queue_sync(hbg_device *dev, hbg_dev_queue *h) {
   hbg__sim *s = hbg_device_impl(dev);
   HBG__RETURN_IF(!h, HBG_E_INVAL);
+  uint64_t v0 = hbg__sim_vnow(s), v = 0;
   pthread_mutex_lock(&s->mu);
   hbg__sim_queue *q = queue_get(s, h);
   int rc = HBG_E_INVAL;
@@ -634,8 +687,10 @@ int hbg__sim_queue_sync(hbg_device *dev, hbg_dev_queue *h) {
     queue_drain(s, q);
     rc = q->err;
     q->err = 0;
+    v = q->v_done;
   }
   pthread_mutex_unlock(&s->mu);
+  hbg__sim_vreach(s, v0, v);
   if (rc == HBG_E_RANGE)
     hbg_device_set_native(dev, HBG_E_RANGE,
                           "sim: an asynchronous command on the queue touched "
@@ -780,13 +835,15 @@ int hbg__sim_event_wait(hbg_device *dev, hbg_dev_event *h) {
     pthread_mutex_unlock(&s->mu);
     return HBG_E_INVAL;
   }
-  uint64_t target = ev->rec;
+  uint64_t target = ev->rec, v0 = hbg__sim_vnow(s);
   ev->refs++;
   while (ev->done < target)
     pthread_cond_wait(&s->done_cv, &s->mu);
+  uint64_t v = ev->done_v;
   if (--ev->refs == 0)
     free(ev);
   pthread_mutex_unlock(&s->mu);
+  hbg__sim_vreach(s, v0, v);
   return 0;
 }
 
@@ -806,6 +863,8 @@ int hbg__sim_event_elapsed(hbg_device *dev, hbg_dev_event *sh,
     rc = HBG_E_STATE;
   else if (a->done < a->rec || b->done < b->rec)
     rc = HBG_E_AGAIN;
+  else if (s->vclock)
+    d = b->done_v > a->done_v ? b->done_v - a->done_v : 0;
   else
     d = b->done_ns > a->done_ns ? b->done_ns - a->done_ns : 0;
   pthread_mutex_unlock(&s->mu);

@@ -52,6 +52,10 @@ typedef struct hbg__sim_cmd {
   uint64_t model_ns;          /* modelled duration; 0 = none */
   _Atomic uint64_t deadline;  /* set by the engine when service starts (only
                                  when model_ns): completion not before it */
+  /* clock=virtual: the device's clock when it was submitted (by the
+   * submitter), the real time its executor took (by the executor) and the
+   * virtual time it completed (under mu, before done) */
+  uint64_t submit_v, run_ns, end_v;
   hbg__sim_queue *q;
   hbg__sim_event *ev;
   uint64_t ev_seq;
@@ -63,6 +67,7 @@ struct hbg__sim_queue {
   hbg__sim_cmd *head, *tail; /* pending; head may be running */
   int busy;                  /* head handed to the engine or scheduler */
   int err;                   /* first asynchronous error, until queue_sync */
+  uint64_t v_done;           /* clock=virtual: when its last command ended */
   hbg__sim_queue *prev, *next;
 };
 
@@ -71,6 +76,7 @@ struct hbg__sim_event {
   uint64_t rec;  /* sequence of the latest record */
   uint64_t done; /* highest completed record sequence */
   uint64_t done_ns; /* when record `done` completed (CLOCK_MONOTONIC) */
+  uint64_t done_v;  /* the same on the virtual clock (clock=virtual) */
   int refs;      /* the handle plus pending records */
   hbg__sim_event *prev, *next;
 };
@@ -129,6 +135,14 @@ struct hbg__sim {
   uint32_t workers;
   uint64_t spin_ns; /* bounded polling before sleeping; 0 = always sleep */
   hbg__sim_model model; /* cost model (sim_model.c); all zero = none */
+  /* clock=virtual: modelled costs are not slept. The device's clock is
+   * CLOCK_MONOTONIC + v_off; a caller that waits for the device has v_off
+   * set so that its wait took the modelled time instead of the real one
+   * (hbg__sim_vreach). eng_v (under mu): when the copy engine is free on
+   * that clock. */
+  int vclock;
+  _Atomic int64_t v_off;
+  uint64_t eng_v;
   const char *profile;  /* the preset it started from */
 
   /* device heap */
@@ -193,8 +207,16 @@ uint64_t hbg__sim_model_copy(const hbg__sim_model *m, uint64_t bytes,
 /* Sleep until the CLOCK_MONOTONIC time deadline_ns (absolute), with the
  * calling thread's timer slack at its minimum for the sleep. */
 void hbg__sim_sleep_until(uint64_t deadline_ns);
-/* Account a modelled delay of ns and sleep to t0 + ns (no-op when ns is 0). */
+/* Account a modelled delay of ns taken by the calling op: sleep to t0 + ns,
+ * or with clock=virtual advance the device's clock by ns (no-op when ns is
+ * 0). */
 void hbg__sim_model_delay(hbg__sim *s, uint64_t t0, uint64_t ns);
+/* The device's clock: CLOCK_MONOTONIC, plus v_off with clock=virtual. */
+uint64_t hbg__sim_vnow(hbg__sim *s);
+/* clock=virtual: a caller that started waiting at v0 (device clock) for
+ * work that completed at target leaves its wait at max(v0, target) on the
+ * device's clock, whatever real time the wait took. No-op otherwise. */
+void hbg__sim_vreach(hbg__sim *s, uint64_t v0, uint64_t target);
 
 /* sim_engine.c */
 /* Wait until no queue has pending work (a device-wide synchronise). */

@@ -174,5 +174,23 @@ void hbg__sim_model_delay(hbg__sim *s, uint64_t t0, uint64_t ns) {
     return;
   HBG__SIM_INC(s, modelled, 1);
   HBG__SIM_INC(s, modelled_ns, ns);
-  hbg__sim_sleep_until(t0 + ns);
+  if (s->vclock)
+    atomic_fetch_add_explicit(&s->v_off, (int64_t)ns, memory_order_relaxed);
+  else
+    hbg__sim_sleep_until(t0 + ns);
+}
+
+uint64_t hbg__sim_vnow(hbg__sim *s) {
+  uint64_t now = hbg__now_ns();
+  if (!s->vclock)
+    return now;
+  return now + (uint64_t)atomic_load_explicit(&s->v_off, memory_order_relaxed);
+}
+
+void hbg__sim_vreach(hbg__sim *s, uint64_t v0, uint64_t target) {
+  if (!s->vclock)
+    return;
+  uint64_t v = target > v0 ? target : v0;
+  atomic_store_explicit(&s->v_off, (int64_t)(v - hbg__now_ns()),
+                        memory_order_relaxed);
 }
