@@ -87,6 +87,21 @@ static void bad_field(hbg_config *cfg, const char *field) {
   printf("  %s\n", hbg_last_error());
 }
 
+/* A bad policy, from HBG_POLICY or the field, lists every policy. */
+static void names_every_policy(void) {
+  for (int i = 0; i < HBG_POLICY__COUNT; i++)
+    contains(hbg_last_error(), hbg_policy_name(i));
+  clear_env();
+  setenv("HBG_POLICY", "bogus", 1);
+  hbg_config cfg;
+  hbg_config_init(&cfg);
+  hbg_runtime *rt = NULL;
+  ASSERT_ERR(hbg_runtime_create(&cfg, &rt), HBG_E_INVAL);
+  for (int i = 0; i < HBG_POLICY__COUNT; i++)
+    contains(hbg_last_error(), hbg_policy_name(i));
+  clear_env();
+}
+
 static void fields(void) {
   clear_env();
   hbg_config cfg;
@@ -99,6 +114,7 @@ static void fields(void) {
   hbg_config_init(&cfg);
   cfg.policy = HBG_POLICY__COUNT;
   bad_field(&cfg, "policy");
+  names_every_policy();
   hbg_config_init(&cfg);
   cfg.device = NULL;
   bad_field(&cfg, "device");
