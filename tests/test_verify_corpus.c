@@ -353,6 +353,63 @@ static verdict c_node_kernel(scene *s) {
   return v;
 }
 
+/* An inline Submission whose Definition had one tensor record edited by
+ * hand, both content hashes then made right again. */
+static verdict launch_edited(scene *s,
+                             void (*edit)(hbg_def_tensor *t, uint32_t n)) {
+  hbg_tensor bt[3] = {xg_vec(s->x, 0, N, HBG_ACCESS_IN),
+                      xg_vec(s->b, 0, N, HBG_ACCESS_IN),
+                      xg_vec(s->y, 0, N, HBG_ACCESS_OUT)};
+  uint64_t bs = hbg__kernel_f32(1.5f);
+  uint32_t n = hbg__sub_size(s->d, 1);
+  uint8_t *img = aligned_alloc(8, HBG__ALIGN_UP(n, 8));
+  ASSERT(img);
+  ASSERT_EQ(hbg__sub_write(img, n, s->d, 42, 0, bt, &bs, 1), (int)n);
+  hbg_sub_hdr *sh = (hbg_sub_hdr *)img;
+  uint8_t *def = img + sh->off_def;
+  hbg_def_hdr *dh = (hbg_def_hdr *)def;
+  edit((hbg_def_tensor *)(def + dh->off_tensors), dh->n_tensors);
+  dh->hash = 0;
+  dh->hash = hbg__hash(def, dh->total_size);
+  sh->def_hash = dh->hash;
+  sh->hash = 0;
+  sh->hash = hbg__hash(img, sh->off_def);
+  wspec w = base_spec(s, 1);
+  w.sub = xf_upload(&s->f, img, n);
+  free(img);
+  verdict v = launch(s, &w);
+  ASSERT_OK(hbg_dev_mem_free(s->f.dev, w.sub));
+  return v;
+}
+
+/* Node 0 reads x (input-only, exact): its record now writes it. */
+static void edit_read_to_write(hbg_def_tensor *t, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++)
+    if (t[i].src == HBG_SRC_BOUNDARY_EXACT && t[i].ref == 0) {
+      t[i].mode = HBG_ACCESS_INOUT;
+      return;
+    }
+  ASSERT(0);
+}
+
+/* Node 2 writes a view of y: the view now targets x (input-only). */
+static void edit_out_to_input(hbg_def_tensor *t, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++)
+    if (t[i].src == HBG_SRC_BOUNDARY_VIEW && (t[i].mode & HBG_ACCESS_OUT)) {
+      t[i].ref = 0;
+      return;
+    }
+  ASSERT(0);
+}
+
+static verdict c_def_writes_input(scene *s) {
+  return launch_edited(s, edit_read_to_write);
+}
+
+static verdict c_def_out_to_input(scene *s) {
+  return launch_edited(s, edit_out_to_input);
+}
+
 static verdict c_task_writes_def(scene *s) {
   wspec w = base_spec(s, 0);
   ASSERT(s->d->size >= N * 4);
@@ -401,6 +458,10 @@ static const struct {
     {"heap: past its allocation", c_heap_past_end, {HBG_E_RANGE, 1, NONE}},
     {"heap: over a boundary input", c_heap_over_input, {HBG_E_RANGE, 1, NONE}},
     {"node: kernel signature", c_node_kernel, {HBG_E_KERNEL, 1, 1}},
+    {"Definition: a node writes an input-only boundary tensor",
+     c_def_writes_input, {HBG_E_IMG_BOUNDARY_WRITE, 1, NONE}},
+    {"Definition: an out view retargeted to an input-only boundary tensor",
+     c_def_out_to_input, {HBG_E_IMG_VIEW_WRITE, 1, NONE}},
     {"good again", c_good, {0, NONE, NONE}},
     {"good again, inline Definition", c_good_inline, {0, NONE, NONE}},
 };

@@ -92,7 +92,12 @@ HBG_API const char *hbg_version_string(void);
   X(IMG_KIND, -44, "wrong image kind")                                        \
   X(IMG_DEF, -45, "submission does not match its definition")                 \
   X(IMG_FIELD, -46, "bad field value in image")                              \
-  X(IMG_TENSOR_ALIGN, -47, "tensor element 0 misaligned for its dtype")
+  X(IMG_TENSOR_ALIGN, -47, "tensor element 0 misaligned for its dtype")     \
+  X(IMG_BOUNDARY_WRITE, -48,                                                   \
+    "node writes a boundary tensor its signature marks input-only")           \
+  X(IMG_VIEW_WRITE, -49,                                                       \
+    "node writes a view into a boundary tensor its signature marks "           \
+    "input-only")
 
 typedef enum hbg_err {
   HBG_OK = 0,
@@ -531,11 +536,14 @@ HBG_API int hbg_submit_graph_n(hbg_bind *b, const hbg_graph_submit *g,
  * kept as an offset from that tensor's element 0, so that it moves with
  * the tensor in later replays. Element 0 of every argument must be aligned
  * to its dtype, and a view's offset from its boundary tensor's element 0 a
- * multiple of its element size. The kernel's signature is checked as in
+ * multiple of its element size. An argument that writes (mode OUT or
+ * INOUT) a boundary tensor, or a view of one, needs a boundary tensor whose
+ * mode includes HBG_ACCESS_OUT. The kernel's signature is checked as in
  * hbg_submit_task. Any failure also marks the recording bad: the callback
  * may go on, but no Definition is built from it.
  * @return 0, HBG_E_INVAL (bad, misaligned, or unknown tensor: neither an
- * earlier inner output nor inside a boundary tensor), HBG_E_KERNEL,
+ * earlier inner output nor inside a boundary tensor; a write into an
+ * input-only boundary tensor), HBG_E_KERNEL,
  * HBG_E_NESTED (used outside a callback), HBG_E_LIMIT; hbg_last_error()
  * then names the inner task, the argument and what is wrong. */
 HBG_API int hbg_record_task(hbg_recorder *rec, hbg_task *t, hbg_task_id *out);
