@@ -149,14 +149,30 @@ int hbg_device_tracing(const hbg_device *dev) {
   return dev && dev->trace_fn != NULL;
 }
 
-#define HBG__DISPATCH(fn, ...)                                                 \
+static int as_returned(hbg_device *dev, int rc) {
+  (void)dev;
+  return rc;
+}
+
+/* A failed release is counted on the handle it went through. */
+static int release_counted(hbg_device *dev, int rc) {
+  if (rc < 0 && dev)
+    atomic_fetch_add(&dev->free_failures, 1);
+  return rc;
+}
+
+/* Call dev's op fn and hand its result to then(dev, rc). */
+#define HBG__DISPATCH_THEN(then, fn, ...)                                      \
   do {                                                                         \
     if (!dev)                                                                  \
       return HBG_E_INVAL;                                                      \
     if (!dev->ops->fn)                                                         \
       return HBG_E_UNSUPPORTED;                                                \
-    return dev->ops->fn(dev, __VA_ARGS__);                                     \
+    return then(dev, dev->ops->fn(dev, __VA_ARGS__));                          \
   } while (0)
+#define HBG__DISPATCH(fn, ...) HBG__DISPATCH_THEN(as_returned, fn, __VA_ARGS__)
+#define HBG__RELEASE(fn, ...)                                                  \
+  HBG__DISPATCH_THEN(release_counted, fn, __VA_ARGS__)
 
 int hbg_dev_caps_get(hbg_device *dev, hbg_dev_caps *caps) {
   HBG__RETURN_IF(!caps, HBG_E_INVAL);
@@ -189,22 +205,6 @@ int hbg_dev_stats_get(hbg_device *dev, hbg_dev_stats *st) {
   st->struct_size = n;
   return 0;
 }
-
-/* A failed release is counted on the handle it went through. */
-static int release_counted(hbg_device *dev, int rc) {
-  if (rc < 0 && dev)
-    atomic_fetch_add(&dev->free_failures, 1);
-  return rc;
-}
-
-#define HBG__RELEASE(fn, ...)                                                  \
-  do {                                                                         \
-    if (!dev)                                                                  \
-      return HBG_E_INVAL;                                                      \
-    if (!dev->ops->fn)                                                         \
-      return HBG_E_UNSUPPORTED;                                                \
-    return release_counted(dev, dev->ops->fn(dev, __VA_ARGS__));               \
-  } while (0)
 
 int hbg_dev_host_alloc(hbg_device *dev, size_t bytes, void **out) {
   HBG__RETURN_IF(!out || bytes == 0, HBG_E_INVAL);
