@@ -406,6 +406,34 @@ static void test_failed_retired_forgotten(int policy) {
   expect_left_alone(dev, rt, victim, &a, &b);
 }
 
+/* A user buffer whose free fails leaves the runtime too: a task naming it
+ * is refused. */
+static void test_failed_buffer_free(void) {
+  hbg_device *dev = NULL;
+  ASSERT_OK(hbg_device_open("fault", "inner=sim", &dev));
+  hbg_runtime *rt = mk(dev, HBG_POLICY_COALESCED);
+  ASSERT(rt);
+  uint64_t a = 0, o = 0;
+  ASSERT_OK(hbg_buffer_alloc(rt, N * 4, &a));
+  ASSERT_OK(hbg_buffer_alloc(rt, N * 4, &o));
+  ASSERT_OK(hbg_fault_arm(dev, HBG_DEV_OP_MEM_FREE, 1, 0));
+  ASSERT_ERR(hbg_buffer_free(rt, a), HBG_E_INJECTED);
+  ASSERT_UEQ(free_failures(dev), 1);
+  uint32_t dims[1] = {N};
+  hbg_tensor t[2];
+  hbg_tensor_contig(&t[0], a, 0, HBG_DTYPE_F32, 1, dims, HBG_ACCESS_IN);
+  hbg_tensor_contig(&t[1], o, 0, HBG_DTYPE_F32, 1, dims, HBG_ACCESS_OUT);
+  hbg_task cp = {.kernel = HBG_KERNEL_COPY, .n_args = 2, .args = t};
+  hbg_bind *b = NULL;
+  ASSERT_OK(hbg_bind_begin(rt, &b));
+  ASSERT_ERR(hbg_submit_task(b, &cp, NULL), HBG_E_RANGE);
+  hbg_bind_end(b);
+  ASSERT_OK(hbg_buffer_free(rt, o));
+  hbg_runtime_destroy(rt);
+  expect_nothing_held(hbg_fault_inner(dev));
+  hbg_device_close(dev);
+}
+
 /* Teardown frees whatever it can when a release fails: the failure is
  * counted in the device's stats (on the handle the runtime used), named in
  * hbg_last_error(), and all memory comes back (the fault device still
@@ -873,6 +901,7 @@ int main(void) {
   test_destroy_reports(HBG_POLICY_COALESCED, HBG_DEV_OP_QUEUE_DESTROY, 2,
                        "queue_destroy of the queue");
   test_failed_trim_forgotten();
+  test_failed_buffer_free();
   /* the policies that keep device memory per graph */
   test_failed_retired_forgotten(HBG_POLICY_PINNED_EAGER);
   test_failed_retired_forgotten(HBG_POLICY_COALESCED);

@@ -442,7 +442,11 @@ HBG_API int hbg_runtime_policy(const hbg_runtime *rt);
 HBG_API int hbg_runtime_last_native_error(hbg_runtime *rt, int64_t *code,
                                           const char **msg);
 
-/* Device buffers for tensor data (inputs, weights, outputs). */
+/* Device buffers for tensor data (inputs, weights, outputs). A free that
+ * fails is final like every release (the device may have let the memory
+ * go): the buffer leaves the runtime all the same, so a later task naming
+ * it is HBG_E_RANGE, and the device counts the failure
+ * (hbg_dev_stats.free_failures). */
 HBG_API int hbg_buffer_alloc(hbg_runtime *rt, uint64_t bytes, uint64_t *out);
 HBG_API int hbg_buffer_free(hbg_runtime *rt, uint64_t addr);
 HBG_API int hbg_buffer_write(hbg_runtime *rt, uint64_t dst, const void *src,

@@ -300,7 +300,7 @@ int hbg_buffer_free(hbg_runtime *rt, uint64_t addr) {
   HBG__RETURN_IF(!rt, HBG_E_INVAL);
   int rc = hbg_dev_mem_free(rt->dev, addr);
   ptrdiff_t i = hbg__rtab_floor(&rt->bufs, addr);
-  if (rc == 0 && i >= 0 && rt->bufs.v[i].start == addr)
+  if (i >= 0 && rt->bufs.v[i].start == addr) /* even when the free failed */
     hbg__rtab_remove_at(&rt->bufs, (size_t)i);
   return rc;
 }
