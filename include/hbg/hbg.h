@@ -426,11 +426,15 @@ HBG_API void hbg_config_init(hbg_config *cfg);
  * @return 0, HBG_E_INVAL (bad config: a field out of its documented range,
  * or cfg->env_invalid set), HBG_E_NOTFOUND (unknown device), HBG_E_NOMEM,
  * or a device error. On failure hbg_last_error() names the culprit (the
- * field or variable and its value, or the device's message). */
+ * field or variable and its value, or the device call that failed, what it
+ * was creating and the device's message). */
 HBG_API int hbg_runtime_create(const hbg_config *cfg, hbg_runtime **out);
 /* Wait for binds in flight, release retained device buffers, arenas and
  * Definitions (reverse order of creation), then close the device if the
- * runtime opened it. Accepts NULL. */
+ * runtime opened it. Accepts NULL. A release that fails does not stop the
+ * rest: the device counts it (hbg_dev_stats.free_failures) and
+ * hbg_last_error() names the first (the call, the object, the device's
+ * message); with none, hbg_last_error() is left as it was. */
 HBG_API void hbg_runtime_destroy(hbg_runtime *rt);
 /* @return the device the runtime uses (owned by the runtime or the caller). */
 HBG_API struct hbg_device *hbg_runtime_device(hbg_runtime *rt);
