@@ -45,6 +45,7 @@ mkdir -p "$tmp/img"
 "$gen" "$tmp/img" >/dev/null
 n=0
 for f in "$tmp"/img/*; do
+  case $f in */bad_*) continue ;; esac
   expect_rc 0 "$hbg" inspect "$f"
   grep -q 'HBG_OK' "$tmp/out" || fail "inspect $f: no status line"
   expect_rc 0 "$hbg" inspect --json "$f"
@@ -52,6 +53,12 @@ for f in "$tmp"/img/*; do
   n=$((n + 1))
 done
 [ "$n" -ge 4 ] || fail "only $n images generated"
+# the generator's broken images are rejected, each with its own error
+for b in def_boundary_write:HBG_E_IMG_BOUNDARY_WRITE \
+         def_view_write:HBG_E_IMG_VIEW_WRITE sub_wrap_inline:HBG_E_RANGE; do
+  expect_rc 1 "$hbg" inspect "$tmp/img/bad_${b%%:*}.bin"
+  grep -q "${b#*:}" "$tmp/err" || fail "inspect bad_${b%%:*}: not ${b#*:}"
+done
 # a flipped byte is rejected with a specific error; usage errors are 2
 for f in "$tmp"/img/def_small.bin "$tmp"/img/sub_small.bin "$tmp"/img/win_small.bin; do
   cp "$f" "$tmp/bad"

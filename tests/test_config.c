@@ -87,6 +87,12 @@ static void bad_field(hbg_config *cfg, const char *field) {
   printf("  %s\n", hbg_last_error());
 }
 
+/* The last error, a bad policy's, lists every policy. */
+static void names_every_policy(void) {
+  for (int i = 0; i < HBG_POLICY__COUNT; i++)
+    contains(hbg_last_error(), hbg_policy_name(i));
+}
+
 static void fields(void) {
   clear_env();
   hbg_config cfg;
@@ -99,6 +105,7 @@ static void fields(void) {
   hbg_config_init(&cfg);
   cfg.policy = HBG_POLICY__COUNT;
   bad_field(&cfg, "policy");
+  names_every_policy();
   hbg_config_init(&cfg);
   cfg.device = NULL;
   bad_field(&cfg, "device");
@@ -168,6 +175,7 @@ int main(void) {
   bad_env("HBG_PIPELINE_DEPTH", "1000");
   bad_env("HBG_PIPELINE_DEPTH", "-3");
   bad_env("HBG_POLICY", "bogus");
+  names_every_policy();
   bad_env("HBG_DEVICE", "no-such-device");
   good_env();
   fields();

@@ -260,6 +260,215 @@ static void test_unpublished_claims(int policy, int op, uint64_t k) {
   hbg_device_close(dev);
 }
 
+/* ---- a failed free is final ----
+ * A free that fails may still have released the memory (the fault device
+ * forwards it, as a device that fails after releasing would), so the
+ * runtime forgets the buffer: it is never written again, and never freed
+ * again. Each test takes the forgotten address for a buffer of its own
+ * (first fit hands it out again), fills it, and checks that the binds and
+ * the teardown that follow leave it alone. */
+
+#define GRAB_MAX 4096
+
+/* Allocate blocks of the device's alignment on the inner device until
+ * `want` comes back; free the rest. @return want, its *size bytes filled
+ * with a pattern (pat), or 0 when it never came. */
+static hbg_devptr grab(hbg_device *inner, hbg_devptr want, uint32_t *size,
+                       uint8_t *pat) {
+  hbg_dev_caps caps = {.struct_size = sizeof caps};
+  ASSERT_OK(hbg_dev_caps_get(inner, &caps));
+  *size = (uint32_t)caps.dev_align;
+  ASSERT(*size >= 1 && *size <= 4096);
+  static hbg_devptr got[GRAB_MAX];
+  hbg_devptr mine = 0;
+  uint32_t n = 0;
+  for (; n < GRAB_MAX && !mine; n++) {
+    ASSERT_OK(hbg_dev_mem_alloc(inner, *size, &got[n]));
+    if (got[n] == want)
+      mine = got[n--];
+  }
+  for (uint32_t i = 0; i < n; i++)
+    ASSERT_OK(hbg_dev_mem_free(inner, got[i]));
+  if (mine) {
+    for (uint32_t i = 0; i < *size; i++)
+      pat[i] = (uint8_t)(0xa5 ^ i);
+    ASSERT_OK(hbg_dev_copy_h2d(inner, mine, pat, *size));
+  }
+  return mine;
+}
+
+/* The buffer is still allocated and holds its pattern; then free it. */
+static void ungrab(hbg_device *inner, hbg_devptr mine, uint32_t size,
+                   const uint8_t *pat) {
+  uint8_t got[4096];
+  ASSERT_OK(hbg_dev_copy_d2h(inner, got, mine, size));
+  ASSERT(memcmp(got, pat, size) == 0);
+  ASSERT_OK(hbg_dev_mem_free(inner, mine));
+}
+
+static uint64_t free_failures(hbg_device *dev) {
+  hbg_dev_stats st = {.struct_size = sizeof st};
+  ASSERT_OK(hbg_dev_stats_get(dev, &st));
+  return st.free_failures;
+}
+
+/* victim, given up by a failed free, is taken for a buffer of the test's
+ * own; binds of c0 then c1 (each may need new buffers) and the teardown
+ * leave it alone. Destroys the chains, the runtime and the device. */
+static void expect_left_alone(hbg_device *dev, hbg_runtime *rt,
+                              hbg_devptr victim, chain *c0, chain *c1) {
+  hbg_device *inner = hbg_fault_inner(dev);
+  uint8_t pat[4096];
+  uint32_t size;
+  hbg_devptr mine = grab(inner, victim, &size, pat);
+  ASSERT(mine == victim);
+  ASSERT_OK(chain_bind(c0, 2, NULL));
+  ASSERT_OK(chain_bind(c1, 3, NULL));
+  chain_destroy(c0);
+  chain_destroy(c1);
+  hbg_runtime_destroy(rt);
+  ungrab(inner, mine, size, pat);
+  expect_nothing_held(inner);
+  hbg_device_close(dev);
+}
+
+/* A fault device and a runtime on it with one pipeline slot, so that each
+ * bind reclaims what the last one left. */
+static hbg_runtime *mk_one_slot(hbg_device **devp, int policy,
+                                uint32_t graph_cache_max) {
+  hbg_device *dev = NULL;
+  ASSERT_OK(hbg_device_open("fault", "inner=sim", &dev));
+  *devp = dev;
+  hbg_config cfg;
+  hbg_config_init(&cfg);
+  cfg.policy = (uint32_t)policy;
+  cfg.device_handle = dev;
+  cfg.pipeline_depth = 1;
+  cfg.graph_cache_max = graph_cache_max;
+  hbg_runtime *rt = NULL;
+  ASSERT_OK(hbg_runtime_create(&cfg, &rt));
+  return rt;
+}
+
+/* Pinned-eager: a bind using fewer occurrences than its slot retains frees
+ * the rest at launch; that free fails. The next bind needing those
+ * occurrences allocates new buffers. */
+static void test_failed_trim_forgotten(void) {
+  hbg_device *dev;
+  hbg_runtime *rt = mk_one_slot(&dev, HBG_POLICY_PINNED_EAGER, 0);
+  chain lng, shrt;
+  ASSERT_OK(chain_create(&lng, rt, L, N));
+  ASSERT_OK(chain_create(&shrt, rt, 2, N)); /* the same key, 2 layers */
+  ASSERT_OK(chain_bind(&lng, 0, NULL));
+  ASSERT_OK(chain_bind(&lng, 4, NULL)); /* a warm slot frees only the trim */
+  hbg__slot *s = &rt->slots[0];
+  hbg_devptr victim = 0;
+  for (uint32_t i = 0; i < s->retained.cap; i++) {
+    hbg__retained *r = hbg__map_at(&s->retained, i);
+    if (r && r->k.k2 == 2)
+      victim = r->dev;
+  }
+  ASSERT(victim != 0);
+  hbg_fault_reset(dev);
+  ASSERT_OK(hbg_fault_arm(dev, HBG_DEV_OP_MEM_FREE, 1, 0));
+  ASSERT_OK(chain_bind(&shrt, 1, NULL)); /* the trim's free fails */
+  ASSERT_UEQ(hbg_fault_fired(dev), 1);
+  ASSERT_UEQ(free_failures(dev), 1);
+  ASSERT_UEQ(hbg_fault_calls(dev, HBG_DEV_OP_MEM_FREE), 2); /* occ 2, 3 */
+  chain_destroy(&shrt);
+  expect_left_alone(dev, rt, victim, &lng, &lng);
+}
+
+/* Evicting a graph retires its device memory until the bind that read it
+ * is reclaimed; that free fails. It is not tried again, neither at the
+ * next reclaim nor at teardown. */
+static void test_failed_retired_forgotten(int policy) {
+  hbg_device *dev;
+  hbg_runtime *rt = mk_one_slot(&dev, policy, 1);
+  chain a, b;
+  ASSERT_OK(chain_create(&a, rt, L, N));
+  ASSERT_OK(chain_create(&b, rt, L, N));
+  b.key ^= 0xb;
+  ASSERT_OK(chain_bind(&a, 0, NULL));
+  ASSERT_OK(chain_bind(&b, 1, NULL)); /* evicts a's graph: retired */
+  ASSERT(rt->n_retired > 0);
+  const hbg_devptr victim = rt->retired[0].dev;
+  const uint32_t n_retired = rt->n_retired;
+  hbg_fault_reset(dev);
+  ASSERT_OK(hbg_fault_arm(dev, HBG_DEV_OP_MEM_FREE, 1, 0));
+  hbg_bind *bd = NULL;
+  ASSERT_OK(hbg_bind_begin(rt, &bd)); /* reclaim: the first free fails */
+  hbg_bind_end(bd);
+  ASSERT_UEQ(hbg_fault_fired(dev), 1);
+  ASSERT_UEQ(rt->n_retired, 0);
+  ASSERT_UEQ(hbg_fault_calls(dev, HBG_DEV_OP_MEM_FREE), n_retired);
+  ASSERT_UEQ(free_failures(dev), 1);
+  expect_left_alone(dev, rt, victim, &a, &b);
+}
+
+/* A user buffer whose free fails leaves the runtime too: a task naming it
+ * is refused. */
+static void test_failed_buffer_free(void) {
+  hbg_device *dev = NULL;
+  ASSERT_OK(hbg_device_open("fault", "inner=sim", &dev));
+  hbg_runtime *rt = mk(dev, HBG_POLICY_COALESCED);
+  ASSERT(rt);
+  uint64_t a = 0, o = 0;
+  ASSERT_OK(hbg_buffer_alloc(rt, N * 4, &a));
+  ASSERT_OK(hbg_buffer_alloc(rt, N * 4, &o));
+  ASSERT_OK(hbg_fault_arm(dev, HBG_DEV_OP_MEM_FREE, 1, 0));
+  ASSERT_ERR(hbg_buffer_free(rt, a), HBG_E_INJECTED);
+  ASSERT_UEQ(free_failures(dev), 1);
+  uint32_t dims[1] = {N};
+  hbg_tensor t[2];
+  hbg_tensor_contig(&t[0], a, 0, HBG_DTYPE_F32, 1, dims, HBG_ACCESS_IN);
+  hbg_tensor_contig(&t[1], o, 0, HBG_DTYPE_F32, 1, dims, HBG_ACCESS_OUT);
+  hbg_task cp = {.kernel = HBG_KERNEL_COPY, .n_args = 2, .args = t};
+  hbg_bind *b = NULL;
+  ASSERT_OK(hbg_bind_begin(rt, &b));
+  ASSERT_ERR(hbg_submit_task(b, &cp, NULL), HBG_E_RANGE);
+  hbg_bind_end(b);
+  ASSERT_OK(hbg_buffer_free(rt, o));
+  hbg_runtime_destroy(rt);
+  expect_nothing_held(hbg_fault_inner(dev));
+  hbg_device_close(dev);
+}
+
+/* Teardown frees whatever it can when a release fails: the failure is
+ * counted in the device's stats (on the handle the runtime used), named in
+ * hbg_last_error(), and all memory comes back (the fault device still
+ * releases what it fails). */
+static void test_destroy_reports(int policy, int op, uint64_t k,
+                                 const char *named) {
+  hbg_device *dev = NULL;
+  ASSERT_OK(hbg_device_open("fault", "inner=sim", &dev));
+  hbg_device *inner = hbg_fault_inner(dev);
+  hbg_runtime *keep = mk(dev, policy); /* frees the chain's buffers */
+  hbg_runtime *rt = mk(dev, policy);
+  ASSERT(keep && rt);
+  chain c;
+  ASSERT_OK(chain_create(&c, rt, L, N));
+  ASSERT_OK(chain_bind(&c, 0, NULL));
+  ASSERT_OK(chain_bind(&c, 1, NULL));
+  ASSERT_UEQ(free_failures(dev), 0);
+  hbg_fault_reset(dev);
+  ASSERT_OK(hbg_fault_arm(dev, op, k, 0));
+  hbg_runtime_destroy(rt);
+  ASSERT_UEQ(hbg_fault_fired(dev), 1);
+  ASSERT_UEQ(free_failures(dev), 1);
+  ASSERT_UEQ(free_failures(inner), 0);
+  const char *msg = hbg_last_error();
+  if (!strstr(msg, "hbg_runtime_destroy: 1 release failed") ||
+      !strstr(msg, named) || !strstr(msg, "HBG_E_INJECTED"))
+    T_FAIL("%s %s #%llu: '%s' does not name '%s'", hbg_policy_name(policy),
+           hbg_dev_op_name(op), (unsigned long long)k, msg, named);
+  c.rt = keep;
+  chain_destroy(&c);
+  hbg_runtime_destroy(keep);
+  expect_nothing_held(inner);
+  hbg_device_close(dev);
+}
+
 /* ---- the sweeps ----
  * Each sweep counts the backend calls of a scenario per op in a clean run,
  * then replays the scenario once per call with that call failing (op by op,
@@ -274,6 +483,9 @@ typedef struct setup {
   int policy;
   uint32_t chunk; /* cfg.coalesce_chunk_bytes */
   int warm;       /* both slots ran a bind before the scenario */
+  int evict;      /* a graph cache of one graph, B's chain its own key: every
+                     bind of the scenario evicts what another bind in flight
+                     reads (retired memory) */
 } setup;
 
 typedef struct world {
@@ -315,6 +527,8 @@ static hbg_runtime *mk_setup(hbg_device *dev, const setup *su) {
   cfg.arena_bytes = 64 << 10;
   cfg.pipeline_depth = DEPTH;
   cfg.coalesce_chunk_bytes = su->chunk;
+  if (su->evict)
+    cfg.graph_cache_max = 1;
   hbg_runtime *rt = NULL;
   return hbg_runtime_create(&cfg, &rt) ? NULL : rt;
 }
@@ -330,8 +544,14 @@ static void world_up(world *w, hbg_device *dev, const setup *su) {
   w->inner = hbg_fault_inner(dev);
   w->rt = mk_setup(dev, su);
   ASSERT(w->rt);
+  /* A uses fewer occurrences of the key than the slot retains (pinned-eager
+   * frees the rest at its launch), B more (it allocates while A is in
+   * flight), C as many as the warm-up: C reuses what A's launch trimmed. */
+  static const uint32_t layers[NCHAIN] = {L - 2, L + 2, L, L};
   for (int i = 0; i < NCHAIN; i++)
-    ASSERT_OK(chain_create(&w->c[i], w->rt, L, N));
+    ASSERT_OK(chain_create(&w->c[i], w->rt, layers[i], N));
+  if (su->evict)
+    w->c[1].key ^= 0xb;
   if (su->warm)
     for (uint32_t s = 0; s < DEPTH; s++)
       ASSERT_OK(chain_bind(&w->c[NCHAIN - 1], s, NULL));
@@ -443,9 +663,10 @@ static int scenario(world *w, run r[3]) {
 
 /* After a scenario: the next bind on each slot succeeds and verifies (each
  * begin drains what its slot still had in flight), then every launched bind
- * of the scenario has its right output. */
-static void recover(world *w, const run r[3]) {
-  for (uint32_t s = 0; s < DEPTH; s++) {
+ * of the scenario has its right output. With evictions one more bind
+ * reclaims the first slot again, freeing what the first one retired. */
+static void recover(world *w, const run r[3], const setup *su) {
+  for (uint32_t s = 0; s < DEPTH + (su->evict != 0); s++) {
     int rc = chain_bind(&w->c[NCHAIN - 1], 5 + s, NULL);
     if (rc)
       T_FAIL("%s: bind %u after the fault: %s", where, s, hbg_err_name(rc));
@@ -466,9 +687,10 @@ static op_count count_now(hbg_device *dev) {
 }
 
 static void set_where(const setup *su, const char *what, int op, uint64_t k) {
-  snprintf(where, sizeof where, "%s %s%s%s: %s #%llu",
+  snprintf(where, sizeof where, "%s %s%s%s%s: %s #%llu",
            hbg_policy_name(su->policy), what, su->chunk ? " chunked" : "",
            strcmp(what, "create") ? su->warm ? " warm" : " cold" : "",
+           su->evict ? " evicting" : "",
            op < 0 ? "clean run" : hbg_dev_op_name(op), (unsigned long long)k);
 }
 
@@ -490,7 +712,7 @@ static uint64_t sweep_binds(const setup *su) {
   hbg_fault_reset(dev);
   ASSERT_EQ(scenario(&w, r), 0);
   const op_count calls = count_now(dev);
-  recover(&w, r);
+  recover(&w, r, su);
   const hbg_dev_stats ref = mem_now(inner);
   world_down(&w);
   if (su->chunk && calls.n[HBG_DEV_OP_COPY_H2D_ASYNC] == 0) {
@@ -511,7 +733,7 @@ static uint64_t sweep_binds(const setup *su) {
       failed += scenario(&w, r) != 0;
       ASSERT_OK(hbg_fault_arm(dev, op, 0, 0));
       SWEEP_CHECK(hbg_fault_fired(dev) == 1);
-      recover(&w, r);
+      recover(&w, r, su);
       const hbg_dev_stats now = mem_now(inner);
       SWEEP_CHECK(now.mem_in_use == ref.mem_in_use);
       SWEEP_CHECK(now.host_in_use == ref.host_in_use);
@@ -522,16 +744,41 @@ static uint64_t sweep_binds(const setup *su) {
       swept++;
     }
   ASSERT(failed > 0);
-  printf("sweep %-12s binds%s%s: %llu calls, %llu failed scenarios\n",
+  printf("sweep %-12s binds%s%s%s: %llu calls, %llu failed scenarios\n",
          hbg_policy_name(su->policy), su->chunk ? " chunked" : "",
-         su->warm ? " warm" : " cold", (unsigned long long)swept,
+         su->warm ? " warm" : " cold", su->evict ? " evicting" : "",
+         (unsigned long long)swept,
          (unsigned long long)failed);
   hbg_device_close(dev);
   return swept;
 }
 
+/* A failed creation's hbg_last_error() names the call that failed and what
+ * it was creating. */
+static void create_names(int op) {
+  static const struct {
+    int op;
+    const char *what;
+  } made[] = {
+      {HBG_DEV_OP_QUEUE_CREATE, "queue of pipeline slot"},
+      {HBG_DEV_OP_EVENT_CREATE, "event of pipeline slot"},
+      {HBG_DEV_OP_MEM_ALLOC, "device status word of pipeline slot"},
+      {HBG_DEV_OP_HOST_ALLOC, "pinned staging arena"},
+  };
+  const char *msg = hbg_last_error();
+  SWEEP_CHECK(strstr(msg, hbg_dev_op_name(op)) != NULL);
+  int known = 0;
+  for (size_t i = 0; i < sizeof made / sizeof made[0]; i++)
+    if (made[i].op == op) {
+      known = 1;
+      if (!strstr(msg, made[i].what))
+        T_FAIL("%s: '%s' does not name the %s", where, msg, made[i].what);
+    }
+  SWEEP_CHECK(known);
+}
+
 /* Runtime creation: every call fails once; a failed creation holds
- * nothing, and the runtime created next works. */
+ * nothing, names what failed, and the runtime created next works. */
 static void sweep_create(const setup *su) {
   hbg_device *dev = NULL;
   ASSERT_OK(hbg_device_open("fault", "inner=sim", &dev));
@@ -552,6 +799,7 @@ static void sweep_create(const setup *su) {
       ASSERT_OK(hbg_fault_arm(dev, op, 0, 0));
       SWEEP_CHECK(hbg_fault_fired(dev) == 1);
       SWEEP_CHECK(rt == NULL);
+      create_names(op);
       hbg_dev_stats now = mem_now(inner);
       SWEEP_CHECK(now.mem_in_use == base.mem_in_use);
       SWEEP_CHECK(now.host_in_use == base.host_in_use);
@@ -640,6 +888,23 @@ static void sweep_teardown(const setup *su, int open) {
 }
 
 int main(void) {
+  /* slot 1 goes first: its last reclaim (a policy's per-bind buffers,
+   * extra heap blocks), what the policy retains, then the slot's own */
+  test_destroy_reports(HBG_POLICY_DEFERRED, HBG_DEV_OP_MEM_FREE, 1,
+                       "mem_free of the deferred submission buffer");
+  test_destroy_reports(HBG_POLICY_PINNED_EAGER, HBG_DEV_OP_MEM_FREE, 1,
+                       "mem_free of the extra heap block");
+  test_destroy_reports(HBG_POLICY_PINNED_BULK, HBG_DEV_OP_HOST_FREE, 1,
+                       "host_free of the pinned staging arena");
+  test_destroy_reports(HBG_POLICY_COALESCED, HBG_DEV_OP_EVENT_DESTROY, 1,
+                       "event_destroy of the start event");
+  test_destroy_reports(HBG_POLICY_COALESCED, HBG_DEV_OP_QUEUE_DESTROY, 2,
+                       "queue_destroy of the queue");
+  test_failed_trim_forgotten();
+  test_failed_buffer_free();
+  /* the policies that keep device memory per graph */
+  test_failed_retired_forgotten(HBG_POLICY_PINNED_EAGER);
+  test_failed_retired_forgotten(HBG_POLICY_COALESCED);
   test_latch();
   test_latch_bulk();
   test_unpublished_claims(HBG_POLICY_PINNED_BULK, HBG_DEV_OP_MEM_ALLOC, 1);
@@ -660,6 +925,13 @@ int main(void) {
       sweep_teardown(&su, 1);
       sweep_create(&su);
       su.warm = 0;
+      sweep_binds(&su);
+      /* Evictions retire device memory where a policy keeps some per graph
+       * (retained buffers, resident Definitions). */
+      if (chunk || (p != HBG_POLICY_PINNED_EAGER && p != HBG_POLICY_COALESCED))
+        continue;
+      su.warm = 1;
+      su.evict = 1;
       sweep_binds(&su);
     }
   }

@@ -157,19 +157,23 @@ static void test_dispatch_misuse(void) {
   ASSERT_OK(hbg_dev_launch(d, q, &l));
   ASSERT_OK(hbg_dev_queue_sync(d, q));
 
-  /* Stats: a caller built before the scratch counters gets nothing past
-   * its struct; a current one gets them. */
+  /* Stats: a caller built before the scratch counters, or before
+   * free_failures, gets nothing past its struct; a current one gets all. */
   union {
     hbg_dev_stats s;
     uint8_t b[sizeof(hbg_dev_stats)];
   } u;
-  memset(&u, 0x5a, sizeof u);
-  u.s.struct_size = HBG_DEV_STATS_SIZE_V1;
-  ASSERT_OK(hbg_dev_stats_get(d, &u.s));
-  ASSERT_EQ(u.s.struct_size, HBG_DEV_STATS_SIZE_V1);
-  ASSERT(u.s.launches >= 1 && u.s.launches < 0x5a5a5a5a5a5a5a5aull);
-  for (size_t i = HBG_DEV_STATS_SIZE_V1; i < sizeof u; i++)
-    ASSERT_EQ(u.b[i], 0x5a);
+  static const uint32_t old[2] = {HBG_DEV_STATS_SIZE_V1,
+                                  HBG_DEV_STATS_SIZE_V2};
+  for (int v = 0; v < 2; v++) {
+    memset(&u, 0x5a, sizeof u);
+    u.s.struct_size = old[v];
+    ASSERT_OK(hbg_dev_stats_get(d, &u.s));
+    ASSERT_EQ(u.s.struct_size, old[v]);
+    ASSERT(u.s.launches >= 1 && u.s.launches < 0x5a5a5a5a5a5a5a5aull);
+    for (size_t i = old[v]; i < sizeof u; i++)
+      ASSERT_EQ(u.b[i], 0x5a);
+  }
   memset(&u, 0x5a, sizeof u);
   u.s.struct_size = sizeof u.s;
   ASSERT_OK(hbg_dev_stats_get(d, &u.s));

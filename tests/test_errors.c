@@ -14,6 +14,9 @@ int main(void) {
   ASSERT_EQ(HBG_E_INVAL, -1);
   ASSERT_EQ(HBG_E_FATAL, -10);
   ASSERT_EQ(HBG_E_IMG_TRUNCATED, -32);
+  ASSERT_EQ(HBG_E_IMG_TENSOR_ALIGN, -47);
+  ASSERT_EQ(HBG_E_IMG_BOUNDARY_WRITE, -48);
+  ASSERT_EQ(HBG_E_IMG_VIEW_WRITE, -49);
   /* every code has a distinct name and a message */
 #define CHECK(name, val, msg)                                                  \
   ASSERT(strcmp(hbg_err_name(val), "HBG_E_" #name) == 0);                      \

@@ -88,7 +88,7 @@ static void expect_good(scene *s, uint64_t W, uint64_t wbytes) {
 }
 
 static int is_img_err(int rc) {
-  return rc <= HBG_E_IMG_TRUNCATED && rc >= HBG_E_IMG_TENSOR_ALIGN;
+  return rc <= HBG_E_IMG_TRUNCATED && rc >= HBG_E_IMG_VIEW_WRITE;
 }
 
 /* Flip bit `bit` of byte `off` of the image at a (host copy img). */

@@ -243,6 +243,15 @@ static void test_def_errors(void) {
   DEF_BAD(HBG_E_IMG_FIELD, SCAL[0].index = 1);
   DEF_BAD(HBG_E_IMG_FIELD, BSIG[1].reserved2 = 1);
   DEF_BAD(HBG_E_IMG_FIELD, BSIG[1].dtype = 0);
+  /* writes into input-only boundary tensors (x and W are HBG_ACCESS_IN):
+   * a read turned into a write, and a write retargeted */
+  DEF_BAD(HBG_E_IMG_BOUNDARY_WRITE, TENS[0].mode = HBG_ACCESS_INOUT);
+  DEF_BAD(HBG_E_IMG_BOUNDARY_WRITE, TENS[9].ref = 0); /* out exact -> x */
+  DEF_BAD(HBG_E_IMG_VIEW_WRITE, TENS[2].mode = HBG_ACCESS_OUT);
+  DEF_BAD(HBG_E_IMG_VIEW_WRITE, TENS[6].ref = 1); /* cache view -> W */
+  /* the same with the signature narrowed instead */
+  DEF_BAD(HBG_E_IMG_BOUNDARY_WRITE, BSIG[2].mode = HBG_ACCESS_IN);
+  DEF_BAD(HBG_E_IMG_VIEW_WRITE, BSIG[3].mode = HBG_ACCESS_IN);
 
   /* hash: flip a static value and do not fix it */
   {
@@ -692,13 +701,99 @@ static void test_window(void) {
   sweep(g_win, g_win_len, 2);
 }
 
+/* The recorder never writes such an image: a task writing into a boundary
+ * tensor the submission marks input-only is refused, exactly or through a
+ * view. */
+static void test_record_input_only(void) {
+  for (int view = 0; view < 2; view++) {
+    hbg_tensor bt[2] = {ten(0x1000, 0, HBG_DTYPE_F32, HBG_ACCESS_IN, 4, 8),
+                        ten(0x2000, 0, HBG_DTYPE_F32, HBG_ACCESS_OUT, 4, 8)};
+    hbg_recorder *r;
+    ASSERT_OK(hbg__rec_begin(bt, 2, NULL, 0, &r));
+    hbg_tensor a[2] = {bt[1], view ? ten(0x1000, 16, HBG_DTYPE_F32,
+                                          HBG_ACCESS_OUT, 4, 0)
+                                    : bt[0]};
+    a[0].mode = HBG_ACCESS_IN;
+    a[1].mode = HBG_ACCESS_OUT;
+    hbg_task t = task(HBG_KERNEL_COPY, a, 2, NULL, 0, NULL, 0);
+    if (view)
+      t.args[0] = ten(0x2000, 0, HBG_DTYPE_F32, HBG_ACCESS_IN, 4, 0);
+    ASSERT_ERR(hbg_record_task(r, &t, NULL), HBG_E_INVAL);
+    ASSERT(strstr(hbg_last_error(), "input-only") != NULL);
+    hbg__rec_abort(r);
+  }
+}
+
+/* Images the validators accept iterate without an error (hbg_image.h's
+ * node iterator). Found by mutating real Submissions: a boundary record
+ * whose addr + offset (+ the tensor's extent) passes 2^64 was accepted and
+ * then failed in hbg_img_graph_tensor; now hbg_img_sub_check_def refuses
+ * it. A heap block that wraps is refused by hbg_img_graph_init. */
+static void test_wrap(void) {
+  const uint32_t plain = hbg__sub_size(D, 0);
+  hbg__def_view dv;
+  ASSERT_OK(hbg__def_validate(D->image, D->size, &dv));
+  static const struct {
+    uint64_t addr, offset;
+  } bad[] = {
+      {0xFFFFFFFFFFFFFF80ull, 0},          /* the tensor's end wraps */
+      {0x20000, 0xFFFFFFFFFFFFF1FCull},    /* as found: addr + offset wraps */
+      {0xFFFFFFFFFFFFFF00ull, 0x100},      /* element 0 at 2^64 */
+  };
+  for (size_t c = 0; c < sizeof bad / sizeof bad[0]; c++) {
+    uint8_t *p = aligned_alloc(8, plain);
+    ASSERT(p);
+    ASSERT_EQ(hbg__sub_write(p, plain, D, 1, 0, g_bt, g_bs, 0), (int)plain);
+    hbg_sub_bind *b = (hbg_sub_bind *)(p + SH_OF(p)->off_tensors);
+    b[1].addr = bad[c].addr;
+    b[1].offset = bad[c].offset;
+    rehash_sub(p);
+    hbg__sub_view sv;
+    ASSERT_OK(hbg__sub_validate(p, plain, &sv));
+    ASSERT_ERR(hbg__sub_check_def(&sv, &dv), HBG_E_RANGE);
+    free(p);
+  }
+  /* The last byte of the address space is usable. */
+  {
+    uint8_t *p = aligned_alloc(8, plain);
+    ASSERT(p);
+    ASSERT_EQ(hbg__sub_write(p, plain, D, 1, 0, g_bt, g_bs, 0), (int)plain);
+    hbg_sub_bind *b = (hbg_sub_bind *)(p + SH_OF(p)->off_tensors);
+    const hbg_def_bsig *s = &dv.bsig[1];
+    b[1].addr = 0 - hbg_img_extent(s->dtype, s->ndim, s->mode, s->shape,
+                                   s->strides) - 64; /* ends 64 B below 2^64 */
+    b[1].offset = 0;
+    rehash_sub(p);
+    hbg__sub_view sv;
+    ASSERT_OK(hbg__sub_validate(p, plain, &sv));
+    ASSERT_OK(hbg__sub_check_def(&sv, &dv));
+    hbg_img_graph g;
+    ASSERT_OK(hbg_img_graph_init(&g, &dv, &sv, 0x40000000));
+    for (uint32_t i = 0; i < dv.hdr->n_nodes; i++) {
+      hbg_img_node nd;
+      ASSERT_OK(hbg_img_graph_node(&g, i, &nd));
+      for (uint32_t k = 0; k < nd.n_tensors; k++) {
+        hbg_img_arg a;
+        ASSERT_OK(hbg_img_graph_tensor(&g, i, k, &a));
+      }
+    }
+    free(p);
+  }
+  hbg_img_graph g;
+  ASSERT_ERR(hbg_img_graph_init(&g, &dv, NULL, 0 - dv.hdr->heap_size),
+             HBG_IMG_E_RANGE);
+  ASSERT_OK(hbg_img_graph_init(&g, &dv, NULL, 0 - dv.hdr->heap_size - 64));
+}
+
 int main(void) {
   D = small_def(0x3727c5ac);
+  test_record_input_only();
   test_def_errors();
   test_def_pad();
   test_def_bytes(D, 1);
   sweep(D->image, D->size, 0);
   test_sub();
+  test_wrap();
   test_window();
 
   hbg__def *big = big_def();

@@ -80,16 +80,25 @@ static void scene_close(scene *s) {
 
 /* ---- building blocks ---- */
 
-static uint64_t upload_img(xf *f, const hbg__def *d, const hbg_tensor *bt,
-                           const uint64_t *bs, int inl, uint32_t *size) {
+/* A Submission written, then changed by edit (optional), then uploaded. */
+static uint64_t upload_edited(xf *f, const hbg__def *d, const hbg_tensor *bt,
+                              const uint64_t *bs, int inl,
+                              void (*edit)(uint8_t *img), uint32_t *size) {
   uint32_t n = hbg__sub_size(d, inl);
   uint8_t *img = aligned_alloc(8, HBG__ALIGN_UP(n, 8));
   ASSERT(img);
   ASSERT_EQ(hbg__sub_write(img, n, d, 42, 0, bt, bs, inl), (int)n);
+  if (edit)
+    edit(img);
   uint64_t a = xf_upload(f, img, n);
   free(img);
   *size = n;
   return a;
+}
+
+static uint64_t upload_img(xf *f, const hbg__def *d, const hbg_tensor *bt,
+                           const uint64_t *bs, int inl, uint32_t *size) {
+  return upload_edited(f, d, bt, bs, inl, NULL, size);
 }
 
 /* A Submission of the scene's graph with boundary i at (addr[i], off[i]),
@@ -353,6 +362,65 @@ static verdict c_node_kernel(scene *s) {
   return v;
 }
 
+/* The first tensor record of an inline Submission's Definition that
+ * matches, edited; both content hashes then made right again, as a
+ * hand-edited image would have them. */
+static void edit_inline_def(uint8_t *img, int (*match)(const hbg_def_tensor *),
+                            void (*edit)(hbg_def_tensor *)) {
+  hbg_sub_hdr *sh = (hbg_sub_hdr *)img;
+  uint8_t *def = img + sh->off_def;
+  hbg_def_hdr *dh = (hbg_def_hdr *)def;
+  hbg_def_tensor *t = (hbg_def_tensor *)(def + dh->off_tensors);
+  uint32_t i = 0;
+  while (i < dh->n_tensors && !match(&t[i]))
+    i++;
+  ASSERT(i < dh->n_tensors);
+  edit(&t[i]);
+  dh->hash = 0;
+  dh->hash = hbg__hash(def, dh->total_size);
+  sh->def_hash = dh->hash;
+  sh->hash = 0;
+  sh->hash = hbg__hash(img, sh->off_def);
+}
+
+/* Node 0 reads x (input-only, exact): its record now writes it. */
+static int is_x_exact(const hbg_def_tensor *t) {
+  return t->src == HBG_SRC_BOUNDARY_EXACT && t->ref == 0;
+}
+static void make_write(hbg_def_tensor *t) { t->mode = HBG_ACCESS_INOUT; }
+static void read_to_write(uint8_t *img) {
+  edit_inline_def(img, is_x_exact, make_write);
+}
+
+/* Node 2 writes a view of y: the view now targets x (input-only). */
+static int is_out_view(const hbg_def_tensor *t) {
+  return t->src == HBG_SRC_BOUNDARY_VIEW && (t->mode & HBG_ACCESS_OUT);
+}
+static void target_x(hbg_def_tensor *t) { t->ref = 0; }
+static void out_to_input(uint8_t *img) {
+  edit_inline_def(img, is_out_view, target_x);
+}
+
+static verdict launch_edited(scene *s, void (*edit)(uint8_t *img)) {
+  hbg_tensor bt[3] = {xg_vec(s->x, 0, N, HBG_ACCESS_IN),
+                      xg_vec(s->b, 0, N, HBG_ACCESS_IN),
+                      xg_vec(s->y, 0, N, HBG_ACCESS_OUT)};
+  uint64_t bs = hbg__kernel_f32(1.5f);
+  wspec w = base_spec(s, 1);
+  w.sub = upload_edited(&s->f, s->d, bt, &bs, 1, edit, &w.sub_size);
+  verdict v = launch(s, &w);
+  ASSERT_OK(hbg_dev_mem_free(s->f.dev, w.sub));
+  return v;
+}
+
+static verdict c_def_writes_input(scene *s) {
+  return launch_edited(s, read_to_write);
+}
+
+static verdict c_def_out_to_input(scene *s) {
+  return launch_edited(s, out_to_input);
+}
+
 static verdict c_task_writes_def(scene *s) {
   wspec w = base_spec(s, 0);
   ASSERT(s->d->size >= N * 4);
@@ -401,6 +469,10 @@ static const struct {
     {"heap: past its allocation", c_heap_past_end, {HBG_E_RANGE, 1, NONE}},
     {"heap: over a boundary input", c_heap_over_input, {HBG_E_RANGE, 1, NONE}},
     {"node: kernel signature", c_node_kernel, {HBG_E_KERNEL, 1, 1}},
+    {"Definition: a node writes an input-only boundary tensor",
+     c_def_writes_input, {HBG_E_IMG_BOUNDARY_WRITE, 1, NONE}},
+    {"Definition: an out view retargeted to an input-only boundary tensor",
+     c_def_out_to_input, {HBG_E_IMG_VIEW_WRITE, 1, NONE}},
     {"good again", c_good, {0, NONE, NONE}},
     {"good again, inline Definition", c_good_inline, {0, NONE, NONE}},
 };

@@ -92,7 +92,12 @@ HBG_API const char *hbg_version_string(void);
   X(IMG_KIND, -44, "wrong image kind")                                        \
   X(IMG_DEF, -45, "submission does not match its definition")                 \
   X(IMG_FIELD, -46, "bad field value in image")                              \
-  X(IMG_TENSOR_ALIGN, -47, "tensor element 0 misaligned for its dtype")
+  X(IMG_TENSOR_ALIGN, -47, "tensor element 0 misaligned for its dtype")     \
+  X(IMG_BOUNDARY_WRITE, -48,                                                   \
+    "node writes a boundary tensor its signature marks input-only")           \
+  X(IMG_VIEW_WRITE, -49,                                                       \
+    "node writes a view into a boundary tensor its signature marks "           \
+    "input-only")
 
 typedef enum hbg_err {
   HBG_OK = 0,
@@ -476,11 +481,15 @@ HBG_API void hbg_config_init(hbg_config *cfg);
  * @return 0, HBG_E_INVAL (bad config: a field out of its documented range,
  * or cfg->env_invalid set), HBG_E_NOTFOUND (unknown device), HBG_E_NOMEM,
  * or a device error. On failure hbg_last_error() names the culprit (the
- * field or variable and its value, or the device's message). */
+ * field or variable and its value, or the device call that failed, what it
+ * was creating and the device's message). */
 HBG_API int hbg_runtime_create(const hbg_config *cfg, hbg_runtime **out);
 /* Wait for binds in flight, release retained device buffers, arenas and
  * Definitions (reverse order of creation), then close the device if the
- * runtime opened it. Accepts NULL. */
+ * runtime opened it. Accepts NULL. A release that fails does not stop the
+ * rest: the device counts it (hbg_dev_stats.free_failures) and
+ * hbg_last_error() names the first (the call, the object, the device's
+ * message); with none, hbg_last_error() is left as it was. */
 HBG_API void hbg_runtime_destroy(hbg_runtime *rt);
 /* @return the device the runtime uses (owned by the runtime or the caller). */
 HBG_API struct hbg_device *hbg_runtime_device(hbg_runtime *rt);
@@ -492,7 +501,11 @@ HBG_API int hbg_runtime_policy(const hbg_runtime *rt);
 HBG_API int hbg_runtime_last_native_error(hbg_runtime *rt, int64_t *code,
                                           const char **msg);
 
-/* Device buffers for tensor data (inputs, weights, outputs). */
+/* Device buffers for tensor data (inputs, weights, outputs). A free that
+ * fails is final like every release (the device may have let the memory
+ * go): the buffer leaves the runtime all the same, so a later task naming
+ * it is HBG_E_RANGE, and the device counts the failure
+ * (hbg_dev_stats.free_failures). */
 HBG_API int hbg_buffer_alloc(hbg_runtime *rt, uint64_t bytes, uint64_t *out);
 /* Free a buffer of hbg_buffer_alloc. A launched bind may still read or
  * write it, so this first waits for every bind of rt in flight (launched,
@@ -592,11 +605,14 @@ HBG_API int hbg_submit_graph_n(hbg_bind *b, const hbg_graph_submit *g,
  * kept as an offset from that tensor's element 0, so that it moves with
  * the tensor in later replays. Element 0 of every argument must be aligned
  * to its dtype, and a view's offset from its boundary tensor's element 0 a
- * multiple of its element size. The kernel's signature is checked as in
+ * multiple of its element size. An argument that writes (mode OUT or
+ * INOUT) a boundary tensor, or a view of one, needs a boundary tensor whose
+ * mode includes HBG_ACCESS_OUT. The kernel's signature is checked as in
  * hbg_submit_task. Any failure also marks the recording bad: the callback
  * may go on, but no Definition is built from it.
  * @return 0, HBG_E_INVAL (bad, misaligned, or unknown tensor: neither an
- * earlier inner output nor inside a boundary tensor), HBG_E_KERNEL,
+ * earlier inner output nor inside a boundary tensor; a write into an
+ * input-only boundary tensor), HBG_E_KERNEL,
  * HBG_E_NESTED (used outside a callback), HBG_E_LIMIT; hbg_last_error()
  * then names the inner task, the argument and what is wrong. */
 HBG_API int hbg_record_task(hbg_recorder *rec, hbg_task *t, hbg_task_id *out);

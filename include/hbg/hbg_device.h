@@ -92,8 +92,8 @@ typedef struct hbg_dev_status {
 
 /* Counters a backend keeps (monotonic since open). Set struct_size to
  * sizeof(hbg_dev_stats) before hbg_dev_stats_get: a caller built before the
- * scratch counters (HBG_DEV_STATS_SIZE_V1) gets nothing written past its
- * struct. */
+ * scratch counters (HBG_DEV_STATS_SIZE_V1) or before free_failures
+ * (HBG_DEV_STATS_SIZE_V2) gets nothing written past its struct. */
 typedef struct hbg_dev_stats {
   uint32_t struct_size;
   uint32_t reserved;
@@ -115,10 +115,17 @@ typedef struct hbg_dev_stats {
    * and bytes held now. */
   uint64_t scratch_allocs, scratch_frees;
   uint64_t scratch_in_use;
+  /* Releases called through this handle that returned an error (mem_free,
+   * host_free, host_unregister, queue_destroy, event_destroy), counted by
+   * libhbg's dispatch for every backend. hbg never touches what a failed
+   * release named again (docs/ARCHITECTURE.md, "Failed releases"). */
+  uint64_t free_failures;
 } hbg_dev_stats;
 
 /* sizeof(hbg_dev_stats) before the scratch counters. */
 #define HBG_DEV_STATS_SIZE_V1 136u
+/* sizeof(hbg_dev_stats) before free_failures. */
+#define HBG_DEV_STATS_SIZE_V2 160u
 
 /* Op indices, for fault injection and call counting. */
 #define HBG_DEV_OP_MAP(X)                                                      \

@@ -125,7 +125,11 @@ enum {
   HBG_IMG_E_KIND = -44,          /* another image kind's magic */
   HBG_IMG_E_DEF = -45,           /* Submission does not match Definition */
   HBG_IMG_E_FIELD = -46,         /* bad field value */
-  HBG_IMG_E_TENSOR_ALIGN = -47   /* element 0 misaligned for its dtype */
+  HBG_IMG_E_TENSOR_ALIGN = -47,  /* element 0 misaligned for its dtype */
+  HBG_IMG_E_BOUNDARY_WRITE = -48, /* a node writes (exact source) a boundary
+                                     tensor whose signature mode is IN */
+  HBG_IMG_E_VIEW_WRITE = -49      /* a node writes a view into a boundary
+                                     tensor whose signature mode is IN */
 };
 
 /* ------------------------------------------------------------------ */
@@ -591,6 +595,9 @@ static inline HBG_IMAGE_FN int hbg_img__tensor_ref(const hbg_img_def_view *v,
                        !hbg_img__same_layout(t->shape, s->shape) ||
                        !hbg_img__same_layout(t->strides, s->strides),
                    HBG_IMG_E_REF);
+    HBG_IMG__CHECK((t->mode & HBG_IMG_ACCESS_OUT) &&
+                       !(s->mode & HBG_IMG_ACCESS_OUT),
+                   HBG_IMG_E_BOUNDARY_WRITE);
     return 0;
   }
   case HBG_SRC_BOUNDARY_VIEW: {
@@ -599,6 +606,9 @@ static inline HBG_IMAGE_FN int hbg_img__tensor_ref(const hbg_img_def_view *v,
     uint64_t bext =
         hbg_img_extent(s->dtype, s->ndim, s->mode, s->shape, s->strides);
     HBG_IMG__CHECK(t->offset > bext || ext > bext - t->offset, HBG_IMG_E_REF);
+    HBG_IMG__CHECK((t->mode & HBG_IMG_ACCESS_OUT) &&
+                       !(s->mode & HBG_IMG_ACCESS_OUT),
+                   HBG_IMG_E_VIEW_WRITE);
     return 0;
   }
   case HBG_SRC_INTERNAL:
@@ -894,8 +904,12 @@ hbg_img_sub_check_align(const hbg_img_sub_view *s, const hbg_img_def_view *d,
 
 /* A validated Submission against its validated Definition: def_hash,
  * def_size and counts (the boundary signature lives only in the
- * Definition), then hbg_img_sub_check_align.
- * @return 0, HBG_IMG_E_INVAL, HBG_IMG_E_DEF or HBG_IMG_E_TENSOR_ALIGN. */
+ * Definition); every boundary tensor's bytes, [addr + offset, + the
+ * extent of its signature), below 2^64 (every view lies inside them, so
+ * the node iterator then resolves every argument without wrapping); then
+ * hbg_img_sub_check_align.
+ * @return 0, HBG_IMG_E_INVAL, HBG_IMG_E_DEF, HBG_IMG_E_RANGE or
+ * HBG_IMG_E_TENSOR_ALIGN. */
 static inline HBG_IMAGE_FN int hbg_img_sub_check_def(const hbg_img_sub_view *s,
                                                      const hbg_img_def_view *d) {
   HBG_IMG__CHECK(!s || !d || !s->hdr || !d->hdr, HBG_IMG_E_INVAL);
@@ -905,6 +919,13 @@ static inline HBG_IMAGE_FN int hbg_img_sub_check_def(const hbg_img_sub_view *s,
                      sh->n_tensors != dh->n_btensors ||
                      sh->n_scalars != dh->n_bscalars,
                  HBG_IMG_E_DEF);
+  for (uint32_t i = 0; i < dh->n_btensors; i++) {
+    const hbg_def_bsig *b = &d->bsig[i];
+    const uint64_t a = s->tensors[i].addr, o = s->tensors[i].offset;
+    const uint64_t ext =
+        hbg_img_extent(b->dtype, b->ndim, b->mode, b->shape, b->strides);
+    HBG_IMG__CHECK(a + o < a || a + o + ext < a + o, HBG_IMG_E_RANGE);
+  }
   return hbg_img_sub_check_align(s, d, NULL);
 }
 
@@ -1069,9 +1090,12 @@ typedef struct hbg_img_arg {
 
 /* Set up node expansion for one replay. def must have passed
  * hbg_img_def_validate, sub (optional) hbg_img_sub_validate and
- * hbg_img_sub_check_def against it.
+ * hbg_img_sub_check_def against it; then no call of hbg_img_graph_node,
+ * _tensor or _scalar on it fails (with the same memory and in-range
+ * indices).
  * @return 0 or HBG_IMG_E_INVAL (NULL g or def), HBG_IMG_E_DEF (boundary
- * counts differ). */
+ * counts differ), HBG_IMG_E_RANGE (the heap block, heap_addr plus the
+ * Definition's heap_size, wraps around). */
 static inline HBG_IMAGE_FN int hbg_img_graph_init(hbg_img_graph *g,
                                                   const hbg_img_def_view *def,
                                                   const hbg_img_sub_view *sub,
@@ -1082,6 +1106,7 @@ static inline HBG_IMAGE_FN int hbg_img_graph_init(hbg_img_graph *g,
   g->bind = NULL;
   g->bscalars = NULL;
   g->heap_addr = heap_addr;
+  HBG_IMG__CHECK(heap_addr + g->hdr.heap_size < heap_addr, HBG_IMG_E_RANGE);
   if (sub) {
     HBG_IMG__CHECK(!sub->hdr, HBG_IMG_E_INVAL);
     HBG_IMG__CHECK(sub->hdr->n_tensors != g->hdr.n_btensors ||

@@ -31,8 +31,7 @@ int hbg__arena_reserve(hbg_runtime *rt, hbg__slot *s, uint64_t cap) {
 }
 
 void hbg__arena_release(hbg_runtime *rt, hbg__slot *s) {
-  if (s->arena.base)
-    hbg_dev_host_free(rt->dev, s->arena.base);
+  hbg__host_release(rt, s->arena.base, "pinned staging arena");
   s->arena.base = NULL;
   s->arena.cap = 0;
   s->arena.used = 0;

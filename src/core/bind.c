@@ -191,7 +191,7 @@ int hbg__win_dev_grow(hbg_bind *b, uint64_t cap) {
     /* Chunks in flight target the old buffer; let them land, resend all. */
     int rc = hbg_dev_queue_sync(rt->dev, s->q);
     if (rc < 0) {
-      hbg_dev_mem_free(rt->dev, nd);
+      hbg__mem_release(rt, nd, "window buffer");
       return rc;
     }
     b->win_flushed = 0;
@@ -199,8 +199,7 @@ int hbg__win_dev_grow(hbg_bind *b, uint64_t cap) {
   hbg_devptr old = s->win_dev;
   if (old && rt->ops->window_moved)
     rt->ops->window_moved(b, old, nd);
-  if (old)
-    hbg_dev_mem_free(rt->dev, old);
+  hbg__mem_release(rt, old, "window buffer");
   s->win_dev = nd;
   s->win_cap = cap;
   return 0;
@@ -350,14 +349,13 @@ int hbg__slot_reclaim(hbg_runtime *rt, hbg__slot *s) {
     uint64_t cap = HBG__ALIGN_UP(s->heap_high_water, 65536);
     hbg_devptr d = 0;
     if (hbg_dev_mem_alloc(rt->dev, (size_t)cap, &d) == 0) {
-      if (s->heap_dev)
-        hbg_dev_mem_free(rt->dev, s->heap_dev);
+      hbg__mem_release(rt, s->heap_dev, "heap block");
       s->heap_dev = d;
       s->heap_cap = cap;
     }
   }
   for (uint32_t i = 0; i < s->n_heap_extra; i++)
-    hbg_dev_mem_free(rt->dev, s->heap_extra[i]);
+    hbg__mem_release(rt, s->heap_extra[i], "extra heap block");
   s->n_heap_extra = 0;
   s->heap_high_water = 0;
   return 0;
@@ -564,7 +562,8 @@ static claim_mark claim_save(const hbg_bind *b) {
 static void claim_undo(hbg_bind *b, const claim_mark *m) {
   hbg__slot *s = b->slot;
   while (s->n_heap_extra > m->n_heap_extra)
-    hbg_dev_mem_free(b->rt->dev, s->heap_extra[--s->n_heap_extra]);
+    hbg__mem_release(b->rt, s->heap_extra[--s->n_heap_extra],
+                     "extra heap block");
   b->heap_used = m->heap_used;
   s->arena.used = m->arena_used;
   b->bulk_len = m->bulk_len;

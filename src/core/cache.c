@@ -74,11 +74,12 @@ static uint64_t busy_slots(const hbg_runtime *rt) {
 }
 
 /* Free every retired buffer no slot may read any more. A buffer whose free
- * fails stays listed and is tried again (teardown frees what is left). */
+ * fails is dropped too: it may be gone, so it is never freed again. */
 static void retired_sweep(hbg_runtime *rt) {
   for (uint32_t i = 0; i < rt->n_retired;) {
     hbg__retired *r = &rt->retired[i];
-    if (!r->slots && hbg_dev_mem_free(rt->dev, r->dev) == 0) {
+    if (!r->slots) {
+      hbg__mem_release(rt, r->dev, "retired buffer");
       *r = rt->retired[--rt->n_retired];
       continue;
     }
@@ -210,19 +211,16 @@ void hbg__retained_trim(hbg_bind *b) {
     if (!rk || rk->n_occ <= oc->count)
       continue;
     /* This slot's previous bind completed before this one began, and this
-     * bind uses occurrences below count only: free them now. */
-    uint32_t keep = oc->count;
+     * bind uses occurrences below count only: free them now. A buffer
+     * whose free fails is forgotten all the same, never reused. */
     for (uint32_t o = oc->count; o < rk->n_occ; o++) {
       hbg__retained *r = hbg__map_get(&s->retained, oc->k.k1, o, 0);
       if (!r)
         continue;
-      if (r->dev && hbg_dev_mem_free(b->rt->dev, r->dev) < 0) {
-        keep = o + 1;
-        continue;
-      }
+      hbg__mem_release(b->rt, r->dev, "retained submission buffer");
       hbg__map_del(&s->retained, oc->k.k1, o);
     }
-    rk->n_occ = keep;
+    rk->n_occ = oc->count;
   }
 }
 

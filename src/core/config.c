@@ -57,6 +57,16 @@ int hbg_record_parse(const char *name, int *out) {
   return name_parse(record_names, HBG_RECORD__COUNT, name, out);
 }
 
+/* "not a policy (a, b, c)": every policy's name, from the table. */
+static void policy_list(char *buf, size_t n) {
+  size_t k = (size_t)snprintf(buf, n, "not a policy ");
+  for (int i = 0; i < HBG_POLICY__COUNT && k < n; i++)
+    k += (size_t)snprintf(buf + k, n - k, "%s%s", i ? ", " : "(",
+                          hbg__policies[i]->name);
+  if (k < n)
+    snprintf(buf + k, n - k, ")");
+}
+
 /* ---- configuration: one row per HBG_* variable ---- */
 
 typedef enum cfg_kind {
@@ -126,7 +136,7 @@ static int cfg_parse(const cfg_var *v, const char *s, hbg_config *cfg,
   switch (v->kind) {
   case CFG_POLICY:
     if (hbg_policy_parse(s, &p) < 0) {
-      snprintf(why, n, "not a policy (deferred, pinned-eager, coalesced)");
+      policy_list(why, n);
       return HBG_E_INVAL;
     }
     cfg_put_uint(cfg, v, (uint32_t)p);
@@ -234,8 +244,9 @@ int hbg__config_check(const hbg_config *cfg) {
     switch (v->kind) {
     case CFG_POLICY:
       if (cfg->policy >= HBG_POLICY__COUNT) {
-        hbg__error_set("hbg_config.%s=%u: not a policy", v->field,
-                       cfg->policy);
+        char why[160];
+        policy_list(why, sizeof why);
+        hbg__error_set("hbg_config.%s=%u: %s", v->field, cfg->policy, why);
         return HBG_E_INVAL;
       }
       break;

@@ -188,6 +188,9 @@ struct hbg_runtime {
                             range the last tensor there was in */
   hbg_trace_fn trace_fn;
   void *trace_user;
+  /* failed releases since hbg_runtime_destroy began (release.c) */
+  uint32_t rel_failed;
+  char rel_first[256]; /* the first one, in words */
 };
 
 
@@ -247,6 +250,13 @@ void hbg__retired_release(hbg_runtime *rt, hbg__slot *s);
 static inline uint64_t hbg__rt_now(const hbg_runtime *rt) {
   return hbg_dev_clock_ns(rt->dev);
 }
+
+/* releases (release.c): a failed release is final, the caller forgets what
+ * it named; what names it in the teardown report ("window buffer"). */
+void hbg__release_failed(hbg_runtime *rt, int rc, const char *call,
+                         const char *what, uint64_t addr);
+void hbg__mem_release(hbg_runtime *rt, hbg_devptr d, const char *what);
+void hbg__host_release(hbg_runtime *rt, void *p, const char *what);
 
 /* tracing */
 void hbg__trace(hbg_runtime *rt, uint32_t track, const char *name,

@@ -19,21 +19,43 @@ void hbg__trace(hbg_runtime *rt, uint32_t track, const char *name,
   rt->trace_fn(rt->trace_user, &ev);
 }
 
+/* A device call of runtime creation failed: name it and what it was making
+ * in hbg_last_error(), with the device's own words. @return rc. */
+static int create_failed(hbg_runtime *rt, int rc, const char *call,
+                         const char *what, uint32_t slot) {
+  int64_t code = rc;
+  const char *why = NULL;
+  if (hbg_device_native_error(rt->dev, &code, &why) < 0 || !why || !*why)
+    why = hbg_strerror(rc);
+  char msg[256];
+  snprintf(msg, sizeof msg, "%s", why);
+  hbg__error_set("hbg_runtime_create: %s for the %s of pipeline slot %u "
+                 "failed: %s: %s",
+                 call, what, slot, hbg_err_name(rc), msg);
+  return rc;
+}
+
 int hbg__slot_init(hbg_runtime *rt, hbg__slot *s, uint32_t index) {
   memset(s, 0, sizeof *s);
   s->index = index;
   s->bind.rt = rt;
   s->bind.slot = s;
   int rc = hbg_dev_queue_create(rt->dev, &s->q);
-  if (rc < 0)
+  if (rc < 0) {
+    create_failed(rt, rc, "queue_create", "queue", index);
     goto err;
+  }
   rc = hbg_dev_event_create(rt->dev, &s->done);
-  if (rc < 0)
+  if (rc < 0) {
+    create_failed(rt, rc, "event_create", "completion event", index);
     goto err;
+  }
   if (hbg__dev_times_events(rt->dev)) {
     rc = hbg_dev_event_create(rt->dev, &s->start);
-    if (rc < 0)
+    if (rc < 0) {
+      create_failed(rt, rc, "event_create", "start event", index);
       goto err;
+    }
   }
   /* A policy that stages in heap memory only keeps no arena. */
   if (rt->ops->arena) {
@@ -56,17 +78,17 @@ int hbg__slot_init(hbg_runtime *rt, hbg__slot *s, uint32_t index) {
     }
   }
   rc = hbg_dev_mem_alloc(rt->dev, sizeof(hbg_dev_status), &s->status_dev);
-  if (rc < 0)
+  if (rc < 0) {
+    create_failed(rt, rc, "mem_alloc", "device status word", index);
     goto err;
-  rc = hbg__map_init(&s->retained, sizeof(hbg__retained), 64);
-  if (rc < 0)
+  }
+  if ((rc = hbg__map_init(&s->retained, sizeof(hbg__retained), 64)) < 0 ||
+      (rc = hbg__map_init(&s->rkeys, sizeof(hbg__rkey), 16)) < 0 ||
+      (rc = hbg__map_init(&s->bind.occ, sizeof(hbg__occ), 16)) < 0) {
+    hbg__error_set("hbg_runtime_create: out of host memory for the tables "
+                   "of pipeline slot %u", index);
     goto err;
-  rc = hbg__map_init(&s->rkeys, sizeof(hbg__rkey), 16);
-  if (rc < 0)
-    goto err;
-  rc = hbg__map_init(&s->bind.occ, sizeof(hbg__occ), 16);
-  if (rc < 0)
-    goto err;
+  }
   return 0;
 err:
   hbg__slot_fini(rt, s);
@@ -108,21 +130,23 @@ void hbg__slot_fini(hbg_runtime *rt, hbg__slot *s) {
   hbg__map_free(&s->retained);
   hbg__map_free(&s->rkeys);
   for (uint32_t i = 0; i < s->n_heap_extra; i++)
-    hbg_dev_mem_free(rt->dev, s->heap_extra[i]);
+    hbg__mem_release(rt, s->heap_extra[i], "extra heap block");
   free(s->heap_extra);
-  if (s->heap_dev)
-    hbg_dev_mem_free(rt->dev, s->heap_dev);
-  if (s->win_dev)
-    hbg_dev_mem_free(rt->dev, s->win_dev);
-  if (s->status_dev)
-    hbg_dev_mem_free(rt->dev, s->status_dev);
+  hbg__mem_release(rt, s->heap_dev, "heap block");
+  hbg__mem_release(rt, s->win_dev, "window buffer");
+  hbg__mem_release(rt, s->status_dev, "status word");
   hbg__arena_release(rt, s);
   if (s->start)
-    hbg_dev_event_destroy(rt->dev, s->start);
+    hbg__release_failed(rt, hbg_dev_event_destroy(rt->dev, s->start),
+                        "event_destroy", "start event",
+                        (uint64_t)(uintptr_t)s->start);
   if (s->done)
-    hbg_dev_event_destroy(rt->dev, s->done);
+    hbg__release_failed(rt, hbg_dev_event_destroy(rt->dev, s->done),
+                        "event_destroy", "completion event",
+                        (uint64_t)(uintptr_t)s->done);
   if (s->q)
-    hbg_dev_queue_destroy(rt->dev, s->q);
+    hbg__release_failed(rt, hbg_dev_queue_destroy(rt->dev, s->q),
+                        "queue_destroy", "queue", (uint64_t)(uintptr_t)s->q);
   memset(s, 0, sizeof *s);
 }
 
@@ -214,17 +238,18 @@ err_rt:
 void hbg_runtime_destroy(hbg_runtime *rt) {
   if (!rt)
     return;
+  rt->rel_failed = 0;
   for (uint32_t i = rt->depth; i-- > 0;)
     hbg__slot_fini(rt, &rt->slots[i]);
   free(rt->slots);
   /* Every slot was reclaimed: nothing retired is still read. */
   for (uint32_t i = 0; i < rt->n_retired; i++)
-    hbg_dev_mem_free(rt->dev, rt->retired[i].dev);
+    hbg__mem_release(rt, rt->retired[i].dev, "retired buffer");
   free(rt->retired);
   for (uint32_t i = 0; i < rt->resident.cap; i++) {
     hbg__resident *r = hbg__map_at(&rt->resident, i);
-    if (r && r->dev)
-      hbg_dev_mem_free(rt->dev, r->dev);
+    if (r)
+      hbg__mem_release(rt, r->dev, "resident definition");
   }
   hbg__map_free(&rt->resident);
   hbg__graphs_clear(rt);
@@ -232,6 +257,11 @@ void hbg_runtime_destroy(hbg_runtime *rt) {
   hbg__rtab_free(&rt->bufs);
   if (rt->trace_fn)
     hbg_device_set_trace(rt->dev, NULL, NULL);
+  if (rt->rel_failed)
+    hbg__error_set("hbg_runtime_destroy: %u release%s failed (each "
+                   "counted in hbg_dev_stats.free_failures); the first: %s",
+                   rt->rel_failed, rt->rel_failed > 1 ? "s" : "",
+                   rt->rel_first);
   if (rt->own_dev)
     hbg_device_close(rt->dev);
   free(rt);
@@ -278,7 +308,7 @@ int hbg_buffer_free(hbg_runtime *rt, uint64_t addr) {
       hbg_dev_event_wait(rt->dev, rt->slots[i].done);
   int rc = hbg_dev_mem_free(rt->dev, addr);
   ptrdiff_t i = hbg__rtab_floor(&rt->bufs, addr);
-  if (rc == 0 && i >= 0 && rt->bufs.v[i].start == addr)
+  if (i >= 0 && rt->bufs.v[i].start == addr) /* even when the free failed */
     hbg__rtab_remove_at(&rt->bufs, (size_t)i);
   return rc;
 }

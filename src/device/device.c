@@ -152,14 +152,30 @@ int hbg_device_tracing(const hbg_device *dev) {
   return dev && dev->trace_fn != NULL;
 }
 
-#define HBG__DISPATCH(fn, ...)                                                 \
+static int as_returned(hbg_device *dev, int rc) {
+  (void)dev;
+  return rc;
+}
+
+/* A failed release is counted on the handle it went through. */
+static int release_counted(hbg_device *dev, int rc) {
+  if (rc < 0 && dev)
+    atomic_fetch_add(&dev->free_failures, 1);
+  return rc;
+}
+
+/* Call dev's op fn and hand its result to then(dev, rc). */
+#define HBG__DISPATCH_THEN(then, fn, ...)                                      \
   do {                                                                         \
     if (!dev)                                                                  \
       return HBG_E_INVAL;                                                      \
     if (!dev->ops->fn)                                                         \
       return HBG_E_UNSUPPORTED;                                                \
-    return dev->ops->fn(dev, __VA_ARGS__);                                     \
+    return then(dev, dev->ops->fn(dev, __VA_ARGS__));                          \
   } while (0)
+#define HBG__DISPATCH(fn, ...) HBG__DISPATCH_THEN(as_returned, fn, __VA_ARGS__)
+#define HBG__RELEASE(fn, ...)                                                  \
+  HBG__DISPATCH_THEN(release_counted, fn, __VA_ARGS__)
 
 int hbg_dev_caps_get(hbg_device *dev, hbg_dev_caps *caps) {
   HBG__RETURN_IF(!caps, HBG_E_INVAL);
@@ -168,41 +184,50 @@ int hbg_dev_caps_get(hbg_device *dev, hbg_dev_caps *caps) {
 _Static_assert(offsetof(hbg_dev_stats, scratch_allocs) ==
                    HBG_DEV_STATS_SIZE_V1,
                "the scratch counters follow the first version's");
+_Static_assert(offsetof(hbg_dev_stats, free_failures) ==
+                   HBG_DEV_STATS_SIZE_V2,
+               "free_failures follows the scratch counters");
 
+/* The backend fills a whole current struct; a caller built before the
+ * scratch counters or before free_failures (struct_size
+ * HBG_DEV_STATS_SIZE_V1 or _V2) gets its part, any other gets it all. */
 int hbg_dev_stats_get(hbg_device *dev, hbg_dev_stats *st) {
-  HBG__RETURN_IF(!st, HBG_E_INVAL);
-  if (st->struct_size != HBG_DEV_STATS_SIZE_V1)
-    HBG__DISPATCH(get_stats, st);
-  /* A caller built before the scratch counters: its fields only. */
+  HBG__RETURN_IF(!st || !dev, HBG_E_INVAL);
+  const uint32_t size = st->struct_size;
+  HBG__RETURN_IF(!dev->ops->get_stats, HBG_E_UNSUPPORTED);
   hbg_dev_stats full;
   memset(&full, 0, sizeof full);
   full.struct_size = sizeof full;
-  HBG__RETURN_IF(!dev, HBG_E_INVAL);
-  HBG__RETURN_IF(!dev->ops->get_stats, HBG_E_UNSUPPORTED);
   HBG__TRY(dev->ops->get_stats(dev, &full));
-  memcpy(st, &full, HBG_DEV_STATS_SIZE_V1);
-  st->struct_size = HBG_DEV_STATS_SIZE_V1;
+  full.free_failures = atomic_load(&dev->free_failures);
+  const uint32_t n =
+      size == HBG_DEV_STATS_SIZE_V1 || size == HBG_DEV_STATS_SIZE_V2
+          ? size
+          : (uint32_t)sizeof full;
+  memcpy(st, &full, n);
+  st->struct_size = n;
   return 0;
 }
+
 int hbg_dev_host_alloc(hbg_device *dev, size_t bytes, void **out) {
   HBG__RETURN_IF(!out || bytes == 0, HBG_E_INVAL);
   HBG__DISPATCH(host_alloc, bytes, out);
 }
-int hbg_dev_host_free(hbg_device *dev, void *p) { HBG__DISPATCH(host_free, p); }
+int hbg_dev_host_free(hbg_device *dev, void *p) { HBG__RELEASE(host_free, p); }
 int hbg_dev_host_register(hbg_device *dev, void *p, size_t bytes) {
   HBG__RETURN_IF(!p || bytes == 0, HBG_E_INVAL);
   HBG__DISPATCH(host_register, p, bytes);
 }
 int hbg_dev_host_unregister(hbg_device *dev, void *p) {
   HBG__RETURN_IF(!p, HBG_E_INVAL);
-  HBG__DISPATCH(host_unregister, p);
+  HBG__RELEASE(host_unregister, p);
 }
 int hbg_dev_mem_alloc(hbg_device *dev, size_t bytes, hbg_devptr *out) {
   HBG__RETURN_IF(!out || bytes == 0, HBG_E_INVAL);
   HBG__DISPATCH(mem_alloc, bytes, out);
 }
 int hbg_dev_mem_free(hbg_device *dev, hbg_devptr p) {
-  HBG__DISPATCH(mem_free, p);
+  HBG__RELEASE(mem_free, p);
 }
 int hbg_dev_copy_h2d(hbg_device *dev, hbg_devptr dst, const void *src,
                      size_t bytes) {
@@ -219,7 +244,7 @@ int hbg_dev_queue_create(hbg_device *dev, hbg_dev_queue **out) {
   HBG__DISPATCH(queue_create, out);
 }
 int hbg_dev_queue_destroy(hbg_device *dev, hbg_dev_queue *q) {
-  HBG__DISPATCH(queue_destroy, q);
+  HBG__RELEASE(queue_destroy, q);
 }
 int hbg_dev_copy_h2d_async(hbg_device *dev, hbg_dev_queue *q, hbg_devptr dst,
                            const void *src, size_t bytes) {
@@ -235,7 +260,7 @@ int hbg_dev_event_create(hbg_device *dev, hbg_dev_event **out) {
   HBG__DISPATCH(event_create, out);
 }
 int hbg_dev_event_destroy(hbg_device *dev, hbg_dev_event *ev) {
-  HBG__DISPATCH(event_destroy, ev);
+  HBG__RELEASE(event_destroy, ev);
 }
 int hbg_dev_event_record(hbg_device *dev, hbg_dev_event *ev,
                          hbg_dev_queue *q) {

@@ -4,6 +4,8 @@
 
 #include <hbg/hbg_device.h>
 
+#include <stdatomic.h>
+
 struct hbg_device {
   const hbg_dev_ops *ops;
   /* ops added after the first version, NULL where ops ends before them */
@@ -16,6 +18,7 @@ struct hbg_device {
   char native_msg[256];
   hbg_trace_fn trace_fn;
   void *trace_user;
+  _Atomic uint64_t free_failures; /* failed releases through this handle */
 };
 
 /* @return non-zero when dev (through a fault wrapper: its inner device)

@@ -45,6 +45,8 @@ PIN(HBG_IMG_E_KIND, HBG_E_IMG_KIND);
 PIN(HBG_IMG_E_DEF, HBG_E_IMG_DEF);
 PIN(HBG_IMG_E_FIELD, HBG_E_IMG_FIELD);
 PIN(HBG_IMG_E_TENSOR_ALIGN, HBG_E_IMG_TENSOR_ALIGN);
+PIN(HBG_IMG_E_BOUNDARY_WRITE, HBG_E_IMG_BOUNDARY_WRITE);
+PIN(HBG_IMG_E_VIEW_WRITE, HBG_E_IMG_VIEW_WRITE);
 /* The library itself is little-endian only (the header lets a compiler
  * that does not say pass). */
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__

@@ -258,9 +258,16 @@ static int classify(const hbg_recorder *r, uint32_t self, const hbg_tensor *a,
     return 0;
   }
   CLASSIFY_FAIL((a->addr + a->offset) % es, HBG_E_INVAL, "element 0 is not aligned to its dtype");
+  /* A write goes only to a boundary tensor the submission lets the graph
+   * write (mode OUT or INOUT); the validators reject anything else. */
+  int read_only = 0;
   for (uint32_t i = 0; i < r->nbt; i++) {
     if (!same_layout(a, &r->bt[i]))
       continue;
+    if (acc->write && !(r->bt[i].mode & HBG_ACCESS_OUT)) {
+      read_only = 1;
+      continue;
+    }
     dt->src = HBG_SRC_BOUNDARY_EXACT;
     dt->ref = i;
     acc->buf = r->buf_of[i];
@@ -280,11 +287,16 @@ static int classify(const hbg_recorder *r, uint32_t self, const hbg_tensor *a,
     uint64_t bext = tensor_extent(b);
     if (a->offset + ext > b->offset + bext)
       continue;
+    if (acc->write && !(b->mode & HBG_ACCESS_OUT)) {
+      read_only = 1;
+      continue;
+    }
     if (best == UINT32_MAX || bext < best_ext) {
       best = i;
       best_ext = bext;
     }
   }
+  CLASSIFY_FAIL(best == UINT32_MAX && read_only, HBG_E_INVAL, "writes a boundary tensor the submission marks input-only (HBG_ACCESS_IN)");
   CLASSIFY_FAIL(best == UINT32_MAX, HBG_E_INVAL, "neither an inner output nor inside a boundary tensor");
   /* Relative to element 0 of its tensor, so that it stays aligned in every
    * replay whose tensor is (the Definition asks for the largest element

@@ -8,6 +8,10 @@
  *     holding exactly the boundary's (addr, offset);
  *   - a valid Submission has no boundary record at address 0, and its
  *     record table and scalars lie inside its hashed part;
+ *   - validate ok implies iterate ok: hbg_image.h's node iterator expands
+ *     every node of a valid Definition (alone, and replayed by a valid
+ *     Submission carrying it inline that matches it) without an error, and
+ *     no argument writes a boundary tensor its signature marks input-only;
  *   - the dump returns the validator's verdict. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +31,31 @@ static FILE *devnull;
   } while (0)
 
 static volatile uint64_t sink;
+
+/* Every node, argument and scalar of a validated replay (sub optional). */
+static void iterate(const hbg__def_view *dv, const hbg__sub_view *sv) {
+  const uint64_t heap = 0x40000000ull;
+  hbg_img_graph g;
+  CHECK(hbg_img_graph_init(&g, dv, sv, heap) == 0);
+  uint64_t s = 0;
+  for (uint32_t j = 0; j < dv->hdr->n_nodes; j++) {
+    hbg_img_node nd;
+    CHECK(hbg_img_graph_node(&g, j, &nd) == 0);
+    for (uint32_t k = 0; k < nd.n_tensors; k++) {
+      hbg_img_arg a;
+      CHECK(hbg_img_graph_tensor(&g, j, k, &a) == 0);
+      if (a.src < HBG_SRC_INTERNAL && (a.mode & HBG_ACCESS_OUT))
+        CHECK(dv->bsig[a.ref].mode & HBG_ACCESS_OUT);
+      s += a.addr;
+    }
+    for (uint32_t k = 0; k < nd.n_scalars; k++) {
+      uint64_t v;
+      CHECK(hbg_img_graph_scalar(&g, j, k, &v) == 0);
+      s += v;
+    }
+  }
+  sink = s;
+}
 
 static void walk_def(const hbg__def_view *v) {
   uint64_t s = 0;
@@ -136,8 +165,10 @@ static void run(uint8_t *p, size_t size) {
     CHECK(nrc == 0);
   if (nrc == 0)
     walk_def(&dv);
-  if (drc == 0)
+  if (drc == 0) {
+    iterate(&dv, NULL);
     replay(p, size);
+  }
 
   int src = hbg__sub_validate(p, size, &sv);
   if (src == 0) {
@@ -154,8 +185,9 @@ static void run(uint8_t *p, size_t size) {
       s += sv.scalars[i];
     sink = s;
     if (sv.inline_def &&
-        hbg__def_validate(sv.inline_def, sv.hdr->def_size, &dv) == 0)
-      sink = (uint64_t)hbg__sub_check_def(&sv, &dv);
+        hbg__def_validate(sv.inline_def, sv.hdr->def_size, &dv) == 0 &&
+        hbg__sub_check_def(&sv, &dv) == 0)
+      iterate(&dv, &sv);
   }
 
   int wrc = hbg__win_validate(p, size, &wv);
@@ -200,7 +232,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   memcpy(p, data, size);
   run(p, size);
 
-  /* Same bytes with the hash made right for the kind they claim to be. */
+  /* Same bytes with the hash made right for the kind they claim to be; a
+   * Submission's inline Definition too, and the Submission's def_hash
+   * with it, so that mutations inside it reach the iterator. */
   uint32_t magic = 0;
   if (size >= sizeof(hbg_sub_hdr))
     memcpy(&magic, p, 4);
@@ -209,9 +243,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     hashed = size;
   } else if (magic == HBG_SUB_MAGIC) {
     const hbg_sub_hdr *h = (const hbg_sub_hdr *)p;
-    hashed = (h->flags & HBG_SUB_INLINE_DEF) && h->off_def <= size
-                 ? h->off_def
-                 : size;
+    const uint32_t od = h->off_def;
+    const int inl = (h->flags & HBG_SUB_INLINE_DEF) && od <= size;
+    hashed = inl ? od : size;
+    if (inl && od % 8 == 0 && od >= sizeof *h &&
+        size - od >= sizeof(hbg_def_hdr)) {
+      uint64_t dh = hbg__hash_skip(p + od, size - od, 16);
+      memcpy(p + od + 16, &dh, 8);
+      memcpy(p + offsetof(hbg_sub_hdr, def_hash), &dh, 8);
+    }
   }
   if (hashed >= 24) {
     uint64_t hv = hbg__hash_skip(p, hashed, 16);

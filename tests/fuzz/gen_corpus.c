@@ -132,6 +132,61 @@ static void write_set(const char *tag, uint32_t h, uint32_t heads,
   hbg__def_free(d);
 }
 
+/* Seeds just past the rules (bad_*.bin: the CLI test expects every other
+ * image to be valid): a Definition whose record writes an
+ * input-only boundary tensor (exact, then through a view), hashes made
+ * right; a Submission whose boundary tensor ends past 2^64. */
+static void write_broken(void) {
+  hbg_tensor bt[8], bt2[8];
+  uint64_t bs[2] = {3, 4};
+  boundary(bt, 16, 0);
+  boundary(bt2, 16, 0x100000);
+  hbg__def *d = layer(bt, bs, 16, 2, 8);
+  for (int view = 0; view < 2; view++) {
+    uint8_t *p = aligned_alloc(8, d->size);
+    DIE_IF(!p);
+    memcpy(p, d->image, d->size);
+    hbg_def_hdr *h = (hbg_def_hdr *)p;
+    hbg_def_tensor *t = (hbg_def_tensor *)(p + h->off_tensors);
+    const hbg_def_bsig *s = (const hbg_def_bsig *)(p + h->off_bsig);
+    /* exact: a read of x (bt[0], input-only) made a write; view: a cache
+     * slot write (into bt[5]) retargeted to x, which is as long */
+    uint32_t i = 0;
+    while (i < h->n_tensors &&
+           !(view ? t[i].src == HBG_SRC_BOUNDARY_VIEW && t[i].ref == 5 &&
+                        (t[i].mode & HBG_ACCESS_OUT)
+                  : t[i].src == HBG_SRC_BOUNDARY_EXACT && t[i].ref == 0))
+      i++;
+    DIE_IF(i == h->n_tensors || s[0].mode != HBG_ACCESS_IN);
+    if (view)
+      t[i].ref = 0;
+    else
+      t[i].mode = HBG_ACCESS_INOUT;
+    h->hash = hbg__hash_skip(p, d->size, 16);
+    DIE_IF(hbg__def_validate(p, d->size, NULL) !=
+           (view ? HBG_E_IMG_VIEW_WRITE : HBG_E_IMG_BOUNDARY_WRITE));
+    put(view ? "bad_def_view_write.bin" : "bad_def_boundary_write.bin", p,
+        d->size);
+    free(p);
+  }
+  uint32_t sz = hbg__sub_size(d, 1);
+  uint8_t *buf = aligned_alloc(8, sz);
+  DIE_IF(!buf);
+  DIE_IF(hbg__sub_write(buf, sz, d, 0xC0FFEE, 1, bt2, bs, 1) != (int)sz);
+  hbg_sub_hdr *sh = (hbg_sub_hdr *)buf;
+  hbg_sub_bind *b = (hbg_sub_bind *)(buf + sh->off_tensors);
+  b[0].offset = 0ull - 64 - b[0].addr; /* element 0 64 bytes below 2^64 */
+  sh->hash = hbg__hash_skip(buf, sh->off_def, 16);
+  hbg__sub_view sv;
+  hbg__def_view dv;
+  DIE_IF(hbg__sub_validate(buf, sz, &sv));
+  DIE_IF(hbg__def_validate(sv.inline_def, sh->def_size, &dv));
+  DIE_IF(hbg__sub_check_def(&sv, &dv) != HBG_E_RANGE);
+  put("bad_sub_wrap_inline.bin", buf, sz);
+  free(buf);
+  hbg__def_free(d);
+}
+
 static uint32_t win_entry(uint8_t *e, uint32_t kind, uint32_t kernel,
                           const hbg_tensor *ts, uint32_t nt,
                           const uint32_t *deps, uint32_t nd) {
@@ -218,5 +273,6 @@ int main(int argc, char **argv) {
   write_set("small", 16, 2, 8);
   write_set("layer", 64, 8, 8);
   write_window();
+  write_broken();
   return 0;
 }

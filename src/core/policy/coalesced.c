@@ -83,7 +83,7 @@ static int resident_def(hbg_bind *b, hbg__graph *gr, hbg_devptr *out) {
     rc = r ? 0 : HBG_E_NOMEM;
   }
   if (rc < 0) {
-    hbg_dev_mem_free(rt->dev, d);
+    hbg__mem_release(rt, d, "resident definition");
     return rc;
   }
   r->dev = d;

@@ -12,7 +12,7 @@
 
 static void deferred_reclaim(hbg_runtime *rt, hbg__slot *s) {
   for (uint32_t i = 0; i < s->n_deferred; i++)
-    hbg_dev_mem_free(rt->dev, s->deferred[i]);
+    hbg__mem_release(rt, s->deferred[i], "deferred submission buffer");
   s->n_deferred = 0;
 }
 

@@ -17,8 +17,7 @@ static int bulk_grow(hbg_runtime *rt, hbg__slot *s, uint64_t need) {
   uint64_t cap = HBG__ALIGN_UP(need, 65536);
   hbg_devptr d = 0;
   HBG__TRY(hbg_dev_mem_alloc(rt->dev, (size_t)cap, &d));
-  if (s->bulk_dev)
-    hbg_dev_mem_free(rt->dev, s->bulk_dev);
+  hbg__mem_release(rt, s->bulk_dev, "bulk block");
   s->bulk_dev = d;
   s->bulk_cap = cap;
   return 0;
@@ -112,8 +111,7 @@ static int bulk_launch(hbg_bind *b) {
 }
 
 static void bulk_fini(hbg_runtime *rt, hbg__slot *s) {
-  if (s->bulk_dev)
-    hbg_dev_mem_free(rt->dev, s->bulk_dev);
+  hbg__mem_release(rt, s->bulk_dev, "bulk block");
   s->bulk_dev = 0;
   s->bulk_cap = 0;
 }

@@ -20,7 +20,7 @@ static int retained_buf(hbg_bind *b, uint64_t fk, uint32_t occ, uint32_t size,
     return 0;
   }
   if (r->dev) {
-    hbg_dev_mem_free(b->rt->dev, r->dev);
+    hbg__mem_release(b->rt, r->dev, "retained submission buffer");
     r->dev = 0;
     r->cap = 0;
   }
@@ -77,7 +77,7 @@ static void eager_fini(hbg_runtime *rt, hbg__slot *s) {
   for (uint32_t i = 0; i < s->retained.cap; i++) {
     hbg__retained *r = hbg__map_at(&s->retained, i);
     if (r && r->dev) {
-      hbg_dev_mem_free(rt->dev, r->dev);
+      hbg__mem_release(rt, r->dev, "retained submission buffer");
       r->dev = 0;
     }
   }
