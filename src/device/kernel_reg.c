@@ -10,6 +10,9 @@
 #include "device/sim/sim_internal.h"
 #include "exec/user_kernels.h"
 #include "graph/image.h"
+#ifdef HBG_HAVE_CUDA
+#include "device/cuda/cuda_link.h"
+#endif
 
 /* The fields of k every device checks; why names the culprit. */
 static int impl_generic(const hbg_kernel_impl *k, char *why, size_t len) {
@@ -95,11 +98,40 @@ int hbg_kernel_register(struct hbg_device *dev, const hbg_kernel_impl *impls,
                      bad, k[bad].kernel);
     goto out;
   }
+#ifdef HBG_HAVE_CUDA
+  if (hbg__cu_from(dev)) {
+    hbg_device *cu = dev;
+    while (cu->ops != &hbg__cuda_ops)
+      cu = hbg_fault_inner(cu);
+    rc = hbg__cu_kernel_register(cu, k, n);
+    goto out;
+  }
+#endif
   hbg__error_set("hbg_kernel_register: device '%s' runs no user kernel "
-                 "(the sim does)",
+                 "(sim and cuda exec=device do)",
                  hbg_device_name(dev));
   rc = HBG_E_UNSUPPORTED;
 out:
   free(k);
   return rc;
+}
+
+int hbg__dev_user_kernel_check(hbg_device *dev, const hbg_task *t,
+                               const char *who) {
+  if (!hbg_img_kernel_is_user(t->kernel))
+    return 0;
+#ifdef HBG_HAVE_CUDA
+  hbg__cuda *c = hbg__cu_from(dev);
+  if (c) {
+    char why[256] = "";
+    int rc = hbg__cu_link_check(c, t, why, sizeof why);
+    if (rc < 0)
+      hbg__error_set("%s: %s", who, why);
+    return rc;
+  }
+#else
+  (void)dev;
+  (void)who;
+#endif
+  return 0;
 }
