@@ -281,9 +281,10 @@ typedef enum hbg_kernel_id {
  * mode, element 0 aligned to its dtype, inside a live buffer). The ids between HBG_KERNEL__COUNT and
  * HBG_KERNEL_USER_MIN are reserved for built-ins (HBG_E_KERNEL). A device
  * runs a user kernel with the implementation registered for its id
- * (hbg_sim_register_kernel on the sim device; an executor written against
- * hbg_image.h on others); a launch reaching an id with none fails with
- * HBG_E_KERNEL. */
+ * (hbg_kernel_register on the sim and cuda, hbg_sim_register_kernel on the
+ * sim; an executor written against hbg_image.h on others); a launch
+ * reaching an id with none fails with HBG_E_KERNEL (on cuda exec=device the
+ * submission is refused already). */
 #define HBG_KERNEL_USER_MIN 0x1000u
 
 /* A user kernel's CPU implementation on the sim device. t[i] is the layout
