@@ -33,7 +33,7 @@ static inline uint64_t now_ms(void) {
 
 /* Sim user kernel: blocks its worker until the gate opens (10 s at most,
  * so that a broken test fails instead of hanging). */
-static int gate_kernel(void *user, const hbg_tensor *t, void *const *data,
+static inline int gate_kernel(void *user, const hbg_tensor *t, void *const *data,
                        uint32_t nt, const uint64_t *sc, uint32_t ns) {
   (void)user, (void)t, (void)data, (void)nt, (void)sc, (void)ns;
   struct timespec until;
@@ -48,7 +48,7 @@ static int gate_kernel(void *user, const hbg_tensor *t, void *const *data,
   return rc == 0 ? 0 : HBG_E_AGAIN;
 }
 
-static void gate_close(void) {
+static inline void gate_close(void) {
   pthread_mutex_lock(&gate_mu);
   gate_closed = 1;
   gate_entered = 0;
@@ -57,7 +57,7 @@ static void gate_close(void) {
     mock_gate(1); /* the next kernel queued: bind 1's executor */
 }
 
-static void gate_open(void) {
+static inline void gate_open(void) {
   pthread_mutex_lock(&gate_mu);
   gate_closed = 0;
   pthread_cond_broadcast(&gate_cv);
@@ -66,7 +66,7 @@ static void gate_open(void) {
     mock_gate(0);
 }
 
-static void *gate_open_later(void *arg) {
+static inline void *gate_open_later(void *arg) {
   (void)arg;
   struct timespec ts = {0, (long)HELD_MS * 1000000L};
   nanosleep(&ts, NULL);

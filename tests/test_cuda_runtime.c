@@ -4,6 +4,9 @@
  * 50 pipelined pairs of binds in flight (depth 2) per policy, each pair
  * writing the same buffers, so that binds run out of launch order or at
  * the same time corrupt them; coalesced keeps its Definitions resident.
+ * And the ping-pong of the launch-order issue: 100 binds, two in flight,
+ * each reading what the one before wrote (P[(k+1) % 2] = P[k % 2] + 24),
+ * must end at P0 + 2400 exactly.
  * Skips (77) without a GPU; runs on the stand-in as test_cuda_runtime_mock. */
 #include <hbg/hbg.h>
 #include <hbg/hbg_device.h>
@@ -15,10 +18,12 @@
 
 #include "chain_fixture.h"
 #include "cuda_skip.h"
+#include "pingpong_fixture.h"
 #include "test.h"
 
 #define LAYERS 40u
 #define ELEMS 256u
+#define PINGPONG_BINDS 100u
 
 #define PIPELINED_PAIRS 50u
 
@@ -93,6 +98,30 @@ static void run_policy(int policy) {
   hbg_runtime_destroy(rt);
 }
 
+/* Depth 2: bind k is launched while bind k - 1 may still run, and reads
+ * its output. */
+static void run_pingpong(int policy) {
+  hbg_config cfg;
+  hbg_config_init(&cfg);
+  cfg.device = "cuda";
+  cfg.device_options = "exec=device";
+  cfg.policy = (uint32_t)policy;
+  hbg_runtime *rt = NULL;
+  ASSERT_OK(hbg_runtime_create(&cfg, &rt));
+  pp w;
+  pp_create(&w, rt, 0);
+  hbg_bind *prev = pp_launch(&w, 0, 0);
+  for (uint32_t k = 1; k < PINGPONG_BINDS; k++) {
+    hbg_bind *b = pp_launch(&w, k, 0);
+    pp_wait(prev);
+    prev = b;
+  }
+  pp_wait(prev);
+  pp_check(&w, PINGPONG_BINDS);
+  pp_destroy(&w);
+  hbg_runtime_destroy(rt);
+}
+
 static void run_workload(const char *name, int policy) {
   hbg_config cfg;
   hbg_config_init(&cfg);
@@ -135,8 +164,10 @@ static void run_workload(const char *name, int policy) {
 int main(void) {
   skip_without_gpu();
   (void)chain_bind;
-  for (int p = 0; p < HBG_POLICY__COUNT; p++)
+  for (int p = 0; p < HBG_POLICY__COUNT; p++) {
     run_policy(p);
+    run_pingpong(p);
+  }
   for (int p = 0; p < HBG_POLICY__COUNT; p++) {
     run_workload("qwen3-14b", p);
     run_workload("dsv4", p);
