@@ -492,7 +492,12 @@ typedef struct hbg_config {
                                  start to the last bind's need;
                                  env HBG_ARENA_BYTES */
   uint32_t pipeline_depth;    /* binds in flight, 0 = 2, at most
-                                 HBG_PIPELINE_DEPTH_MAX; env HBG_PIPELINE_DEPTH */
+                                 HBG_PIPELINE_DEPTH_MAX; env HBG_PIPELINE_DEPTH.
+                                 Whatever the depth, binds execute on the
+                                 device one after another in launch order
+                                 (hbg_bind_launch); what overlaps a running
+                                 bind is the host's orchestration of the
+                                 next ones and their uploads */
   uint32_t coalesce_chunk_bytes; /* coalesced: start async chunks of at
                                     least this size during orchestration;
                                     0 = one copy at launch */
@@ -565,12 +570,27 @@ HBG_API int hbg_runtime_last_native_error(hbg_runtime *rt, int64_t *code,
  * it is HBG_E_RANGE, and the device counts the failure
  * (hbg_dev_stats.free_failures). */
 HBG_API int hbg_buffer_alloc(hbg_runtime *rt, uint64_t bytes, uint64_t *out);
-/* Free a buffer of hbg_buffer_alloc. A launched bind may still read or
- * write it, so this first waits for every bind of rt in flight (launched,
- * not yet reclaimed): freeing a workload's buffers right after launching a
- * bind, without waiting for it, is safe. @return 0, HBG_E_INVAL (not a
- * live buffer of the device) or a device error. */
+/* Free a buffer of hbg_buffer_alloc. addr must be the start of a live
+ * buffer of rt: anything else (an address inside a buffer, one already
+ * freed, another runtime's, memory the runtime uses for itself) is
+ * HBG_E_INVAL and changes nothing. A launched bind may still read or write
+ * the buffer, so this first waits for every bind of rt in flight
+ * (launched, not yet reclaimed): freeing a workload's buffers right after
+ * launching a bind, without waiting for it, is safe; when that wait fails,
+ * its error is returned and the buffer stays live.
+ * @return 0, HBG_E_INVAL, or a device error. */
 HBG_API int hbg_buffer_free(hbg_runtime *rt, uint64_t addr);
+/* Copy bytes between host memory and device memory (a buffer of
+ * hbg_buffer_alloc), synchronously. Ordered with binds like a copy on a
+ * device-wide queue: each call first waits until every bind of rt launched
+ * before it has completed on the device, so a write is seen by every bind
+ * launched after it and by none launched before, and a read sees what
+ * every bind launched before it wrote. The cost: called while binds are in
+ * flight, it waits for them (the pipeline drains); called between binds
+ * (after hbg_bind_wait), it costs only the copy. Write inputs before
+ * hbg_bind_launch and read results after hbg_bind_wait to keep binds
+ * overlapping. Not ordered against a bind still open (not launched).
+ * @return 0, HBG_E_INVAL, a device error (the wait's: nothing copied). */
 HBG_API int hbg_buffer_write(hbg_runtime *rt, uint64_t dst, const void *src,
                              uint64_t bytes);
 HBG_API int hbg_buffer_read(hbg_runtime *rt, void *dst, uint64_t src,
@@ -687,7 +707,14 @@ HBG_API const uint64_t *hbg_record_scalars(hbg_recorder *rec, uint32_t *n);
 HBG_API int hbg_record_pad(hbg_recorder *rec, uint32_t def_size);
 
 /* Finish orchestration: upload what is left and launch the bind on the
- * device (asynchronously). When the completion event cannot be recorded
+ * device (asynchronously). Binds of one runtime execute on the device in
+ * launch order, whatever pipeline_depth: this bind's execution starts only
+ * after the previously launched bind has completed (its queue waits for
+ * that bind's completion event on the device; a backend without
+ * queue_wait_event makes this call wait on the host instead). Only host
+ * orchestration and uploads overlap a running bind. When that wait cannot
+ * be set up, the bind is latched (HBG_E_FATAL later) and nothing of it is
+ * launched. When the completion event cannot be recorded
  * after the launch, the bind is drained and collected here instead (it
  * ran, so it is not reported as failed).
  * @return 0, HBG_E_FATAL (latched earlier: nothing is launched), HBG_E_STATE,

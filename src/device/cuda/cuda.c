@@ -875,6 +875,14 @@ static int cu_event_wait(hbg_device *dev, hbg_dev_event *ev) {
   return 0;
 }
 
+static int cu_queue_wait_event(hbg_device *dev, hbg_dev_queue *q,
+                               hbg_dev_event *ev) {
+  hbg__cuda *c = impl_of(dev);
+  HBG__TRY(hbg__cu_enter(dev, c));
+  CU_TRY(dev, c, HBG_E_DEVICE, cuStreamWaitEvent, q->s, ev->e, 0);
+  return 0;
+}
+
 static int cu_event_elapsed(hbg_device *dev, hbg_dev_event *start,
                             hbg_dev_event *end, uint64_t *ns) {
   hbg__cuda *c = impl_of(dev);
@@ -927,4 +935,5 @@ const hbg_dev_ops hbg__cuda_ops = {
     .event_wait = cu_event_wait,
     .launch = hbg__cu_launch,
     .event_elapsed = cu_event_elapsed,
+    .queue_wait_event = cu_queue_wait_event,
 };

@@ -51,6 +51,8 @@
   X(CUresult, cuEventRecord, (CUevent hEvent, CUstream hStream))               \
   X(CUresult, cuEventQuery, (CUevent hEvent))                                  \
   X(CUresult, cuEventSynchronize, (CUevent hEvent))                            \
+  X(CUresult, cuStreamWaitEvent,                                               \
+    (CUstream hStream, CUevent hEvent, unsigned int flags))                    \
   X(CUresult, cuEventDestroy_v2, (CUevent hEvent))                            \
   /* the embedded device module (cuda_module.c) */                             \
   X(CUresult, cuModuleLoadData, (CUmodule * module, const void *image))        \

@@ -65,7 +65,12 @@
  * a kernel call the device code rejects, for the device-error tests.
  *
  * hbgmock_hold(1) keeps every stream from starting queued work until
- * hbgmock_hold(0) (the asynchrony tests); hbgmock_kernels_run() counts the
+ * hbgmock_hold(0) (the asynchrony tests); hbgmock_gate(n) closes a gate
+ * in front of the next n kernels queued (cuLaunchKernel or cuGraphLaunch):
+ * a stream reaching one of them waits there until hbgmock_gate(0) opens
+ * the gate, while other streams go on (the launch-order tests).
+ * cuStreamWaitEvent holds a stream's later work until the event's record
+ * as of the call has completed; hbgmock_kernels_run() counts the
  * kernels that have run, hbgmock_modules() the modules loaded now,
  * hbgmock_defs_validated() the Definitions the device code has validated.
  *
@@ -132,6 +137,9 @@ typedef struct op {
   void *owned; /* staging to free after the copy */
   struct CUevent_st *ev;
   uint64_t gen;
+  struct CUevent_st *wait; /* cuStreamWaitEvent: hold the stream until */
+  uint64_t wait_gen;       /* wait->done reaches this */
+  int gated;               /* waits while the hbgmock_gate gate is closed */
   kcall k; /* k.fn set: a kernel */
   struct op *next;
 } op;
@@ -197,6 +205,7 @@ struct CUstream_st {
 
 struct CUevent_st {
   uint64_t rec, done;
+  long waits;    /* queued cuStreamWaitEvent ops naming it */
   uint64_t t_ns; /* host time the stream reached its last record */
   int timing;    /* not CU_EVENT_DISABLE_TIMING */
   struct CUevent_st *next; /* every live event, like the driver's own table */
@@ -220,6 +229,7 @@ static int fail_nth;
 static long n_streams, n_events, n_modules, n_graphs, n_execs, n_links;
 static long kernels_run;
 static int held;
+static int gate_pending, gate_closed; /* hbgmock_gate */
 static int poke_nth = -1; /* hbgmock_poke: armed while >= 0 */
 static uint32_t poke_off, poke_val;
 static struct CUevent_st *events;
@@ -357,7 +367,10 @@ static void *worker(void *arg) {
   struct CUstream_st *s = arg;
   pthread_mutex_lock(&mu);
   for (;;) {
-    while ((!s->head || held) && !s->stop)
+    while ((!s->head || held ||
+            (s->head->wait && s->head->wait->done < s->head->wait_gen) ||
+            (s->head->gated && gate_closed)) &&
+           !s->stop)
       pthread_cond_wait(&cv, &mu);
     if (!s->head)
       break;
@@ -383,6 +396,8 @@ static void *worker(void *arg) {
       o->ev->done = o->gen;
       o->ev->t_ns = now_ns();
     }
+    if (o->wait)
+      o->wait->waits--;
     free(o);
     s->busy = 0;
     pthread_cond_broadcast(&cv);
@@ -469,6 +484,14 @@ MOCK_EXPORT long hbgmock_live(void) {
 MOCK_EXPORT void hbgmock_hold(int on) {
   pthread_mutex_lock(&mu);
   held = on;
+  pthread_cond_broadcast(&cv);
+  pthread_mutex_unlock(&mu);
+}
+
+MOCK_EXPORT void hbgmock_gate(int n) {
+  pthread_mutex_lock(&mu);
+  gate_pending = n > 0 ? n : 0;
+  gate_closed = n > 0;
   pthread_cond_broadcast(&cv);
   pthread_mutex_unlock(&mu);
 }
@@ -1039,7 +1062,7 @@ MOCK_EXPORT CUresult cuEventDestroy_v2(CUevent e) {
     return CUDA_ERROR_INVALID_HANDLE;
   /* Ops still queued may point at it: wait for every stream to drop it. */
   pthread_mutex_lock(&mu);
-  while (e->done < e->rec)
+  while (e->done < e->rec || e->waits)
     pthread_cond_wait(&cv, &mu);
   n_events--;
   for (struct CUevent_st **pp = &events; *pp; pp = &(*pp)->next)
@@ -1064,6 +1087,29 @@ MOCK_EXPORT CUresult cuEventRecord(CUevent e, CUstream s) {
   pthread_mutex_lock(&mu);
   o->ev = e;
   o->gen = ++e->rec;
+  push(s, o);
+  pthread_mutex_unlock(&mu);
+  return CUDA_SUCCESS;
+}
+
+/* The stream's later work waits for e's latest record as of now (none:
+ * no wait), like the driver's; flags must be 0 (CU_EVENT_WAIT_DEFAULT). */
+MOCK_EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e,
+                                       unsigned int flags) {
+  ENTER("cuStreamWaitEvent");
+  if (!e || !s)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (flags)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (s->capture)
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  op *o = calloc(1, sizeof *o);
+  if (!o)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  pthread_mutex_lock(&mu);
+  o->wait = e;
+  o->wait_gen = e->rec;
+  e->waits++;
   push(s, o);
   pthread_mutex_unlock(&mu);
   return CUDA_SUCCESS;
@@ -2110,6 +2156,10 @@ static CUresult queue_kernels(struct CUstream_st *s, const kcall *k, size_t n) {
     if (!o)
       return CUDA_ERROR_OUT_OF_MEMORY;
     o->k = k[i];
+    if (gate_pending > 0) {
+      o->gated = 1;
+      gate_pending--;
+    }
     if (poke_nth >= 0 && poke_nth-- == 0 &&
         poke_off + 4 <= o->k.fn->args_size)
       memcpy((uint8_t *)o->k.args + poke_off, &poke_val, 4);
