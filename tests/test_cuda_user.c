@@ -22,6 +22,8 @@
  *     loaded by the next device instead of linking, a corrupt entry
  *     rejected and rewritten; an unwritable folder costs nothing but the
  *     write;
+ *   - a registration from another thread while binds launch: every bind
+ *     completes;
  *   - qwen3-14b's built-in kernels bit-exact from the built-in module and
  *     from the executor linked with user kernels, device times reported;
  *   - the stand-in only: a driver without cuLink* is HBG_E_UNSUPPORTED
@@ -31,6 +33,7 @@
  * open or the example's device code was not built. */
 #ifdef HBG_HAVE_CUDA
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -463,6 +466,56 @@ static void test_builtins_linked(void) {
   hbg_runtime_destroy(rt);
 }
 
+typedef struct spinner {
+  hbg_runtime *rt;
+  uint64_t x, y;
+  int binds, rc;
+} spinner;
+
+/* Binds of a built-in COPY, one after another, on the runtime's thread. */
+static void *spin_binds(void *arg) {
+  spinner *sp = arg;
+  hbg_tensor a[2] = {ten(sp->x, 0, HBG_DTYPE_F32, HBG_ACCESS_IN, D, 0),
+                     ten(sp->y, 0, HBG_DTYPE_F32, HBG_ACCESS_OUT, D, 0)};
+  hbg_task t = task(HBG_KERNEL_COPY, a, 2, NULL, 0, NULL, 0);
+  for (int i = 0; i < sp->binds && sp->rc == 0; i++) {
+    hbg_bind *b;
+    sp->rc = hbg_bind_begin(sp->rt, &b);
+    if (sp->rc)
+      break;
+    sp->rc = hbg_submit_task(b, &t, NULL);
+    if (sp->rc == 0)
+      sp->rc = hbg_bind_launch(b);
+    if (sp->rc == 0)
+      sp->rc = hbg_bind_wait(b);
+    hbg_bind_end(b);
+  }
+  return NULL;
+}
+
+/* A registration from another thread while the runtime launches: the
+ * launches switch to the linked module whenever it is published, and
+ * every bind completes (TSan checks the hand-over). */
+static void test_register_while_launching(void) {
+  hbg_runtime *rt = rt_open("exec=device");
+  spinner sp = {.rt = rt, .binds = 12};
+  ASSERT_OK(hbg_buffer_alloc(rt, D * 4, &sp.x));
+  ASSERT_OK(hbg_buffer_alloc(rt, D * 4, &sp.y));
+  hbg_device *dev = hbg_runtime_device(rt); /* the runtime is the thread's */
+  pthread_t th;
+  ASSERT_EQ(pthread_create(&th, NULL, spin_binds, &sp), 0);
+  hbg_kernel_impl k[2] = {uk(UK_RMS_SCALE, "uk_rms_scale", ptx, ptx_n),
+                          uk(UK_AXPBY, "uk_axpby", ptx, ptx_n)};
+  ASSERT_OK(hbg_kernel_register(dev, &k[0], 1));
+  ASSERT_OK(hbg_kernel_register(dev, &k[1], 1));
+  ASSERT_EQ(pthread_join(th, NULL), 0);
+  ASSERT_OK(sp.rc);
+  ASSERT_EQ(lstats(rt).links, 2);
+  ASSERT_OK(hbg_buffer_free(rt, sp.x));
+  ASSERT_OK(hbg_buffer_free(rt, sp.y));
+  hbg_runtime_destroy(rt);
+}
+
 static hbg__cu_link_stats register_in(const char *dir) {
   setenv("HBG_CUDA_LINK_CACHE", dir, 1);
   hbg_device *dev;
@@ -531,6 +584,7 @@ int main(void) {
   test_run();
   test_scratch();
   test_cache();
+  test_register_while_launching();
   test_builtins_linked();
   free(ptx);
   free(fatbin);
