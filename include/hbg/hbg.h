@@ -22,6 +22,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <hbg/hbg_kernel.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -279,9 +281,10 @@ typedef enum hbg_kernel_id {
  * mode, element 0 aligned to its dtype, inside a live buffer). The ids between HBG_KERNEL__COUNT and
  * HBG_KERNEL_USER_MIN are reserved for built-ins (HBG_E_KERNEL). A device
  * runs a user kernel with the implementation registered for its id
- * (hbg_sim_register_kernel on the sim device; an executor written against
- * hbg_image.h on others); a launch reaching an id with none fails with
- * HBG_E_KERNEL. */
+ * (hbg_kernel_register on the sim and cuda, hbg_sim_register_kernel on the
+ * sim; an executor written against hbg_image.h on others); a launch
+ * reaching an id with none fails with HBG_E_KERNEL (on cuda exec=device the
+ * submission is refused already). */
 #define HBG_KERNEL_USER_MIN 0x1000u
 
 /* A user kernel's CPU implementation on the sim device. t[i] is the layout
@@ -311,6 +314,61 @@ HBG_API int hbg_sim_register_kernel(struct hbg_device *dev, uint32_t kernel,
  * HBG_E_NOTFOUND (kernel not registered). */
 HBG_API int hbg_sim_unregister_kernel(struct hbg_device *dev,
                                       uint32_t kernel);
+
+/* A user kernel written to the lane model of hbg_kernel.h, one source for
+ * the sim and the GPU (docs/USER_KERNELS.md). Fill what the device needs,
+ * or both halves to register the same struct anywhere:
+ *   sim   fn, the host build of the function (cc);
+ *   cuda  image, image_size and symbol: relocatable device code built
+ *         with nvcc -rdc=true (PTX text, or a cubin or fatbin holding an
+ *         sm_XX ELF and/or PTX) that defines `symbol` as an
+ *         extern "C" __device__ function (HBG_KERNEL_FN). hbg copies the
+ *         bytes. */
+typedef struct hbg_kernel_impl {
+  uint32_t struct_size; /* sizeof(hbg_kernel_impl) */
+  uint32_t kernel;      /* >= HBG_KERNEL_USER_MIN */
+  uint32_t phases;      /* phases per call (or per row), 1..2^20 */
+  uint32_t rows_of;     /* 0: phases per call; k + 1: per row of tensor k */
+  uint64_t scratch_floats; /* shared by a call's lanes, at most 2^24 */
+  hbg_kernel_lane_fn fn;   /* sim */
+  const char *symbol;      /* cuda: the function's name (a C identifier) */
+  const void *image;       /* cuda: the device code */
+  size_t image_size;       /* cuda: its bytes */
+} hbg_kernel_impl;
+
+/* Register impls[0..n) on dev (hbg_runtime_device(rt), or a device from
+ * hbg_device_open), all or none.
+ *   sim   each runs through the executor's user-kernel table, its phases
+ *         and lanes as hbg_kernel.h says (lanes=); hbg_sim_unregister_kernel
+ *         removes one.
+ *   cuda  (exec=device) hbg links its executor (relocatable device code
+ *         inside libhbg) with every image registered so far on this device
+ *         and a dispatch it generates, with the driver's linker (cuLink*),
+ *         loads the result and runs every later launch of the device from
+ *         it; a registration holds until the device is closed. Without a
+ *         registration the device runs its built-in module (nothing is
+ *         linked, built-ins cost the same). With HBG_CUDA_LINK_CACHE=DIR
+ *         the linked image is kept in DIR, keyed by a content hash of
+ *         every input and the driver version, and loaded from there next
+ *         time instead of linking.
+ * Later submissions may use the ids; on cuda a task or graph node whose
+ * user kernel has no implementation on the runtime's device is refused
+ * at hbg_submit_task / hbg_record_task (HBG_E_KERNEL), on the sim at
+ * launch (it may be registered in between). Thread-safe (one registration
+ * at a time per device; launches may run meanwhile). hbg_last_error()
+ * names the kernel and what is wrong; a link failure carries the driver
+ * linker's log.
+ * @return 0; HBG_E_INVAL (NULL dev or impls, n 0, struct_size too small,
+ * an id below HBG_KERNEL_USER_MIN, phases, rows_of or scratch_floats out of
+ * range, no fn on the sim, no image or symbol on cuda, a symbol that is not
+ * a C identifier or is hbg's own, image bytes that are not device code or
+ * a cubin built without -rdc); HBG_E_BUSY (an id registered already, or
+ * twice in impls); HBG_E_NOTFOUND (the image's symbol table, where hbg can
+ * read it, lacks the symbol); HBG_E_KERNEL (the driver's linker refused
+ * the code); HBG_E_UNSUPPORTED (not a sim or cuda exec=device device, or a
+ * driver without the cuLink* calls); HBG_E_NOMEM; a mapped driver error. */
+HBG_API int hbg_kernel_register(struct hbg_device *dev,
+                                const hbg_kernel_impl *impls, uint32_t n);
 
 /* One kernel launch. args are the tensors (inputs and outputs, mode says
  * which), scalars the scalar arguments, deps earlier task ids this task waits

@@ -10,6 +10,7 @@
 
 #include "common/util.h"
 #include "core/policy/policy.h"
+#include "device/kernel_reg.h"
 #include "kernels/kernels.h"
 
 #define WIN_ALIGN 8u
@@ -421,6 +422,7 @@ int hbg_submit_task(hbg_bind *b, const hbg_task *t, hbg_task_id *out) {
     HBG__RETURN_IF(t->scalars[i].kind != HBG_SCALAR_STATIC, HBG_E_INVAL);
   HBG__TRY(check_deps(b, t->deps, t->n_deps));
   HBG__TRY(hbg__task_kernel_check(t, "hbg_submit_task"));
+  HBG__TRY(hbg__dev_user_kernel_check(b->rt->dev, t, "hbg_submit_task"));
   const hbg_task_id *deps = t->deps;
   uint32_t n_deps = t->n_deps;
   HBG__TRY(infer_deps(b, t->args, t->n_args, NULL, "hbg_submit_task", &deps,
@@ -464,6 +466,12 @@ int hbg_submit_task(hbg_bind *b, const hbg_task *t, hbg_task_id *out) {
 
 /* ---------------- graph submissions ---------------- */
 
+/* hbg_record_task's check that the device can run an inner task's user
+ * kernel (hbg__rec_kernel_hook). */
+static int user_kernel_hook(void *dev, const hbg_task *t, const char *who) {
+  return hbg__dev_user_kernel_check(dev, t, who);
+}
+
 /* Run g's record callback into a new Definition. */
 static int record_def(hbg_bind *b, const hbg_graph_submit *g, hbg__def **out) {
   hbg_runtime *rt = b->rt;
@@ -471,6 +479,7 @@ static int record_def(hbg_bind *b, const hbg_graph_submit *g, hbg__def **out) {
   HBG__TRY(hbg__rec_begin(g->tensors, g->n_tensors, g->scalars, g->n_scalars,
                           &rec));
   hbg__rec_check_kernels(rec);
+  hbg__rec_kernel_hook(rec, user_kernel_hook, rt->dev);
   rt->recording = 1;
   int urc = g->record(rec, g->user);
   rt->recording = 0;
