@@ -19,7 +19,7 @@
 
 #include "core/deps.h"
 #include "core/map.h"
-#include "device/ranges.h"
+#include "common/ranges.h"
 #include "graph/graph.h"
 
 /* ---- small maps ---- */

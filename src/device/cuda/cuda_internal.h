@@ -20,7 +20,7 @@
 #include <hbg/hbg_device.h>
 
 #include "device/cuda/cuda_api.h"
-#include "device/ranges.h"
+#include "common/ranges.h"
 
 enum {
   HBG__CU_HOST_ALLOC = 1,
