@@ -22,6 +22,7 @@
 #include "common/util.h"
 #include "device/cuda/cuda_internal.h"
 #include "device/cuda/cuda_link.h"
+#include "device/cuda/cuda_peer.h"
 #include "device/cuda/devcode/devcode.h"
 #include "device/device_internal.h"
 
@@ -936,4 +937,16 @@ const hbg_dev_ops hbg__cuda_ops = {
     .launch = hbg__cu_launch,
     .event_elapsed = cu_event_elapsed,
     .queue_wait_event = cu_queue_wait_event,
+};
+
+static int cu_user_kernel_check(hbg_device *dev, const hbg_task *t,
+                                char *why, size_t len) {
+  return hbg__cu_link_check(impl_of(dev), t, why, len);
+}
+
+const hbg__backend hbg__cuda_backend = {
+    .ops = &hbg__cuda_ops,
+    .kernel_register = hbg__cu_kernel_register,
+    .user_kernel_check = cu_user_kernel_check,
+    .peers = &hbg__cu_peer_ops,
 };
