@@ -219,7 +219,14 @@ typedef uint32_t hbg_task_id;
  * outputs may not. "Flat" means a tensor is read in its own row-major
  * order, so two flat tensors need the same element count, not the same
  * shape. Outputs must not overlap inputs, except that the element-wise
- * kernels and ROPE may run in place (output == input, same layout).
+ * kernels (COPY, ADD, MUL, SCALE, SILU_MUL, FILL) and ROPE may run in
+ * place: the output the identical tensor as an input (same address,
+ * offset, dtype, shape and strides). hbg_submit_task and hbg_record_task
+ * refuse a task that breaks this with HBG_E_KERNEL, and hbg_last_error()
+ * names the task, the two arguments and the overlapping bytes. Overlap is
+ * judged on extents, [element 0, one past the last element): a strided
+ * view counts the holes between its elements, so two interleaved views
+ * (even and odd elements) overlap although they share no element.
  * Reductions run in a fixed order that does not depend on how many threads
  * share a kernel, and exp is hbg's own (no libm), no operation is fused,
  * so results are bit-identical on any thread count, CPU or GPU. RMSNORM's
@@ -276,7 +283,10 @@ typedef enum hbg_kernel_id {
  * the application. hbg records, replays, uploads and validates tasks that
  * use them without interpreting the kernel: only the structure is checked
  * (at most 64 tensors and 64 scalars, each tensor valid metadata with a
- * mode, element 0 aligned to its dtype, inside a live buffer). The ids between HBG_KERNEL__COUNT and
+ * mode, element 0 aligned to its dtype, inside a live buffer) and the
+ * overlap rule above, read from the modes: no argument with mode OUT or
+ * INOUT may overlap one with mode IN, identical or not (a user kernel that
+ * updates a tensor in place takes it once, as INOUT). The ids between HBG_KERNEL__COUNT and
  * HBG_KERNEL_USER_MIN are reserved for built-ins (HBG_E_KERNEL). A device
  * runs a user kernel with the implementation registered for its id
  * (hbg_sim_register_kernel on the sim device; an executor written against
@@ -535,7 +545,8 @@ HBG_API int hbg_bind_begin(hbg_runtime *rt, hbg_bind **out);
  * kernel's signature (argument count, dtypes, modes, shapes, scalar count).
  * @return 0, HBG_E_INVAL (bad or misaligned tensor, bad dependency),
  * HBG_E_RANGE (a tensor outside every live buffer, or leaving the one its
- * addr is in), HBG_E_KERNEL (unknown kernel or arguments it does not take),
+ * addr is in), HBG_E_KERNEL (unknown kernel, arguments it does not take,
+ * or an output overlapping an input: see the kernels' rules),
  * HBG_E_LIMIT, HBG_E_NESTED, HBG_E_STATE, HBG_E_FATAL. After a refused
  * tensor or signature, hbg_last_error() names the argument and the rule
  * ("hbg_submit_task: argument 0: element 0 (offset 2) is not aligned ...",
@@ -607,8 +618,9 @@ HBG_API int hbg_submit_graph_n(hbg_bind *b, const hbg_graph_submit *g,
  * to its dtype, and a view's offset from its boundary tensor's element 0 a
  * multiple of its element size. An argument that writes (mode OUT or
  * INOUT) a boundary tensor, or a view of one, needs a boundary tensor whose
- * mode includes HBG_ACCESS_OUT. The kernel's signature is checked as in
- * hbg_submit_task. Any failure also marks the recording bad: the callback
+ * mode includes HBG_ACCESS_OUT. The kernel's signature and the overlap
+ * rule are checked as in hbg_submit_task (an inner output with addr 0 is
+ * placed apart from everything). Any failure also marks the recording bad: the callback
  * may go on, but no Definition is built from it.
  * @return 0, HBG_E_INVAL (bad, misaligned, or unknown tensor: neither an
  * earlier inner output nor inside a boundary tensor; a write into an

@@ -417,6 +417,7 @@ int hbg_submit_task(hbg_bind *b, const hbg_task *t, hbg_task_id *out) {
     HBG__RETURN_IF(t->scalars[i].kind != HBG_SCALAR_STATIC, HBG_E_INVAL);
   HBG__TRY(check_deps(b, t->deps, t->n_deps));
   HBG__TRY(hbg__task_kernel_check(t, "hbg_submit_task"));
+  HBG__TRY(hbg__task_overlap_check(t, "hbg_submit_task", "task", b->n_tasks));
   const hbg_task_id *deps = t->deps;
   uint32_t n_deps = t->n_deps;
   HBG__TRY(infer_deps(b, t->args, t->n_args, NULL, "hbg_submit_task", &deps,
