@@ -548,7 +548,8 @@ HBG_API int hbg_bind_begin(hbg_runtime *rt, hbg_bind **out);
  * addr is in), HBG_E_KERNEL (unknown kernel, arguments it does not take,
  * or an output overlapping an input: see the kernels' rules),
  * HBG_E_LIMIT, HBG_E_NESTED, HBG_E_STATE, HBG_E_FATAL. After a refused
- * tensor or signature, hbg_last_error() names the argument and the rule
+ * tensor, signature, overlap or dependency id, hbg_last_error() names the
+ * argument and the rule
  * ("hbg_submit_task: argument 0: element 0 (offset 2) is not aligned ...",
  * "hbg_submit_task: add takes 3 tensors, got 2"). */
 HBG_API int hbg_submit_task(hbg_bind *b, const hbg_task *t, hbg_task_id *out);
@@ -585,8 +586,11 @@ typedef struct hbg_graph_submit {
  * returned 0: HBG_E_KERNEL, HBG_E_INVAL, ...), HBG_E_EMPTY,
  * HBG_E_SIGNATURE, HBG_E_LIMIT, HBG_E_FATAL (the bind latched a fatal
  * error), or a device error (which latches HBG_E_FATAL on the bind).
- * hbg_last_error() names a refused boundary tensor, or the inner task,
- * argument and rule of a recording that is not kept. */
+ * hbg_last_error() names a refused boundary tensor, what differs from the
+ * recorded signature (the counts, or the first differing field of a
+ * boundary tensor: "key 7: boundary tensor 2: shape [4, 8], recorded
+ * [4, 16]"), a dependency id that names no earlier task, or the inner
+ * task, argument and rule of a recording that is not kept. */
 HBG_API int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
                              hbg_task_id *out);
 

@@ -130,11 +130,26 @@ static int check_tensor(hbg_runtime *rt, const hbg_tensor *t, uint32_t pos,
 }
 
 static int check_deps(const hbg_bind *b, const hbg_task_id *deps,
-                      uint32_t n) {
+                      uint32_t n, const char *who) {
   HBG__RETURN_IF(n && !deps, HBG_E_INVAL);
-  HBG__RETURN_IF(n > HBG_IMG_MAX_ARGS_PER_NODE * 4, HBG_E_LIMIT);
-  for (uint32_t i = 0; i < n; i++)
-    HBG__RETURN_IF(deps[i] >= b->n_tasks, HBG_E_INVAL);
+  if (n > HBG_IMG_MAX_ARGS_PER_NODE * 4) {
+    hbg__error_set("%s: %u dependencies; at most %u", who, n,
+                   HBG_IMG_MAX_ARGS_PER_NODE * 4);
+    return HBG_E_LIMIT;
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    if (deps[i] >= b->n_tasks) {
+      if (b->n_tasks)
+        hbg__error_set("%s: dependency %u is task id %u, but the bind's "
+                       "tasks so far are 0..%u",
+                       who, i, deps[i], b->n_tasks - 1);
+      else
+        hbg__error_set("%s: dependency %u is task id %u, but the bind has "
+                       "no task yet",
+                       who, i, deps[i]);
+      return HBG_E_INVAL;
+    }
+  }
   return 0;
 }
 
@@ -413,9 +428,16 @@ int hbg_submit_task(hbg_bind *b, const hbg_task *t, hbg_task_id *out) {
                  HBG_E_INVAL);
   for (uint32_t i = 0; i < t->n_args; i++)
     HBG__TRY(check_tensor(b->rt, &t->args[i], i, "hbg_submit_task: argument"));
-  for (uint32_t i = 0; i < t->n_scalars; i++)
-    HBG__RETURN_IF(t->scalars[i].kind != HBG_SCALAR_STATIC, HBG_E_INVAL);
-  HBG__TRY(check_deps(b, t->deps, t->n_deps));
+  for (uint32_t i = 0; i < t->n_scalars; i++) {
+    if (t->scalars[i].kind != HBG_SCALAR_STATIC) {
+      hbg__error_set("hbg_submit_task: scalar %u: an ordinary task's scalars "
+                     "are static (boundary scalars exist only in a record "
+                     "callback)",
+                     i);
+      return HBG_E_INVAL;
+    }
+  }
+  HBG__TRY(check_deps(b, t->deps, t->n_deps, "hbg_submit_task"));
   HBG__TRY(hbg__task_kernel_check(t, "hbg_submit_task"));
   HBG__TRY(hbg__task_overlap_check(t, "hbg_submit_task", "task", b->n_tasks));
   const hbg_task_id *deps = t->deps;
@@ -489,8 +511,15 @@ static int graph_lookup(hbg_bind *b, const hbg_graph_submit *g, uint64_t fk,
   hbg_runtime *rt = b->rt;
   hbg__graph *gr = hbg__map_get(&rt->graphs, fk, 0, 0);
   if (gr && (rt->cfg.record != HBG_RECORD_PER_BIND || gr->rec_seq == b->seq)) {
-    HBG__TRY(hbg__def_check_boundary(gr->def, g->tensors, g->n_tensors,
-                                     g->n_scalars));
+    int rc = hbg__def_check_boundary(gr->def, g->tensors, g->n_tensors,
+                                     g->n_scalars);
+    if (rc < 0) {
+      char why[400];
+      snprintf(why, sizeof why, "%s", hbg_last_error());
+      hbg__error_set("hbg_submit_graph: key %llu: %s",
+                     (unsigned long long)g->key, why);
+      return rc;
+    }
     hbg__lru_touch(rt, gr->lru);
     *out = gr;
     return 0;
@@ -585,7 +614,7 @@ int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
   for (uint32_t i = 0; i < g->n_tensors; i++)
     HBG__TRY(check_tensor(b->rt, &g->tensors[i], i,
                           "hbg_submit_graph: boundary tensor"));
-  HBG__TRY(check_deps(b, g->deps, g->n_deps));
+  HBG__TRY(check_deps(b, g->deps, g->n_deps, "hbg_submit_graph"));
 
   hbg_runtime *rt = b->rt;
   const hbg__policy_ops *ops = rt->ops;
