@@ -12,8 +12,22 @@
  *   - Output pointers come last and are written only on success.
  *   - Every *_destroy / *_close accepts NULL.
  *   - Thread safety: a runtime and its binds are used from one thread at a
- *     time (the orchestration thread). Backends run their own threads
- *     internally. Distinct runtimes are independent.
+ *     time (the orchestration thread); between calls the runtime may move
+ *     to another thread. This is checked: a call that changes a runtime or
+ *     its binds (hbg_bind_begin, hbg_submit_task, hbg_submit_graph,
+ *     hbg_submit_graph_n, hbg_bind_launch, hbg_bind_wait,
+ *     hbg_buffer_alloc, hbg_buffer_free, hbg_buffer_write,
+ *     hbg_buffer_read, hbg_runtime_set_trace) entered while another thread
+ *     is inside one of them on the same runtime changes nothing and returns
+ *     HBG_E_BUSY, and hbg_last_error() names the call the other thread is
+ *     in ("hbg_buffer_alloc: the runtime is in use by another thread (in
+ *     hbg_bind_wait)..."). hbg_bind_end, which cannot fail, waits for that
+ *     call to return instead. Calls that a record or trace callback makes
+ *     on the thread already inside a call go through. Calls that only read
+ *     (hbg_bind_stats_get, hbg_bind_fatal, ...) and hbg_runtime_destroy are
+ *     not checked: no other thread may be using the runtime when it is
+ *     destroyed. Backends run their own threads internally. Distinct
+ *     runtimes are independent.
  */
 #ifndef HBG_HBG_H
 #define HBG_HBG_H
@@ -727,7 +741,8 @@ HBG_API int hbg_bind_fatal(const hbg_bind *b);
 /* End a bind: release the slot for reuse. A launched bind may still run on
  * the device; the slot's next hbg_bind_begin waits for it. A bind never
  * launched (or latched fatal) is rolled back. Accepts NULL; ignored when
- * called from a record callback. */
+ * called from a record callback. When another thread is inside a call on
+ * the bind's runtime, waits for that call to return first. */
 HBG_API void hbg_bind_end(hbg_bind *b);
 
 /* ------------------------------------------------------------------ */

@@ -378,6 +378,7 @@ int hbg__slot_reclaim(hbg_runtime *rt, hbg__slot *s) {
 
 int hbg_bind_begin(hbg_runtime *rt, hbg_bind **out) {
   HBG__RETURN_IF(!rt || !out, HBG_E_INVAL);
+  HBG__GUARD(rt, "hbg_bind_begin");
   HBG__RETURN_IF(rt->recording, HBG_E_NESTED);
   hbg__slot *s = &rt->slots[rt->next_slot];
   HBG__RETURN_IF(s->bind.state != HBG__BIND_IDLE, HBG_E_STATE);
@@ -418,6 +419,8 @@ static int open_check(const hbg_bind *b) {
 
 int hbg_submit_task(hbg_bind *b, const hbg_task *t, hbg_task_id *out) {
   hbg__error_clear();
+  HBG__RETURN_IF(!b, HBG_E_INVAL);
+  HBG__GUARD(b->rt, "hbg_submit_task");
   HBG__TRY(open_check(b));
   HBG__RETURN_IF(!t, HBG_E_INVAL);
   HBG__RETURN_IF(!hbg_img_kernel_valid(t->kernel), HBG_E_KERNEL);
@@ -602,6 +605,8 @@ static void claim_undo(hbg_bind *b, const claim_mark *m) {
 int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
                      hbg_task_id *out) {
   hbg__error_clear();
+  HBG__RETURN_IF(!b, HBG_E_INVAL);
+  HBG__GUARD(b->rt, "hbg_submit_graph");
   HBG__TRY(open_check(b));
   HBG__RETURN_IF(!g || !g->record, HBG_E_INVAL);
   HBG__RETURN_IF((g->n_tensors && !g->tensors) ||
@@ -781,6 +786,7 @@ static void collect(hbg_bind *b) {
 
 int hbg_bind_launch(hbg_bind *b) {
   HBG__RETURN_IF(!b, HBG_E_INVAL);
+  HBG__GUARD(b->rt, "hbg_bind_launch");
   HBG__RETURN_IF(b->rt->recording, HBG_E_NESTED);
   HBG__RETURN_IF(b->state != HBG__BIND_OPEN, HBG_E_STATE);
   if (b->fatal)
@@ -859,6 +865,7 @@ int hbg_bind_launch(hbg_bind *b) {
 int hbg_bind_wait(hbg_bind *b) {
   hbg__error_clear();
   HBG__RETURN_IF(!b, HBG_E_INVAL);
+  HBG__GUARD(b->rt, "hbg_bind_wait");
   HBG__RETURN_IF(b->state != HBG__BIND_LAUNCHED, HBG_E_STATE);
   if (b->fatal)
     return b->fatal;
@@ -910,7 +917,10 @@ int hbg_bind_fatal(const hbg_bind *b) { return b ? b->fatal : HBG_E_INVAL; }
 void hbg_bind_end(hbg_bind *b) {
   /* Inside a record callback the bind is mid-submission: ending it would
    * pull the window out from under hbg_submit_graph. */
-  if (!b || b->state == HBG__BIND_IDLE || b->rt->recording)
+  if (!b)
+    return;
+  HBG__GUARD_WAIT(b->rt, "hbg_bind_end");
+  if (b->state == HBG__BIND_IDLE || b->rt->recording)
     return;
   hbg_runtime *rt = b->rt;
   hbg__slot *s = b->slot;
