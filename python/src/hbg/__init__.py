@@ -18,13 +18,15 @@ system's search path.
 Main objects: Runtime, Buffer, HostBuffer, Tensor, Bind (task / graph / graphs),
 Recorder (inside record callbacks), Workload, bench() and BenchResult.
 Errors: HbgError and its families ArgumentError, StateError, DeviceError,
-ImageError.
+ImageError; OutOfRangeError (an ArgumentError and an OverflowError: a
+number its C field cannot hold).
 """
 from ._lib import HAVE_BATCH, LibraryNotFoundError
 from . import _backend
 from . import _lib as _L
 from ._errors import (ArgumentError, DeviceError, HbgError, ImageError,
-                      StateError, err_name, error_class, strerror)
+                      OutOfRangeError, StateError, err_name, error_class,
+                      strerror)
 from ._core import (Access, Bind, BindStats, Buffer, DeviceStats, DType,
                     HostBuffer, Kernel, Recorder, Runtime, Scalar, Tensor, TensorArray,
                     TraceEvent,
@@ -45,6 +47,7 @@ HBG_PY_NATIVE=0); ``hbg._backend.native_error`` says why not native."""
 __all__ = [
     "Access", "ArgumentError", "BenchResult", "Bind", "BindStats", "Buffer",
     "CliNotFoundError", "DType", "DeviceError", "DeviceStats", "HAVE_BATCH",
+    "OutOfRangeError",
     "HbgError", "HostBuffer", "ImageError", "Kernel", "LibraryNotFoundError", "Peer",
     "PeerStats", "Recorder",
     "Runtime", "Scalar", "StateError", "Tensor", "TensorArray", "pack", "TraceEvent", "Workload",

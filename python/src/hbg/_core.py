@@ -5,11 +5,15 @@ import enum
 import mmap
 import struct
 import weakref
+from typing import (Any, Callable, Iterable, List, Optional, Sequence,
+                    Tuple, Union)
 from ctypes import POINTER, byref, c_char_p, c_double, c_int, c_int64, \
     c_uint32, c_uint64, c_void_p
 
+from . import _convert as _C
 from . import _lib as L
 from ._backend import B as _B
+from . import _errors
 from ._errors import ArgumentError, HbgError, StateError, make_error
 from ._lib import lib
 
@@ -131,9 +135,10 @@ def dtype_size(d):
     return lib.hbg_dtype_size(int(_dtype(d)))
 
 
-def f32(x):
-    """The bits of float x as an f32, for scalar arguments of kernels."""
-    return struct.unpack("<I", struct.pack("<f", float(x)))[0]
+def f32(x: float) -> int:
+    """The bits of float x as an f32 (what a float scalar carries); a
+    finite x beyond the f32 range raises OutOfRangeError."""
+    return _C.f32_bits(x, "f32")
 
 
 def _native_error_at(ptr):
@@ -224,30 +229,37 @@ def image_dump(image, json=False):
 class Scalar:
     """A scalar argument of a task: ``Scalar.static(v)`` is baked into the
     Definition, ``Scalar.boundary(i)`` names boundary scalar i of the graph.
-    Plain ints passed as scalars are static; floats are static f32 bits."""
+
+    Every scalar travels as a u64 (``hbg_scalar``): an int as itself (0 ..
+    2**64-1, or a negative int down to -2**63 as its i64 two's complement),
+    a float (or numpy.float32 and the like) as the bits of the nearest f32.
+    Plain ints and floats passed as task scalars are static scalars; graph
+    boundary scalars (``Bind.graph(..., scalars=)``) follow the same rule.
+    A value out of range raises OutOfRangeError (also an OverflowError),
+    any other type TypeError; nothing is truncated.
+    ``value`` holds the u64 bits."""
     __slots__ = ("value", "kind", "index")
 
-    def __init__(self, value=0, kind=0, index=0):
-        self.value, self.kind, self.index = int(value), int(kind), int(index)
+    def __init__(self, value: Union[int, float] = 0, kind: int = 0,
+                 index: int = 0) -> None:
+        self.value = _C.scalar_bits(value, "Scalar value")
+        self.kind = _C.u32(kind, "Scalar kind")
+        self.index = _C.u32(index, "Scalar index")
 
     @classmethod
-    def static(cls, value):
-        return cls(f32(value) if isinstance(value, float) else value, 0, 0)
+    def static(cls, value: Union[int, float]) -> "Scalar":
+        """A static scalar (baked into a recorded Definition)."""
+        return cls(value, 0, 0)
 
     @classmethod
-    def boundary(cls, index):
+    def boundary(cls, index: int) -> "Scalar":
+        """Boundary scalar `index` of the graph being recorded."""
         return cls(0, 1, index)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if self.kind:
             return "Scalar.boundary(%d)" % self.index
         return "Scalar.static(%d)" % self.value
-
-
-def _scalar(s):
-    if isinstance(s, Scalar):
-        return s
-    return Scalar.static(s)
 
 
 class Tensor(_B.TensorBase):
@@ -266,9 +278,14 @@ class Tensor(_B.TensorBase):
         m = mode if mode.__class__ is Access else _mode(mode)
         if strides is not None:
             strides = tuple(strides)
-        if self._set(int(addr), int(offset), d, m, shape, strides) < 0:
-            if strides is not None:
-                raise ArgumentError(-1, message="shape and strides differ")
+        rc = self._set(_C.int_index(addr, "tensor addr"),
+                       _C.int_index(offset, "tensor offset"), d, m, shape,
+                       strides)
+        if rc < 0:
+            if rc == -2:
+                raise ArgumentError(-1, message="strides %r: one per dim of "
+                                    "shape %r, each 0 .. 2**32-1" % (
+                                        strides, shape))
             raise ArgumentError(-1, message="bad tensor shape %r "
                                 "(1..%d positive dims)" % (shape, L.MAX_DIMS))
 
@@ -1138,4 +1155,5 @@ class Workload:
         return err.value
 
 
-_B.init(L.lib._hbg_path, _error_factory, Tensor, Recorder)
+_B.init(L.lib._hbg_path, _error_factory, Tensor, Recorder, Scalar,
+        _errors.out_of_range)

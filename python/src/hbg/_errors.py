@@ -47,6 +47,13 @@ class ImageError(HbgError):
     """A Definition / Submission / window image failed validation."""
 
 
+class OutOfRangeError(ArgumentError, OverflowError):
+    """An int or float that the C field it goes to cannot hold: a scalar
+    outside both the u64 and the i64 range, a float beyond the f32 range,
+    a key, size, address or id too large or negative. Nothing is truncated:
+    the message names the argument and its value. Also an OverflowError."""
+
+
 _ARGUMENT = {"INVAL", "NOTFOUND", "RANGE", "SIGNATURE", "LIMIT", "KERNEL",
              "EMPTY"}
 _STATE = {"STATE", "AGAIN", "FATAL", "NESTED", "BUSY", "RECORD"}
@@ -79,3 +86,9 @@ def error_class(code):
 def make_error(code, where=None, native=None, message=None):
     return error_class(code)(code, message=message, native=native,
                              where=where)
+
+
+def out_of_range(what, value, limits):
+    """The OutOfRangeError for argument `what` holding `value`."""
+    return OutOfRangeError(-1, message="%s: %r is out of range (%s)" % (
+        what, value, limits))
