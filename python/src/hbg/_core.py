@@ -156,12 +156,17 @@ def _error_factory(code, where, message, rt_ptr):
     return make_error(code, where=where or None, native=native, message=msg)
 
 
-def _check(rc, where, rt=None):
+_BUSY = -21  # HBG_E_BUSY: another thread is inside a call on the runtime
+
+
+def _check(rc, where, rt=None, message=None):
     if rc < 0:
         native = None
         if rt is not None:
             native = rt._native_error()
-        raise make_error(rc, where=where, native=native)
+        if rc == _BUSY:  # the library names the other thread's call
+            message = lib.hbg_last_error().decode(errors="replace")
+        raise make_error(rc, where=where, native=native, message=message)
     return rc
 
 
@@ -462,12 +467,13 @@ class WorkloadNode:
 class _Handle:
     """The C runtime pointer, shared by a Runtime and its children, so a
     finalizer can tell whether the runtime is still open."""
-    __slots__ = ("ptr", "children", "tracing", "__weakref__")
+    __slots__ = ("ptr", "children", "tracing", "deferred", "__weakref__")
 
     def __init__(self):
         self.ptr = None
         self.children = weakref.WeakSet()
         self.tracing = False  # a Python trace callback may need the GIL
+        self.deferred = []  # buffer addresses a finalizer could not free
 
 
 def _destroy_runtime(h):
@@ -476,13 +482,26 @@ def _destroy_runtime(h):
     # binds end first (they may use the others' memory), then workloads
     for c in sorted(h.children, key=lambda c: c._order):
         c._release()
+    _flush_frees(h)
     ptr, h.ptr = h.ptr, None
     lib.hbg_runtime_destroy(ptr)
 
 
 def _free_buffer(h, addr):
-    if h.ptr is not None:
-        lib.hbg_buffer_free(h.ptr, addr)
+    # A finalizer runs on whichever thread collects the Buffer; when
+    # another thread is inside a call on the runtime (HBG_E_BUSY), the
+    # free waits in the handle for the runtime's next alloc, bind or close.
+    if h.ptr is not None and lib.hbg_buffer_free(h.ptr, addr) == _BUSY:
+        h.deferred.append(addr)
+
+
+def _flush_frees(h):
+    """Free what finalizers could not (the runtime was busy then)."""
+    while h.deferred and h.ptr is not None:
+        addr = h.deferred.pop()
+        if lib.hbg_buffer_free(h.ptr, addr) == _BUSY:
+            h.deferred.append(addr)
+            return
 
 
 class Runtime:
@@ -628,6 +647,7 @@ class Runtime:
         """Begin a bind (``hbg_bind_begin``) and return it. As a context
         manager it launches, waits and ends on a normal exit, and ends
         (rolling back or abandoning) on an exception."""
+        _flush_frees(self._h)
         return Bind(self)
 
     # -- workloads
@@ -688,12 +708,18 @@ class Buffer:
     _order = 2
 
     def __init__(self, rt, nbytes):
-        nbytes = int(nbytes)
+        nbytes = _C.int_index(nbytes, "nbytes")
         if nbytes <= 0:
-            raise ArgumentError(-1, message="buffer size must be positive")
+            raise ArgumentError(-1, message="buffer size must be positive, "
+                                "not %d" % nbytes)
+        if nbytes >= _C.U64:
+            raise _errors.out_of_range("nbytes", nbytes, "1 .. 2**64-1")
+        _flush_frees(rt._h)
         addr = c_uint64()
-        _check(lib.hbg_buffer_alloc(rt._ptr(), nbytes, byref(addr)),
-               "hbg_buffer_alloc", rt)
+        rc = lib.hbg_buffer_alloc(rt._ptr(), nbytes, byref(addr))
+        if rc < 0:
+            _check(rc, "hbg_buffer_alloc", rt, message="%d bytes: %s" % (
+                nbytes, _errors.strerror(rc)))
         self.runtime = rt
         self.addr = addr.value
         self.nbytes = nbytes
@@ -712,9 +738,10 @@ class Buffer:
     def free(self):
         """Free the device memory now (``hbg_buffer_free``)."""
         p = self._live()
-        self._fin.detach()
-        _check(lib.hbg_buffer_free(p, self.addr), "hbg_buffer_free",
-               self.runtime)
+        rc = lib.hbg_buffer_free(p, self.addr)
+        if rc != _BUSY:  # another thread's call: the buffer stays
+            self._fin.detach()
+        _check(rc, "hbg_buffer_free", self.runtime)
 
     def write(self, data, offset=0):
         """Copy data (buffer protocol, or a HostBuffer: read by the device
@@ -804,12 +831,17 @@ class HostBuffer:
     _order = 2
 
     def __init__(self, rt, nbytes):
-        nbytes = int(nbytes)
+        nbytes = _C.int_index(nbytes, "nbytes")
         if nbytes <= 0:
             raise ArgumentError(-1, message="host buffer size must be "
-                                "positive")
+                                "positive, not %d" % nbytes)
         p = rt._ptr()
-        self._mm = mmap.mmap(-1, nbytes)
+        try:
+            self._mm = mmap.mmap(-1, nbytes)
+        except (OSError, OverflowError, ValueError) as e:
+            raise make_error(-2, where="HostBuffer", message=(
+                "%d bytes of host memory: %s (%s)" % (
+                    nbytes, _errors.strerror(-2), e))) from e
         # an export of the mapping: it cannot be closed or resized now
         self._view = (ctypes.c_char * nbytes).from_buffer(self._mm)
         self.addr = ctypes.addressof(self._view)
@@ -818,7 +850,8 @@ class HostBuffer:
         dev = lib.hbg_runtime_device(p)
         rc = lib.hbg_dev_host_register(dev, self.addr, nbytes)
         if rc < 0 and rc != -5:  # HBG_E_UNSUPPORTED: plain host memory
-            _check(rc, "hbg_dev_host_register", rt)
+            _check(rc, "hbg_dev_host_register", rt, message="%d bytes: %s" %
+                   (nbytes, _errors.strerror(rc)))
         self.pinned = rc == 0
         self._fin = weakref.finalize(self, _unregister_host, rt._h, dev,
                                      self.addr, self.pinned, self._mm)
@@ -1009,16 +1042,33 @@ class Bind:
         _B.bind_launch(self._cell[0], h.ptr)
         self._state = _LAUNCHED
 
-    def wait(self):
+    def wait(self) -> "BindStats":
         """Wait for the launched bind (``hbg_bind_wait``); returns and
-        keeps its BindStats."""
+        keeps its BindStats. An error the device reported (a bad image, a
+        scalar value only the device checks) raises DeviceSideError, which
+        names the failing task and graph node; a bind that latched a fatal
+        error on the host raises StateError (HBG_E_FATAL)."""
         p = self._ptr(_LAUNCHED, _WAITED)
         if self._state == _LAUNCHED:
             rc = _B.bind_wait(p)
+            if rc == _BUSY:  # nothing happened: the bind is still launched
+                _check(rc, "hbg_bind_wait", self.runtime)
             self._state = _WAITED
             self.stats = self._get_stats(p)
+            if rc < 0 and rc == self.stats.device_status:
+                raise self._device_side_error(p, rc)
             _check(rc, "hbg_bind_wait", self.runtime)
         return self.stats
+
+    def _device_side_error(self, p, rc):
+        entry, node = c_uint32(), c_uint32()
+        if lib.hbg_bind_error_location(p, byref(entry), byref(node)) == 0:
+            e = entry.value
+            n = None if node.value == 0xFFFFFFFF else node.value
+        else:  # the device could not name an entry (a bad window header)
+            e = n = None
+        return _errors.device_side_error(rc, e, n, where="hbg_bind_wait",
+                                         native=self.runtime._native_error())
 
     def _get_stats(self, p):
         st = L.out_struct(L.BindStats_c)
