@@ -1,8 +1,8 @@
 """The error contracts of python/README.md, in both backends: device-side
 errors name the failing task and node, allocation failures are HbgErrors
 that state the size, one runtime used from two threads is refused with a
-message naming the other thread's call, and the library's messages say
-what differs."""
+message naming the other thread's call, buffers keep the dtype they hold,
+and the library's messages say what differs."""
 import gc
 import threading
 
@@ -125,6 +125,74 @@ def test_one_runtime_from_two_threads(rt1):
     held = rt1.device_stats().mem_in_use  # the spare is still allocated
     rt1.alloc(64).free()  # the runtime's next alloc frees it
     assert held - rt1.device_stats().mem_in_use == 4096
+
+
+# ---- dtypes ----
+
+def test_float64_array_into_f32_tasks_is_refused(rt1):
+    """The issue's case: a float64 array written into a buffer that tasks
+    read as f32 was reinterpreted."""
+    a = rt1.buffer(np.arange(4.0))  # float64
+    assert a.dtype == np.float64
+    with pytest.raises(hbg.ArgumentError, match="holds float64; a F32 "
+                       "tensor would read its bytes as F32"):
+        a.tensor(4)
+    b = rt1.alloc(16)
+    b.write(np.arange(2.0))  # the first typed write types it
+    with pytest.raises(hbg.ArgumentError):
+        b.tensor(4)
+    y = rt1.alloc(16)
+    t = y.tensor(4, mode="out")  # the first view types it
+    assert y.dtype == np.float32
+    with pytest.raises(hbg.ArgumentError, match="pass cast=True"):
+        y.write(np.arange(4.0))
+    x = rt1.alloc(16, dtype="f32")
+    x.write(np.arange(4.0), cast=True)
+    with rt1.bind() as bd:
+        bd.task(hbg.Kernel.SCALE, [x.tensor(4), t], [2.0])
+    np.testing.assert_array_equal(y.numpy(), [0, 2, 4, 6])
+    assert y.numpy().dtype == np.float32
+    c = rt1.buffer(np.arange(4.0), dtype="f32")
+    np.testing.assert_array_equal(c.numpy(), np.arange(4, dtype=np.float32))
+
+
+def test_untyped_bytes_and_explicit_reinterpretation(rt1):
+    b = rt1.buffer(np.ones(4, np.float32))
+    b.write(b"\x00" * 4)  # raw bytes fit any buffer
+    b.write(np.zeros(4, np.uint8), offset=4)
+    b.tensor(16, "u8")  # and U8 views any bytes
+    with pytest.raises(hbg.ArgumentError):
+        b.tensor(4, "i32")
+    b.dtype = "i32"  # on purpose
+    assert b.tensor(4, "i32").dtype == hbg.DType.I32
+    b.dtype = None
+    assert b.dtype is None and b.tensor(4, "i32")
+    h = rt1.alloc(8)
+    h.write(np.zeros(4, np.uint16))
+    assert h.tensor(4, "bf16").dtype == hbg.DType.BF16  # numpy's bf16 carrier
+    with pytest.raises(hbg.ArgumentError, match="cast=True needs a typed"):
+        rt1.alloc(8).write(np.zeros(2), cast=True)
+    u = rt1.alloc(8)
+    u.write(np.array([1.5, 2.5]), cast="f32")
+    assert u.dtype == np.float32 and list(u.numpy()) == [1.5, 2.5]
+    with pytest.raises(hbg.ArgumentError, match="holds float32"):
+        u.write(np.zeros(1), cast="f16")
+
+
+def test_numpy_takes_any_numpy_dtype(rt1):
+    """numpy('float64') was rejected though the docstring says any
+    dtype works."""
+    b = rt1.buffer(np.arange(4.0))
+    np.testing.assert_array_equal(b.numpy("float64"), np.arange(4.0))
+    assert b.numpy().dtype == np.float64  # the buffer's own dtype
+    assert b.numpy("<f8").dtype == np.float64
+    assert b.numpy(np.int16).shape == (16,)
+    assert b.numpy("u8").nbytes == 32
+    for bad in ("bf16", "no-such-dtype"):
+        with pytest.raises(hbg.ArgumentError):
+            b.numpy(bad)
+    hb = rt1.host_buffer(32)
+    assert hb.numpy("float64").shape == (4,)
 
 
 # ---- messages that say what differs ----

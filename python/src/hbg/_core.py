@@ -117,17 +117,48 @@ def _mode(m):
 
 
 def _np_dtype(dtype, who):
-    """The numpy dtype of an hbg dtype name / DType, or any numpy dtype
-    (a raw view of the bytes)."""
+    """The numpy dtype of an hbg dtype (DType, int, or name such as
+    "f32"), or of anything numpy.dtype() takes ("float64", np.int16, "<f8",
+    ...)."""
     if _np is None:
         raise ImportError("%s needs numpy" % who)
-    if isinstance(dtype, (str, int, DType)):
+    if isinstance(dtype, (int, DType)) or (
+            isinstance(dtype, str) and dtype.lower() in _DTYPE_NAMES):
         d = _dtype(dtype)
         if d not in _NP_OF:
             raise ArgumentError(-1, message="numpy has no %s; use np.uint16"
                                 % d.name)
         return _np.dtype(_NP_OF[d])
-    return _np.dtype(dtype)
+    try:
+        return _np.dtype(dtype)
+    except TypeError:
+        raise ArgumentError(-1, message="%s: %r is not a dtype" % (
+            who, dtype)) from None
+
+
+def _data_dtype(data):
+    """The numpy dtype of typed data (a numpy array or anything with a
+    dtype numpy knows), or None for raw bytes: bytes-like objects, uint8 /
+    int8 / void arrays."""
+    dt = getattr(data, "dtype", None)
+    if dt is None or _np is None:
+        return None
+    try:
+        dt = _np.dtype(dt)
+    except TypeError:
+        return None
+    return None if dt.itemsize == 1 or dt.kind == "V" else dt
+
+
+def _dtype_fits(buf_dt, hbg_dt):
+    """Does an hbg tensor dtype read a buffer of numpy dtype buf_dt as what
+    it holds? BF16 is carried by uint16 (numpy has none) or a "bfloat16"
+    dtype (ml_dtypes); U8 views bytes of anything."""
+    if hbg_dt == DType.U8:
+        return True
+    if hbg_dt == DType.BF16:
+        return buf_dt.name in ("uint16", "bfloat16")
+    return _NP_OF.get(hbg_dt) == buf_dt.name
 
 
 def dtype_size(d):
@@ -621,23 +652,34 @@ class Runtime:
                              for f in dataclasses.fields(DeviceStats)])
 
     # -- buffers
-    def alloc(self, nbytes):
-        """A new device Buffer of nbytes (contents undefined)."""
-        return Buffer(self, nbytes)
+    def alloc(self, nbytes: int, dtype: Any = None) -> "Buffer":
+        """A new device Buffer of nbytes (contents undefined). ``dtype``
+        (an hbg or numpy dtype) makes it a typed buffer from the start:
+        see Buffer.dtype."""
+        return Buffer(self, nbytes, dtype)
 
     def host_buffer(self, nbytes):
         """A HostBuffer of nbytes: host memory that numpy views in place
         and the device copies from / to directly where it can."""
         return HostBuffer(self, nbytes)
 
-    def buffer(self, data):
+    def buffer(self, data: Any, dtype: Any = None) -> "Buffer":
         """A new device Buffer holding a copy of data (numpy array, bytes,
-        or any object with the buffer protocol)."""
+        or any object with the buffer protocol). The buffer takes the
+        array's dtype (Buffer.dtype); with ``dtype`` given, a numpy array
+        is converted to it first (``astype``) and the buffer has it."""
+        if dtype is not None:
+            dt = _np_dtype(dtype, "hbg.Runtime.buffer")
+            ddt = _data_dtype(data)  # (numpy: dtype(None) == float64)
+            if ddt is not None and ddt != dt:
+                data = _np.ascontiguousarray(data).astype(dt)
+        else:
+            dt = _data_dtype(data)
         mv = memoryview(data)
         if not mv.c_contiguous:
             raise ArgumentError(-1, message="data must be C-contiguous")
         mv = mv.cast("B")
-        b = Buffer(self, max(1, mv.nbytes))
+        b = Buffer(self, max(1, mv.nbytes), dt)
         if mv.nbytes:
             b.write(mv)
         return b
@@ -704,16 +746,30 @@ def _policy_index(policy):
 
 class Buffer:
     """Device memory from ``hbg_buffer_alloc``; freed by ``free()`` or
-    when collected. Keeps its runtime alive."""
+    when collected. Keeps its runtime alive.
+
+    A buffer remembers the dtype of what it holds (``dtype``), so that
+    bytes written as one type are not read by a task as another (a
+    float64 array read as f32 gives wrong numbers, silently). It is set by
+    ``Runtime.alloc(n, dtype=)``, ``Runtime.buffer(array)``, the first
+    typed ``write()`` or the first ``tensor()`` view of an untyped buffer,
+    whichever comes first. After that, ``write()`` of an array of another
+    dtype raises ArgumentError unless ``cast=True`` (converted with
+    numpy's ``astype``), and ``tensor()`` of another dtype raises
+    ArgumentError. Raw bytes are untyped and always fit: bytes,
+    bytearray, memoryviews of bytes, uint8 / int8 arrays, HostBuffers,
+    and U8 tensors. Assign ``buf.dtype`` to reinterpret on purpose (None
+    makes the buffer untyped again)."""
     _order = 2
 
-    def __init__(self, rt, nbytes):
+    def __init__(self, rt: "Runtime", nbytes: int, dtype: Any = None) -> None:
         nbytes = _C.int_index(nbytes, "nbytes")
         if nbytes <= 0:
             raise ArgumentError(-1, message="buffer size must be positive, "
                                 "not %d" % nbytes)
         if nbytes >= _C.U64:
             raise _errors.out_of_range("nbytes", nbytes, "1 .. 2**64-1")
+        dt = None if dtype is None else _np_dtype(dtype, "hbg.Buffer")
         _flush_frees(rt._h)
         addr = c_uint64()
         rc = lib.hbg_buffer_alloc(rt._ptr(), nbytes, byref(addr))
@@ -723,8 +779,19 @@ class Buffer:
         self.runtime = rt
         self.addr = addr.value
         self.nbytes = nbytes
+        self._dtype = dt
         self._fin = weakref.finalize(self, _free_buffer, rt._h, self.addr)
         rt._h.children.add(self)
+
+    @property
+    def dtype(self) -> Any:
+        """The numpy dtype of what the buffer holds, or None (untyped)."""
+        return self._dtype
+
+    @dtype.setter
+    def dtype(self, dtype: Any) -> None:
+        self._dtype = None if dtype is None else _np_dtype(dtype,
+                                                          "hbg.Buffer.dtype")
 
     def _release(self):
         self._fin()
@@ -735,7 +802,7 @@ class Buffer:
             raise StateError(-7, message="buffer is freed")
         return p
 
-    def free(self):
+    def free(self) -> None:
         """Free the device memory now (``hbg_buffer_free``)."""
         p = self._live()
         rc = lib.hbg_buffer_free(p, self.addr)
@@ -743,10 +810,39 @@ class Buffer:
             self._fin.detach()
         _check(rc, "hbg_buffer_free", self.runtime)
 
-    def write(self, data, offset=0):
+    def write(self, data: Any, offset: int = 0,
+              cast: Union[bool, Any] = False) -> None:
         """Copy data (buffer protocol, or a HostBuffer: read by the device
-        in place where it is pinned) into the buffer at byte offset."""
+        in place where it is pinned) into the buffer at byte offset.
+        A numpy array of another dtype than the buffer's raises
+        ArgumentError, unless ``cast`` is True (converted to the buffer's
+        dtype) or a dtype (converted to it; the buffer must be untyped or
+        of that dtype). A typed array written to an untyped buffer types
+        it."""
         p = self._live()
+        if data.__class__ is not HostBuffer:
+            dt = _data_dtype(data)
+            if cast is not False and cast is not None:
+                want = self._dtype if cast is True else _np_dtype(
+                    cast, "hbg.Buffer.write")
+                if want is None:
+                    raise ArgumentError(-1, message="cast=True needs a typed "
+                                        "buffer; pass cast=<dtype>")
+                if self._dtype is not None and self._dtype != want:
+                    raise ArgumentError(-1, message="cast=%s, but the buffer "
+                                        "holds %s" % (want, self._dtype))
+                if dt is not None and dt != want:
+                    data = _np.ascontiguousarray(data).astype(want)
+                dt = want
+            if dt is not None and self._dtype is not None and \
+                    dt != self._dtype:
+                raise ArgumentError(-1, message=(
+                    "the buffer holds %s; a %s array would be stored as its "
+                    "bytes and read back as %s: pass cast=True to convert "
+                    "it, or set Buffer.dtype to reinterpret" % (
+                        self._dtype, dt, self._dtype)))
+        else:
+            dt = None
         mv = memoryview(data._mm if data.__class__ is HostBuffer else data)
         if not mv.c_contiguous:
             raise ArgumentError(-1, message="data must be C-contiguous")
@@ -756,11 +852,13 @@ class Buffer:
                                 "outside a %d-byte buffer" %
                                 (mv.nbytes, offset, self.nbytes))
         _B.buffer_write(p, self.addr + offset, mv)
+        if dt is not None and self._dtype is None:
+            self._dtype = dt
 
-    def read_into(self, out, offset=0):
+    def read_into(self, out: Any, offset: int = 0) -> Any:
         """Copy from the buffer at byte offset into out (a writable,
         C-contiguous buffer-protocol object, or a HostBuffer); returns
-        out."""
+        out. The bytes are copied as they are, whatever out's dtype."""
         p = self._live()
         mv = memoryview(out._mm if out.__class__ is HostBuffer else out)
         if mv.readonly or not mv.c_contiguous:
@@ -774,41 +872,64 @@ class Buffer:
         _B.buffer_read(p, self.addr + offset, mv)
         return out
 
-    def read(self, nbytes=None, offset=0):
+    def read(self, nbytes: Optional[int] = None, offset: int = 0) -> bytes:
         """Bytes read from the buffer (all of it by default)."""
         n = self.nbytes - offset if nbytes is None else int(nbytes)
         out = bytearray(n)
         self.read_into(out, offset)
         return bytes(out)
 
-    def numpy(self, dtype="float32", shape=None, offset=0):
-        """A new numpy array read from the buffer (needs numpy). dtype is
-        an hbg dtype name / DType, or any numpy dtype."""
-        dt = _np_dtype(dtype, "hbg.Buffer.numpy")
+    def numpy(self, dtype: Any = None, shape: Any = None,
+              offset: int = 0) -> Any:
+        """A new numpy array read from the buffer (needs numpy), of dtype:
+        an hbg dtype (DType, "f32", ...) or anything numpy.dtype() takes
+        ("float64", np.int16, ...). By default the buffer's own dtype, or
+        float32 for an untyped buffer. Another dtype reads the bytes as
+        that type (the caller asked for it)."""
+        if dtype is None:
+            dt = self._dtype if self._dtype is not None else \
+                _np_dtype("float32", "hbg.Buffer.numpy")
+        else:
+            dt = _np_dtype(dtype, "hbg.Buffer.numpy")
         if shape is None:
             shape = ((self.nbytes - offset) // dt.itemsize,)
         arr = _np.empty(shape, dtype=dt)
         return self.read_into(arr, offset)
 
-    def tensor(self, shape, dtype=DType.F32, mode=Access.IN, offset=0,
-               strides=None):
-        """A Tensor viewing this buffer."""
+    def tensor(self, shape: Any, dtype: Any = DType.F32,
+               mode: Any = Access.IN, offset: int = 0,
+               strides: Optional[Sequence[int]] = None) -> "Tensor":
+        """A Tensor viewing this buffer. Its dtype must be the buffer's
+        (see Buffer.dtype; a U8 tensor views any bytes); the first view of
+        an untyped buffer types it."""
         self._live()
         t = Tensor(self.addr, shape, dtype, mode, offset, strides)
         if offset + t.extent > self.nbytes:
             raise ArgumentError(-8, message="tensor of %d bytes at %d outside "
                                 "a %d-byte buffer" % (t.extent, offset,
                                                       self.nbytes))
+        bd = self._dtype
+        if bd is not None:
+            if not _dtype_fits(bd, t._dtype):
+                raise ArgumentError(-1, message=(
+                    "the buffer holds %s; a %s tensor would read its bytes as "
+                    "%s: write %s data into it (Buffer.write(arr, cast=True) "
+                    "converts), or set Buffer.dtype to reinterpret" % (
+                        bd, t.dtype.name, t.dtype.name,
+                        _NP_OF.get(t.dtype, t.dtype.name))))
+        elif _np is not None and t._dtype in _NP_OF and t._dtype != DType.U8:
+            self._dtype = _np.dtype(_NP_OF[t._dtype])
         return t
 
-    def __array__(self, dtype=None, copy=None):
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
         """``np.asarray(buffer)``: a copy of the device bytes (as uint8, or
         dtype). Device memory is not host-addressable: for arrays numpy
         reads and writes in place, use a HostBuffer."""
         return self.numpy("u8" if dtype is None else dtype)
 
-    def __repr__(self):
-        return "<hbg.Buffer addr=%#x nbytes=%d>" % (self.addr, self.nbytes)
+    def __repr__(self) -> str:
+        return "<hbg.Buffer addr=%#x nbytes=%d dtype=%s>" % (
+            self.addr, self.nbytes, self._dtype)
 
 
 def _unregister_host(h, dev, addr, pinned, mm):
