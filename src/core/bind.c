@@ -84,10 +84,10 @@ static const hbg__range *find_buf(hbg_runtime *rt, uint64_t addr,
 
 /* A tensor argument from the caller: valid metadata, element 0 aligned to
  * its dtype, and [element 0, extent) inside the one live buffer (from
- * hbg_buffer_alloc) that holds addr. On failure hbg_last_error() names
- * `who` pos and what is wrong. */
+ * hbg_buffer_alloc) that holds addr; *ext_out (optional) its extent. On
+ * failure hbg_last_error() names `who` pos and what is wrong. */
 static int check_tensor(hbg_runtime *rt, const hbg_tensor *t, uint32_t pos,
-                        const char *who) {
+                        const char *who, uint64_t *ext_out) {
   const char *why = NULL;
   uint64_t ext = hbg_tensor_extent(t);
   if (t->addr == 0)
@@ -126,6 +126,8 @@ static int check_tensor(hbg_runtime *rt, const hbg_tensor *t, uint32_t pos,
                    (unsigned long long)r->start);
     return HBG_E_RANGE;
   }
+  if (ext_out)
+    *ext_out = ext;
   return 0;
 }
 
@@ -429,8 +431,10 @@ int hbg_submit_task(hbg_bind *b, const hbg_task *t, hbg_task_id *out) {
                  HBG_E_LIMIT);
   HBG__RETURN_IF((t->n_args && !t->args) || (t->n_scalars && !t->scalars),
                  HBG_E_INVAL);
+  uint64_t ext[HBG_IMG_MAX_ARGS_PER_NODE];
   for (uint32_t i = 0; i < t->n_args; i++)
-    HBG__TRY(check_tensor(b->rt, &t->args[i], i, "hbg_submit_task: argument"));
+    HBG__TRY(check_tensor(b->rt, &t->args[i], i, "hbg_submit_task: argument",
+                          &ext[i]));
   for (uint32_t i = 0; i < t->n_scalars; i++) {
     if (t->scalars[i].kind != HBG_SCALAR_STATIC) {
       hbg__error_set("hbg_submit_task: scalar %u: an ordinary task's scalars "
@@ -442,7 +446,8 @@ int hbg_submit_task(hbg_bind *b, const hbg_task *t, hbg_task_id *out) {
   }
   HBG__TRY(check_deps(b, t->deps, t->n_deps, "hbg_submit_task"));
   HBG__TRY(hbg__task_kernel_check(t, "hbg_submit_task"));
-  HBG__TRY(hbg__task_overlap_check(t, "hbg_submit_task", "task", b->n_tasks));
+  HBG__TRY(hbg__task_overlap_check(t, ext, "hbg_submit_task", "task",
+                                   b->n_tasks));
   const hbg_task_id *deps = t->deps;
   uint32_t n_deps = t->n_deps;
   HBG__TRY(infer_deps(b, t->args, t->n_args, NULL, "hbg_submit_task", &deps,
@@ -618,7 +623,7 @@ int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
                  HBG_E_LIMIT);
   for (uint32_t i = 0; i < g->n_tensors; i++)
     HBG__TRY(check_tensor(b->rt, &g->tensors[i], i,
-                          "hbg_submit_graph: boundary tensor"));
+                          "hbg_submit_graph: boundary tensor", NULL));
   HBG__TRY(check_deps(b, g->deps, g->n_deps, "hbg_submit_graph"));
 
   hbg_runtime *rt = b->rt;

@@ -52,14 +52,16 @@ void hbg__guard_enter_wait(hbg__guard *g, const char *name);
  * before the next one's, so a runtime may move between threads. */
 static inline int hbg__guard_try(hbg__guard *g, const char *name) {
   const uintptr_t self = (uintptr_t)pthread_self();
+  /* Nested: only this thread ever stores its own id, so a plain load can
+   * tell, without the compare-and-swap's cost. */
+  if (atomic_load_explicit(&g->owner, memory_order_relaxed) == self) {
+    g->depth++;
+    return 1;
+  }
   uintptr_t cur = 0;
   if (atomic_compare_exchange_strong_explicit(
           &g->owner, &cur, self, memory_order_acquire, memory_order_relaxed)) {
     atomic_store_explicit(&g->call, name, memory_order_relaxed);
-    return 1;
-  }
-  if (cur == self) {
-    g->depth++;
     return 1;
   }
   return 0;

@@ -376,8 +376,8 @@ static int record_task(hbg_recorder *rec, hbg_task *t, hbg_task_id *out) {
   /* Heap outputs carry tagged addresses, boundary tensors device ones:
    * the two never meet, so the overlap rule can compare raw bytes. */
   if (r->check_kernels)
-    HBG__TRY(hbg__task_overlap_check(t, "hbg_record_task", "inner task",
-                                     self));
+    HBG__TRY(hbg__task_overlap_check(t, NULL, "hbg_record_task",
+                                     "inner task", self));
   for (uint32_t i = 0; i < t->n_scalars; i++) {
     const hbg_scalar *s = &t->scalars[i];
     hbg_def_scalar *ds = &r->scalars[r->n_scalars + i];

@@ -244,33 +244,45 @@ static int same_tensor(const hbg_tensor *a, const hbg_tensor *b) {
          memcmp(a->strides, b->strides, sizeof a->strides) == 0;
 }
 
-/* Is argument i an output (1), an input (0), or neither (-1)? */
-static int arg_role(const hbg_task *t, uint32_t i) {
-  if (hbg_img_kernel_is_user(t->kernel))
-    return (t->args[i].mode & HBG_ACCESS_OUT) ? 1
-           : t->args[i].mode == HBG_ACCESS_IN ? 0
-                                              : -1;
-  return i < 32 && ((kdescs[t->kernel].out_mask >> i) & 1);
+/* Bit masks of a task's output and input arguments (n_args <= 64). */
+static void arg_masks(const hbg_task *t, uint64_t *outs, uint64_t *ins) {
+  if (hbg_img_kernel_is_user(t->kernel)) {
+    *outs = *ins = 0;
+    for (uint32_t i = 0; i < t->n_args; i++) {
+      if (t->args[i].mode & HBG_ACCESS_OUT)
+        *outs |= 1ull << i;
+      else if (t->args[i].mode == HBG_ACCESS_IN)
+        *ins |= 1ull << i;
+    }
+    return;
+  }
+  uint64_t all = t->n_args >= 64 ? ~0ull : (1ull << t->n_args) - 1;
+  *outs = kdescs[t->kernel].out_mask & all;
+  *ins = all & ~*outs;
 }
 
-int hbg__task_overlap_check(const hbg_task *t, const char *who,
-                            const char *what, uint32_t id) {
+int hbg__task_overlap_check(const hbg_task *t, const uint64_t *ext,
+                            const char *who, const char *what, uint32_t id) {
   if (t->kernel == HBG_KERNEL_NOP)
     return 0; /* touches nothing */
+  uint64_t outs, ins;
+  arg_masks(t, &outs, &ins);
   const int user = hbg_img_kernel_is_user(t->kernel);
-  for (uint32_t o = 0; o < t->n_args; o++) {
+  for (; outs; outs &= outs - 1) {
+    const uint32_t o = (uint32_t)__builtin_ctzll(outs);
     const hbg_tensor *out = &t->args[o];
-    if (out->addr == 0 || arg_role(t, o) != 1)
+    if (out->addr == 0)
       continue; /* a new inner output (addr 0) is placed apart */
     uint64_t olo = out->addr + out->offset;
-    uint64_t ohi = olo + hbg_tensor_extent(out);
-    for (uint32_t i = 0; i < t->n_args; i++) {
+    uint64_t ohi = olo + (ext ? ext[o] : hbg_tensor_extent(out));
+    for (uint64_t m = ins; m; m &= m - 1) {
+      const uint32_t i = (uint32_t)__builtin_ctzll(m);
       const hbg_tensor *in = &t->args[i];
-      if (i == o || in->addr == 0 || arg_role(t, i) != 0)
-        continue;
       uint64_t ilo = in->addr + in->offset;
-      uint64_t ihi = ilo + hbg_tensor_extent(in);
-      if (ihi <= olo || ohi <= ilo)
+      if (in->addr == 0 || ilo >= ohi)
+        continue;
+      uint64_t ihi = ilo + (ext ? ext[i] : hbg_tensor_extent(in));
+      if (ihi <= olo)
         continue;
       if (!user && kdescs[t->kernel].in_place && same_tensor(out, in))
         continue;

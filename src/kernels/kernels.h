@@ -112,12 +112,14 @@ int hbg__task_kernel_check(const hbg_task *t, const char *who);
  * included). A kernel marked in-place capable (the element-wise ones and
  * ROPE) may have its output be the identical tensor as an input (address,
  * offset, dtype, shape and strides); a user kernel never. Arguments with
- * addr 0 (new inner outputs) are skipped; NOP is never checked. On failure
- * hbg_last_error() names the call and the task ("who (what id): "), the
- * kernel, the two argument indices and the overlapping byte range.
+ * addr 0 (new inner outputs) are skipped; NOP is never checked. ext, when
+ * not NULL, holds each argument's hbg_tensor_extent (the submit path has
+ * computed them already). On failure hbg_last_error() names the call and
+ * the task ("who (what id): "), the kernel, the two argument indices and
+ * the overlapping byte range.
  * @return 0 or HBG_E_KERNEL. */
-int hbg__task_overlap_check(const hbg_task *t, const char *who,
-                            const char *what, uint32_t id);
+int hbg__task_overlap_check(const hbg_task *t, const uint64_t *ext,
+                            const char *who, const char *what, uint32_t id);
 
 /* The scratch floats one CTA needs to run the task's call (kern_src.h's
  * hbg__k_scratch_floats, from the metadata alone): 0 for a kernel without
