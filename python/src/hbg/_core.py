@@ -22,6 +22,16 @@ try:  # numpy is optional: buffers and tensors work without it
 except ImportError:  # pragma: no cover - exercised only without numpy
     _np = None
 
+#: What a dtype argument takes: a DType, its int value, a name ("f32",
+#: "float32", ...) or a numpy dtype / type.
+DTypeLike = Any
+#: An access mode: an Access, its int value, or "in" / "out" / "inout".
+ModeLike = Union["Access", int, str]
+#: A shape: an int (one dim) or a sequence of ints, outermost first.
+ShapeLike = Union[int, Sequence[int]]
+#: A task scalar: an int (u64 or i64), a float (f32), or a Scalar.
+ScalarLike = Union[int, float, "Scalar"]
+
 __all__ = [
     "DType", "Access", "Kernel", "Scalar", "Tensor", "Runtime", "Buffer",
     "Bind", "Recorder", "TensorArray", "pack", "HostBuffer", "BindStats", "DeviceStats", "TraceEvent",
@@ -30,7 +40,7 @@ __all__ = [
 ]
 
 
-def version():
+def version() -> str:
     """The linked library's version string (``hbg_version_string``)."""
     return lib.hbg_version_string().decode()
 
@@ -55,7 +65,46 @@ class Access(enum.IntEnum):
 
 
 class Kernel(enum.IntEnum):
-    """Built-in kernels the sim device runs (``hbg_kernel_id``)."""
+    """Built-in kernels (``hbg_kernel_id``): what each computes, its
+    arguments in ``args`` order (outputs last) and scalars s0, s1.
+
+    Every tensor of every kernel but NOP is f32, 1 to 4 dims, no zero dim,
+    strides in elements, at most 2**26 elements. Inputs need mode IN (or
+    INOUT), outputs OUT (or INOUT); inputs may broadcast (stride 0),
+    outputs may not. "Flat": a tensor is read in its own row-major order,
+    so two flat tensors need the same element count, not the same shape.
+    An output may not overlap an input (their byte extents, holes of a
+    strided view included), except that the element-wise kernels (COPY,
+    ADD, MUL, SCALE, SILU_MUL, FILL) and ROPE run in place when the output
+    is the identical tensor (same address, offset, dtype, shape,
+    strides); a user kernel's OUT / INOUT tensors may not overlap its IN
+    ones. Breaking a rule raises ArgumentError (HBG_E_KERNEL) at
+    Bind.task / Recorder.task, naming the argument; ROPE's position and
+    ATTN's length are checked on the device (DeviceSideError at wait).
+    Results are bit-identical on any thread count, CPU or GPU.
+
+    NOP       any tensors, any dtype, any scalars: does nothing
+    COPY      [x, out]                   out = x                     (flat)
+    ADD       [a, b, out]                out = a + b                 (flat)
+    MUL       [a, b, out]                out = a * b                 (flat)
+    SCALE     [x, out]; s0 f32 alpha     out = x * alpha             (flat)
+    RMSNORM   [x, w, out]; s0 f32 eps    per row of the last dim d:
+              out = x / sqrt(mean(x**2) + eps) * w; w has d elements
+    GEMV      [W, x, out]; s0 f32 alpha optional
+              W [n, k], x k elements, out n: out = W @ x (* alpha)
+    ROPE      [x, cos, sin, out]; s0 int position p
+              x [..., d] (d even), cos and sin [P, d/2] with p < P:
+              rotate-half (NeoX / Qwen) on each row of x
+    SILU_MUL  [a, b, out]                out = a / (1 + exp(-a)) * b (flat)
+    SOFTMAX   [x, out]                   softmax over the last dim
+    ATTN      [q, K, V, out]; s0 int length L (1 <= L <= T), s1 f32 scale
+              optional (1/sqrt(D)): q [Hq, D], K and V [Hk, T, D], out
+              q's shape; single-query attention over positions [0, L),
+              head h reading K/V head h // (Hq // Hk)
+    FILL      [out]; s0 f32 value        out = value
+
+    The exact reduction orders are in include/hbg/hbg.h and in
+    python/README.md ("Kernels")."""
     NOP = 0
     COPY = 1
     ADD = 2
@@ -161,7 +210,7 @@ def _dtype_fits(buf_dt, hbg_dt):
     return _NP_OF.get(hbg_dt) == buf_dt.name
 
 
-def dtype_size(d):
+def dtype_size(d: DTypeLike) -> int:
     """Bytes per element of a dtype (``hbg_dtype_size``)."""
     return lib.hbg_dtype_size(int(_dtype(d)))
 
@@ -212,19 +261,19 @@ def _names(fn):
         i += 1
 
 
-def policies():
+def policies() -> List[str]:
     """Names of the upload policies this library has, in index order
     (``hbg_policy_name(i)`` for i = 0 until it returns NULL)."""
     return _names(lib.hbg_policy_name)
 
 
-def workloads():
+def workloads() -> List[str]:
     """Names of the built-in workloads (``hbg_workload_name``)."""
     return [lib.hbg_workload_name(i).decode()
             for i in range(lib.hbg_workload_count())]
 
 
-def devices():
+def devices() -> List[Tuple[str, str]]:
     """``[(name, summary)]`` of the built-in device backends."""
     out = []
     for i in range(lib.hbg_device_count()):
@@ -235,7 +284,7 @@ def devices():
     return out
 
 
-def image_dump(image, json=False):
+def image_dump(image: Any, json: bool = False) -> str:
     """Validate a Definition / Submission / window image (bytes-like) and
     return its readable form (``hbg_image_dump``). Raises ImageError, with
     the text printed so far as ``.text``, when validation fails."""
@@ -308,8 +357,10 @@ class Tensor(_B.TensorBase):
     default to contiguous row-major."""
     __slots__ = ()
 
-    def __init__(self, addr, shape, dtype=DType.F32, mode=Access.IN,
-                 offset=0, strides=None):
+    def __init__(self, addr: int, shape: ShapeLike,
+                 dtype: DTypeLike = DType.F32, mode: ModeLike = Access.IN,
+                 offset: int = 0,
+                 strides: Optional[Sequence[int]] = None) -> None:
         d = dtype if dtype.__class__ is DType else _dtype(dtype)
         m = mode if mode.__class__ is Access else _mode(mode)
         if strides is not None:
@@ -326,7 +377,8 @@ class Tensor(_B.TensorBase):
                                 "(1..%d positive dims)" % (shape, L.MAX_DIMS))
 
     @classmethod
-    def internal(cls, shape, dtype=DType.F32):
+    def internal(cls, shape: ShapeLike,
+                 dtype: DTypeLike = DType.F32) -> "Tensor":
         """An output placed in the graph's internal heap (addr 0)."""
         return cls(0, shape, dtype, Access.OUT)
 
@@ -337,21 +389,42 @@ class Tensor(_B.TensorBase):
                tuple(c.strides[:c.ndim]))
         return t
 
-    def with_mode(self, mode):
+    def with_mode(self, mode: ModeLike) -> "Tensor":
         """A copy of this tensor with another access mode."""
         t = self._copy()
         t._mode = int(_mode(mode))
         return t
 
-    addr = property(lambda self: self._addr)
-    offset = property(lambda self: self._offset)
-    dtype = property(lambda self: DType(self._dtype))
-    mode = property(lambda self: Access(self._mode))
-    shape = property(lambda self: self._shape)
-    strides = property(lambda self: self._strides)
+    @property
+    def addr(self) -> int:
+        """Device address of the buffer (0 for a new internal output)."""
+        return self._addr
 
     @property
-    def extent(self):
+    def offset(self) -> int:
+        """Bytes from addr to element 0."""
+        return self._offset
+
+    @property
+    def dtype(self) -> DType:
+        return DType(self._dtype)
+
+    @property
+    def mode(self) -> Access:
+        return Access(self._mode)
+
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        """Dims, outermost first."""
+        return self._shape
+
+    @property
+    def strides(self) -> Tuple[int, ...]:
+        """Strides in elements, one per dim."""
+        return self._strides
+
+    @property
+    def extent(self) -> int:
         """Bytes from element 0 to one past the last (``hbg_tensor_extent``)."""
         return self._extent
 
@@ -368,7 +441,7 @@ class TensorArray:
     the rows of ``Bind.graphs``. Saves rebuilding the array per call."""
     __slots__ = ("_arr", "n", "rows", "width")
 
-    def __init__(self, tensors):
+    def __init__(self, tensors: Sequence[Any]) -> None:
         tensors = list(tensors)
         if tensors and not isinstance(tensors[0], Tensor):
             width = len(tensors[0])
@@ -382,11 +455,11 @@ class TensorArray:
         self.n = len(tensors)
         self._arr = _B.pack(tensors)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.rows
 
 
-def pack(tensors):
+def pack(tensors: Sequence[Any]) -> "TensorArray":
     """A TensorArray of tensors (a list, or a list of equal-length rows)."""
     return TensorArray(tensors)
 
@@ -548,13 +621,20 @@ class Runtime:
     default (and its ``HBG_*`` environment overrides). Use it as a context
     manager, or call ``close()``; a runtime dropped without either is closed
     when collected. Buffers, binds and workloads keep their runtime alive.
-    Like the C runtime it is used from one thread at a time.
+    Like the C runtime it is used from one thread at a time, and the
+    library checks it: a call made while another thread is inside one on
+    the same runtime raises StateError (HBG_E_BUSY) naming that call and
+    changes nothing.
     """
 
-    def __init__(self, policy=None, device=None, device_options=None,
-                 arena_bytes=0, pipeline_depth=0, coalesce_chunk_bytes=0,
-                 orch_id=0, graph_cache_max=0, poison_staging=False,
-                 no_launch=False, deps=None, record=None):
+    def __init__(self, policy: Union[str, int, None] = None,
+                 device: Optional[str] = None,
+                 device_options: Optional[str] = None, arena_bytes: int = 0,
+                 pipeline_depth: int = 0, coalesce_chunk_bytes: int = 0,
+                 orch_id: int = 0, graph_cache_max: int = 0,
+                 poison_staging: bool = False, no_launch: bool = False,
+                 deps: Optional[str] = None,
+                 record: Optional[str] = None) -> None:
         cfg = L.out_struct(L.Config_c)
         lib.hbg_config_init(ctypes.addressof(cfg))
         if policy is not None:
@@ -607,41 +687,41 @@ class Runtime:
         return _native_error_at(self._h.ptr)
 
     # -- lifetime
-    def close(self):
+    def close(self) -> None:
         """End open binds, destroy workloads, free buffers, then destroy
         the runtime (waits for binds in flight). Idempotent."""
         self._finalizer()
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         return self._h.ptr is None
 
-    def __enter__(self):
+    def __enter__(self) -> "Runtime":
         self._ptr()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> bool:
         self.close()
         return False
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if self.closed:
             return "<hbg.Runtime closed>"
         return "<hbg.Runtime policy=%s>" % self.policy
 
     # -- properties
     @property
-    def policy(self):
+    def policy(self) -> str:
         """The runtime's policy name."""
         return lib.hbg_policy_name(lib.hbg_runtime_policy(self._ptr())).decode()
 
     @property
-    def native_error(self):
+    def native_error(self) -> Optional[Tuple[int, str]]:
         """``(code, message)`` of the device's last native error, or None."""
         self._ptr()
         return self._native_error()
 
-    def device_stats(self):
+    def device_stats(self) -> "DeviceStats":
         """DeviceStats of the runtime's device (``hbg_dev_stats_get``)."""
         dev = lib.hbg_runtime_device(self._ptr())
         st = L.out_struct(L.DevStats_c)
@@ -658,7 +738,7 @@ class Runtime:
         see Buffer.dtype."""
         return Buffer(self, nbytes, dtype)
 
-    def host_buffer(self, nbytes):
+    def host_buffer(self, nbytes: int) -> "HostBuffer":
         """A HostBuffer of nbytes: host memory that numpy views in place
         and the device copies from / to directly where it can."""
         return HostBuffer(self, nbytes)
@@ -685,7 +765,7 @@ class Runtime:
         return b
 
     # -- binds
-    def bind(self):
+    def bind(self) -> "Bind":
         """Begin a bind (``hbg_bind_begin``) and return it. As a context
         manager it launches, waits and ends on a normal exit, and ends
         (rolling back or abandoning) on an exception."""
@@ -693,14 +773,15 @@ class Runtime:
         return Bind(self)
 
     # -- workloads
-    def workload(self, name="qwen3-14b", layers=0, seed=0, def_size=0):
+    def workload(self, name: str = "qwen3-14b", layers: int = 0,
+                 seed: int = 0, def_size: int = 0) -> "Workload":
         """Create a built-in workload (its buffers) on this runtime;
         ``def_size`` pads every Definition to at least that many bytes
         (``hbg_workload_config.def_size``, 0 = natural size)."""
         return Workload(self, name, layers, seed, def_size)
 
     # -- tracing
-    def set_trace(self, fn):
+    def set_trace(self, fn: Optional[Callable[["TraceEvent"], Any]]) -> None:
         """Install fn(TraceEvent) as trace callback, or remove with None.
         It runs on the library's threads (device copy/execution too), so
         keep it quick; exceptions in it are printed, not raised."""
@@ -951,7 +1032,7 @@ class HostBuffer:
     unregisters it."""
     _order = 2
 
-    def __init__(self, rt, nbytes):
+    def __init__(self, rt: "Runtime", nbytes: int) -> None:
         nbytes = _C.int_index(nbytes, "nbytes")
         if nbytes <= 0:
             raise ArgumentError(-1, message="host buffer size must be "
@@ -986,7 +1067,8 @@ class HostBuffer:
         return {"version": 3, "shape": (self.nbytes,), "typestr": "|u1",
                 "data": (self.addr, False)}
 
-    def numpy(self, dtype="float32", shape=None):
+    def numpy(self, dtype: DTypeLike = "float32",
+              shape: Optional[ShapeLike] = None) -> Any:
         """A numpy view (no copy) of the memory as dtype (an hbg dtype name
         / DType, or any numpy dtype), shape (default: all of it)."""
         dt = _np_dtype(dtype, "hbg.HostBuffer.numpy")
@@ -1014,11 +1096,13 @@ class Recorder:
     """Passed to a graph's record callback: the boundary being recorded,
     and ``task()`` to append inner tasks. Valid only during the call."""
 
-    def __init__(self, ptr):
-        self._p = ptr
+    def __init__(self, ptr: int) -> None:
+        self._p: Optional[int] = ptr
         self.tensors, self.scalars = _B.record_boundary(ptr)
 
-    def task(self, kernel, args, scalars=(), deps=()):
+    def task(self, kernel: int, args: Sequence["Tensor"],
+             scalars: Sequence[ScalarLike] = (),
+             deps: Sequence[int] = ()) -> int:
         """Append an inner task (``hbg_record_task``); internal outputs
         (``Tensor.internal``) get their heap address filled in. deps are
         earlier inner node ids. Returns the inner node id."""
@@ -1052,7 +1136,7 @@ class Bind:
     """
     _order = 0
 
-    def __init__(self, rt):
+    def __init__(self, rt: "Runtime") -> None:
         h = rt._h
         cell = [None]
         self.runtime = rt
@@ -1079,10 +1163,12 @@ class Bind:
         return self._cell[0]
 
     @property
-    def ended(self):
+    def ended(self) -> bool:
         return self._state == _ENDED
 
-    def task(self, kernel, args, scalars=(), deps=()):
+    def task(self, kernel: int, args: Sequence["Tensor"],
+             scalars: Sequence[ScalarLike] = (),
+             deps: Sequence[int] = ()) -> int:
         """Append an ordinary task (``hbg_submit_task``): kernel (Kernel),
         args (Tensors), scalars (Scalar or static ints), deps (task ids).
         Returns its task id."""
@@ -1092,8 +1178,12 @@ class Bind:
         return _submit_task(self._cell[0], h.ptr, kernel, args, scalars, deps,
                             h.tracing)
 
-    def graph(self, key, tensors=(), scalars=(), record=None, variant=(),
-              deps=()):
+    def graph(self, key: int,
+              tensors: Union[Sequence["Tensor"], "TensorArray"] = (),
+              scalars: Sequence[Union[int, float]] = (),
+              record: Optional[Callable[["Recorder"], Any]] = None,
+              variant: Sequence[Union[int, float]] = (),
+              deps: Sequence[int] = ()) -> int:
         """Submit one replay of graph `key` (``hbg_submit_graph``).
 
         tensors: the boundary Tensors (or a TensorArray from pack());
@@ -1113,8 +1203,12 @@ class Bind:
         return _submit_graph(self._cell[0], h.ptr, key, tensors, scalars,
                              record, variant, deps, 0, False, h.tracing)
 
-    def graphs(self, key, tensors, scalars=None, record=None, variant=(),
-               deps=(), chain=False):
+    def graphs(self, key: int,
+               tensors: Union[Sequence[Sequence["Tensor"]], "TensorArray"],
+               scalars: Optional[Sequence[Sequence[Union[int, float]]]] = None,
+               record: Optional[Callable[["Recorder"], Any]] = None,
+               variant: Sequence[Union[int, float]] = (),
+               deps: Sequence[int] = (), chain: bool = False) -> List[int]:
         """Submit len(tensors) replays of one key in one C call
         (``hbg_submit_graph_n``): tensors[i] and scalars[i] are replay i's
         boundary (tensors may be a TensorArray of rows from pack()).
@@ -1154,7 +1248,7 @@ class Bind:
         return _B.submit_graph(self._cell[0], h.ptr, key, flat, scalars,
                                record, variant, deps, n, chain, h.tracing)
 
-    def launch(self):
+    def launch(self) -> None:
         """Upload what is left and launch the bind (``hbg_bind_launch``).
         A second launch raises StateError."""
         h = self._h
@@ -1197,23 +1291,23 @@ class Bind:
                "hbg_bind_stats_get", self.runtime)
         return BindStats._from_c(st)
 
-    def get_stats(self):
+    def get_stats(self) -> "BindStats":
         """BindStats now (``hbg_bind_stats_get``), any state but ended."""
         return self._get_stats(self._ptr())
 
     @property
-    def fatal(self):
+    def fatal(self) -> int:
         """The latched fatal error code, 0 if none (``hbg_bind_fatal``)."""
         return lib.hbg_bind_fatal(self._ptr())
 
-    def end(self):
+    def end(self) -> None:
         """Release the slot (``hbg_bind_end``). Idempotent."""
         self._release()
 
-    def __enter__(self):
+    def __enter__(self) -> "Bind":
         return self
 
-    def __exit__(self, et, ev, tb):
+    def __exit__(self, et: Any, ev: Any, tb: Any) -> bool:
         if et is not None:
             self.end()
             return False
@@ -1241,7 +1335,8 @@ class Workload:
     step from C, ``verify(step)`` checks it against the host reference."""
     _order = 1
 
-    def __init__(self, rt, name="qwen3-14b", layers=0, seed=0, def_size=0):
+    def __init__(self, rt: "Runtime", name: str = "qwen3-14b",
+                 layers: int = 0, seed: int = 0, def_size: int = 0) -> None:
         cfg = L.out_struct(L.WorkloadConfig_c)
         lib.hbg_workload_config_init(ctypes.addressof(cfg))
         self._name = name.encode()
@@ -1271,19 +1366,19 @@ class Workload:
             raise StateError(-7, message="workload is closed")
         return self._cell[0]
 
-    def close(self):
+    def close(self) -> None:
         """Free the workload's device buffers. Idempotent."""
         self._release()
 
-    def __enter__(self):
+    def __enter__(self) -> "Workload":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> bool:
         self.close()
         return False
 
     @property
-    def info(self):
+    def info(self) -> "WorkloadInfo":
         """WorkloadInfo (``hbg_workload_get_info``)."""
         st = L.out_struct(L.WorkloadInfo_c)
         _check(lib.hbg_workload_get_info(self._ptr(), ctypes.addressof(st)),
@@ -1291,13 +1386,13 @@ class Workload:
         return WorkloadInfo(*[getattr(st, f.name)
                               for f in dataclasses.fields(WorkloadInfo)])
 
-    def submit(self, bind, step):
+    def submit(self, bind: "Bind", step: int) -> None:
         """Orchestrate decode step `step` into bind (all tasks, graphs)."""
         p = self._ptr()
         _check(lib.hbg_workload_submit(p, bind._ptr(_OPEN), int(step)),
                "hbg_workload_submit", self.runtime)
 
-    def nodes(self, step, heap):
+    def nodes(self, step: int, heap: int) -> List["WorkloadNode"]:
         """The kernel calls of step `step`, flattened, as WorkloadNodes
         (``hbg_workload_nodes``); graph-internal tensors lie in the device
         memory at heap (``info.node_heap_bytes`` bytes, 64-aligned)."""
@@ -1316,7 +1411,7 @@ class Workload:
                              tuple(c.scalars[:c.n_scalars]))
                 for c in arr[:n.value]]
 
-    def verify(self, step):
+    def verify(self, step: int) -> float:
         """Compare step's outputs with the host reference, bit for bit.
         Returns the max abs error (0.0); raises DeviceError (HBG_E_VERIFY)
         on a mismatch."""

@@ -1,4 +1,6 @@
 """hbg error codes as Python exceptions."""
+from typing import Type
+
 from ._lib import lib
 
 
@@ -76,17 +78,17 @@ _ARGUMENT = {"INVAL", "NOTFOUND", "RANGE", "SIGNATURE", "LIMIT", "KERNEL",
 _STATE = {"STATE", "AGAIN", "FATAL", "NESTED", "BUSY", "RECORD"}
 
 
-def err_name(code):
+def err_name(code: int) -> str:
     """``hbg_err_name``: "HBG_E_INVAL" style name of an error code."""
     return lib.hbg_err_name(int(code)).decode()
 
 
-def strerror(code):
+def strerror(code: int) -> str:
     """``hbg_strerror``: the library's message for an error code."""
     return lib.hbg_strerror(int(code)).decode()
 
 
-def error_class(code):
+def error_class(code: int) -> Type[HbgError]:
     """The HbgError subclass for an error code's family."""
     short = err_name(code)[len("HBG_E_"):]
     if short.startswith("IMG_"):
