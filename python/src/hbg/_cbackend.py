@@ -107,24 +107,34 @@ def pack(tensors):
     return arr if n else (L.Tensor_c * 0)()
 
 
+# The per-call paths check an int in range inline and call _convert (and
+# format an argument's name) only for anything else.
+_U32, _U64 = _C.U32, _C.U64
+
+
 def _u32s(v):
-    v = [_C.u32(x, "dependency %d" % i) for i, x in enumerate(v or ())]
+    v = [x if x.__class__ is int and 0 <= x < _U32 else
+         _C.u32(x, "dependency %d" % i) for i, x in enumerate(v or ())]
     return (c_uint32 * max(1, len(v)))(*v), len(v)
 
 
 def _u64s(v, what):
-    v = [_C.scalar_bits(x, "%s %d" % (what, i)) for i, x in enumerate(v or ())]
+    v = [x if x.__class__ is int and 0 <= x < _U64 else
+         _C.scalar_bits(x, "%s %d" % (what, i)) for i, x in enumerate(v or ())]
     return (c_uint64 * max(1, len(v)))(*v), len(v)
 
 
 def _task(kernel, args, scalars, deps):
     """An hbg_task struct and its argument array (for the addresses that
     recording writes back)."""
-    kernel = _C.u32(kernel, "kernel")
+    if kernel.__class__ is not int or not 0 <= kernel < _U32:
+        kernel = _C.u32(kernel, "kernel")
     targs, n = _tensors(args)
     sc = []
     for i, s in enumerate(scalars or ()):
-        if isinstance(s, _F["scalar_cls"]):
+        if s.__class__ is int and 0 <= s < _U64:
+            sc.append(L.Scalar_c(s, 0, 0))
+        elif isinstance(s, _F["scalar_cls"]):
             what = "scalar %d" % i
             sc.append(L.Scalar_c(_C.int_bits(s.value, what),
                                  _C.u32(s.kind, what + " kind"),
@@ -180,9 +190,11 @@ def submit_graph(b, rt, key, tensors, scalars, record, variant, deps, n,
     tarr, nt = _tensors(tensors)
     if nt % rows:
         _arg_error("every replay needs the same number of boundary tensors")
-    key = _C.int_bits(key, "key")
+    if key.__class__ is not int or not 0 <= key < _U64:
+        key = _C.int_bits(key, "key")
     if n == 0:
-        flat = [_C.scalar_bits(s, "boundary scalar %d" % i)
+        flat = [s if s.__class__ is int and 0 <= s < _U64 else
+                _C.scalar_bits(s, "boundary scalar %d" % i)
                 for i, s in enumerate(scalars or ())]
         ns = len(flat)
     else:
@@ -193,7 +205,8 @@ def submit_graph(b, rt, key, tensors, scalars, record, variant, deps, n,
         if any(len(r) != ns for r in rs):
             _arg_error("every replay needs the same number of boundary "
                        "scalars")
-        flat = [_C.scalar_bits(s, "replay %d, boundary scalar %d" % (r, i))
+        flat = [s if s.__class__ is int and 0 <= s < _U64 else
+                _C.scalar_bits(s, "replay %d, boundary scalar %d" % (r, i))
                 for r, row in enumerate(rs) for i, s in enumerate(row)]
         if not L.HAVE_BATCH:
             _fail(-5, "hbg_submit_graph_n", False, None)
