@@ -128,6 +128,24 @@ static void chain_destroy(chain *c) {
   memset(c, 0, sizeof *c);
 }
 
+/* After the runtime that allocated the chain's buffers is destroyed, they
+ * are the device's: free them there (hbg_buffer_free takes only a live
+ * buffer of the runtime that made it). */
+static inline void chain_destroy_on(chain *c, hbg_device *dev) {
+  uint64_t *one[2] = {&c->input, &c->out};
+  for (int i = 0; i < 2; i++)
+    if (*one[i])
+      hbg_dev_mem_free(dev, *one[i]);
+  for (uint32_t i = 0; c->b && i <= c->layers; i++)
+    if (c->b[i])
+      hbg_dev_mem_free(dev, c->b[i]);
+  for (uint32_t i = 0; c->bias && i < c->layers; i++)
+    if (c->bias[i])
+      hbg_dev_mem_free(dev, c->bias[i]);
+  c->rt = NULL;
+  chain_destroy(c);
+}
+
 /* The head task: input -> b[0]. */
 static int chain_submit_head(chain *c, hbg_bind *b, hbg_task_id *prev) {
   uint32_t dims[1] = {c->n};

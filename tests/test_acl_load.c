@@ -85,12 +85,8 @@ static void test_load_ok(void) {
 }
 
 int main(void) {
-  if (!hbg_device_find("acl"))
-    return T_EXIT_SKIP;
-  stub_path = getenv("HBG_ACL_LIB");
-  nosym_path = getenv("HBG_ACL_NOSYM_LIB");
-  if (!stub_path || !nosym_path)
-    return T_EXIT_SKIP;
+  stub_path = hbgstub_path("HBG_ACL_LIB", hbg_device_find("acl") != NULL);
+  nosym_path = hbgstub_path("HBG_ACL_NOSYM_LIB", 1);
   test_missing_library();
   test_missing_symbol();
   test_load_ok();

@@ -776,11 +776,7 @@ static void test_trace(void) {
 }
 
 int main(void) {
-  if (!hbg_device_find("acl"))
-    return T_EXIT_SKIP;
-  const char *lib = getenv("HBG_ACL_LIB");
-  if (!lib)
-    return T_EXIT_SKIP;
+  const char *lib = hbgstub_path("HBG_ACL_LIB", hbg_device_find("acl") != NULL);
   ASSERT_EQ(hbgstub_attach(&S, lib), 0);
   test_caps();
   test_memory();

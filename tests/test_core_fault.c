@@ -202,8 +202,8 @@ static void test_teardown_sync_fails(void) {
     ASSERT(rt);
     c.rt = rt;
     ASSERT_OK(chain_verify(&c, 0));
-    chain_destroy(&c);
     hbg_runtime_destroy(rt);
+    chain_destroy_on(&c, dev);
   }
   expect_nothing_held(hbg_fault_inner(dev));
   hbg_device_close(dev);
@@ -443,9 +443,8 @@ static void test_destroy_reports(int policy, int op, uint64_t k,
   hbg_device *dev = NULL;
   ASSERT_OK(hbg_device_open("fault", "inner=sim", &dev));
   hbg_device *inner = hbg_fault_inner(dev);
-  hbg_runtime *keep = mk(dev, policy); /* frees the chain's buffers */
   hbg_runtime *rt = mk(dev, policy);
-  ASSERT(keep && rt);
+  ASSERT(rt);
   chain c;
   ASSERT_OK(chain_create(&c, rt, L, N));
   ASSERT_OK(chain_bind(&c, 0, NULL));
@@ -462,9 +461,7 @@ static void test_destroy_reports(int policy, int op, uint64_t k,
       !strstr(msg, named) || !strstr(msg, "HBG_E_INJECTED"))
     T_FAIL("%s %s #%llu: '%s' does not name '%s'", hbg_policy_name(policy),
            hbg_dev_op_name(op), (unsigned long long)k, msg, named);
-  c.rt = keep;
-  chain_destroy(&c);
-  hbg_runtime_destroy(keep);
+  chain_destroy_on(&c, dev);
   expect_nothing_held(inner);
   hbg_device_close(dev);
 }
@@ -873,9 +870,9 @@ static void sweep_teardown(const setup *su, int open) {
         w.c[i].rt = rt;
       verify_launched(&r[0]);
       verify_launched(&r[1]);
-      for (int i = 0; i < NCHAIN; i++)
-        chain_destroy(&w.c[i]);
       hbg_runtime_destroy(rt);
+      for (int i = 0; i < NCHAIN; i++)
+        chain_destroy_on(&w.c[i], dev);
       const hbg_dev_stats end = mem_now(inner);
       SWEEP_CHECK(end.mem_in_use == base.mem_in_use);
       SWEEP_CHECK(end.host_in_use == base.host_in_use);

@@ -422,12 +422,8 @@ static void t_location(void) {
 int main(void) {
   hbg_config cfg;
   hbg_config_init(&cfg);
-  int rc = hbg_runtime_create(&cfg, &rt);
-  if (rc == HBG_E_NOTFOUND || rc == HBG_E_UNSUPPORTED) {
-    printf("no device: skip\n");
-    return T_EXIT_SKIP;
-  }
-  ASSERT_OK(rc);
+  cfg.device = "sim"; /* always built; not whatever HBG_DEVICE says */
+  ASSERT_OK(hbg_runtime_create(&cfg, &rt));
   ASSERT_OK(hbg_buffer_alloc(rt, NF * 4, &A));
   ASSERT_OK(hbg_buffer_alloc(rt, NF * 4, &B));
   ASSERT_OK(hbg_buffer_alloc(rt, NF * 4, &C));

@@ -36,6 +36,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <hbg/hbg_kernel.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -300,12 +302,14 @@ typedef enum hbg_kernel_id {
  * mode, element 0 aligned to its dtype, inside a live buffer) and the
  * overlap rule above, read from the modes: no argument with mode OUT or
  * INOUT may overlap one with mode IN, identical or not (a user kernel that
- * updates a tensor in place takes it once, as INOUT). The ids between HBG_KERNEL__COUNT and
- * HBG_KERNEL_USER_MIN are reserved for built-ins (HBG_E_KERNEL). A device
+ * updates a tensor in place takes it once, as INOUT). The ids between
+ * HBG_KERNEL__COUNT and HBG_KERNEL_USER_MIN are reserved for built-ins
+ * (HBG_E_KERNEL). A device
  * runs a user kernel with the implementation registered for its id
- * (hbg_sim_register_kernel on the sim device; an executor written against
- * hbg_image.h on others); a launch reaching an id with none fails with
- * HBG_E_KERNEL. */
+ * (hbg_kernel_register on the sim and cuda, hbg_sim_register_kernel on the
+ * sim; an executor written against hbg_image.h on others); a launch
+ * reaching an id with none fails with HBG_E_KERNEL (on cuda exec=device the
+ * submission is refused already). */
 #define HBG_KERNEL_USER_MIN 0x1000u
 
 /* A user kernel's CPU implementation on the sim device. t[i] is the layout
@@ -335,6 +339,61 @@ HBG_API int hbg_sim_register_kernel(struct hbg_device *dev, uint32_t kernel,
  * HBG_E_NOTFOUND (kernel not registered). */
 HBG_API int hbg_sim_unregister_kernel(struct hbg_device *dev,
                                       uint32_t kernel);
+
+/* A user kernel written to the lane model of hbg_kernel.h, one source for
+ * the sim and the GPU (docs/USER_KERNELS.md). Fill what the device needs,
+ * or both halves to register the same struct anywhere:
+ *   sim   fn, the host build of the function (cc);
+ *   cuda  image, image_size and symbol: relocatable device code built
+ *         with nvcc -rdc=true (PTX text, or a cubin or fatbin holding an
+ *         sm_XX ELF and/or PTX) that defines `symbol` as an
+ *         extern "C" __device__ function (HBG_KERNEL_FN). hbg copies the
+ *         bytes. */
+typedef struct hbg_kernel_impl {
+  uint32_t struct_size; /* sizeof(hbg_kernel_impl) */
+  uint32_t kernel;      /* >= HBG_KERNEL_USER_MIN */
+  uint32_t phases;      /* phases per call (or per row), 1..2^20 */
+  uint32_t rows_of;     /* 0: phases per call; k + 1: per row of tensor k */
+  uint64_t scratch_floats; /* shared by a call's lanes, at most 2^24 */
+  hbg_kernel_lane_fn fn;   /* sim */
+  const char *symbol;      /* cuda: the function's name (a C identifier) */
+  const void *image;       /* cuda: the device code */
+  size_t image_size;       /* cuda: its bytes */
+} hbg_kernel_impl;
+
+/* Register impls[0..n) on dev (hbg_runtime_device(rt), or a device from
+ * hbg_device_open), all or none.
+ *   sim   each runs through the executor's user-kernel table, its phases
+ *         and lanes as hbg_kernel.h says (lanes=); hbg_sim_unregister_kernel
+ *         removes one.
+ *   cuda  (exec=device) hbg links its executor (relocatable device code
+ *         inside libhbg) with every image registered so far on this device
+ *         and a dispatch it generates, with the driver's linker (cuLink*),
+ *         loads the result and runs every later launch of the device from
+ *         it; a registration holds until the device is closed. Without a
+ *         registration the device runs its built-in module (nothing is
+ *         linked, built-ins cost the same). With HBG_CUDA_LINK_CACHE=DIR
+ *         the linked image is kept in DIR, keyed by a content hash of
+ *         every input and the driver version, and loaded from there next
+ *         time instead of linking.
+ * Later submissions may use the ids; on cuda a task or graph node whose
+ * user kernel has no implementation on the runtime's device is refused
+ * at hbg_submit_task / hbg_record_task (HBG_E_KERNEL), on the sim at
+ * launch (it may be registered in between). Thread-safe (one registration
+ * at a time per device; launches may run meanwhile). hbg_last_error()
+ * names the kernel and what is wrong; a link failure carries the driver
+ * linker's log.
+ * @return 0; HBG_E_INVAL (NULL dev or impls, n 0, struct_size too small,
+ * an id below HBG_KERNEL_USER_MIN, phases, rows_of or scratch_floats out of
+ * range, no fn on the sim, no image or symbol on cuda, a symbol that is not
+ * a C identifier or is hbg's own, image bytes that are not device code or
+ * a cubin built without -rdc); HBG_E_BUSY (an id registered already, or
+ * twice in impls); HBG_E_NOTFOUND (the image's symbol table, where hbg can
+ * read it, lacks the symbol); HBG_E_KERNEL (the driver's linker refused
+ * the code); HBG_E_UNSUPPORTED (not a sim or cuda exec=device device, or a
+ * driver without the cuLink* calls); HBG_E_NOMEM; a mapped driver error. */
+HBG_API int hbg_kernel_register(struct hbg_device *dev,
+                                const hbg_kernel_impl *impls, uint32_t n);
 
 /* One kernel launch. args are the tensors (inputs and outputs, mode says
  * which), scalars the scalar arguments, deps earlier task ids this task waits
@@ -458,7 +517,12 @@ typedef struct hbg_config {
                                  start to the last bind's need;
                                  env HBG_ARENA_BYTES */
   uint32_t pipeline_depth;    /* binds in flight, 0 = 2, at most
-                                 HBG_PIPELINE_DEPTH_MAX; env HBG_PIPELINE_DEPTH */
+                                 HBG_PIPELINE_DEPTH_MAX; env HBG_PIPELINE_DEPTH.
+                                 Whatever the depth, binds execute on the
+                                 device one after another in launch order
+                                 (hbg_bind_launch); what overlaps a running
+                                 bind is the host's orchestration of the
+                                 next ones and their uploads */
   uint32_t coalesce_chunk_bytes; /* coalesced: start async chunks of at
                                     least this size during orchestration;
                                     0 = one copy at launch */
@@ -531,12 +595,27 @@ HBG_API int hbg_runtime_last_native_error(hbg_runtime *rt, int64_t *code,
  * it is HBG_E_RANGE, and the device counts the failure
  * (hbg_dev_stats.free_failures). */
 HBG_API int hbg_buffer_alloc(hbg_runtime *rt, uint64_t bytes, uint64_t *out);
-/* Free a buffer of hbg_buffer_alloc. A launched bind may still read or
- * write it, so this first waits for every bind of rt in flight (launched,
- * not yet reclaimed): freeing a workload's buffers right after launching a
- * bind, without waiting for it, is safe. @return 0, HBG_E_INVAL (not a
- * live buffer of the device) or a device error. */
+/* Free a buffer of hbg_buffer_alloc. addr must be the start of a live
+ * buffer of rt: anything else (an address inside a buffer, one already
+ * freed, another runtime's, memory the runtime uses for itself) is
+ * HBG_E_INVAL and changes nothing. A launched bind may still read or write
+ * the buffer, so this first waits for every bind of rt in flight
+ * (launched, not yet reclaimed): freeing a workload's buffers right after
+ * launching a bind, without waiting for it, is safe; when that wait fails,
+ * its error is returned and the buffer stays live.
+ * @return 0, HBG_E_INVAL, or a device error. */
 HBG_API int hbg_buffer_free(hbg_runtime *rt, uint64_t addr);
+/* Copy bytes between host memory and device memory (a buffer of
+ * hbg_buffer_alloc), synchronously. Ordered with binds like a copy on a
+ * device-wide queue: each call first waits until every bind of rt launched
+ * before it has completed on the device, so a write is seen by every bind
+ * launched after it and by none launched before, and a read sees what
+ * every bind launched before it wrote. The cost: called while binds are in
+ * flight, it waits for them (the pipeline drains); called between binds
+ * (after hbg_bind_wait), it costs only the copy. Write inputs before
+ * hbg_bind_launch and read results after hbg_bind_wait to keep binds
+ * overlapping. Not ordered against a bind still open (not launched).
+ * @return 0, HBG_E_INVAL, a device error (the wait's: nothing copied). */
 HBG_API int hbg_buffer_write(hbg_runtime *rt, uint64_t dst, const void *src,
                              uint64_t bytes);
 HBG_API int hbg_buffer_read(hbg_runtime *rt, void *dst, uint64_t src,
@@ -659,7 +738,14 @@ HBG_API const uint64_t *hbg_record_scalars(hbg_recorder *rec, uint32_t *n);
 HBG_API int hbg_record_pad(hbg_recorder *rec, uint32_t def_size);
 
 /* Finish orchestration: upload what is left and launch the bind on the
- * device (asynchronously). When the completion event cannot be recorded
+ * device (asynchronously). Binds of one runtime execute on the device in
+ * launch order, whatever pipeline_depth: this bind's execution starts only
+ * after the previously launched bind has completed (its queue waits for
+ * that bind's completion event on the device; a backend without
+ * queue_wait_event makes this call wait on the host instead). Only host
+ * orchestration and uploads overlap a running bind. When that wait cannot
+ * be set up, the bind is latched (HBG_E_FATAL later) and nothing of it is
+ * launched. When the completion event cannot be recorded
  * after the launch, the bind is drained and collected here instead (it
  * ran, so it is not reported as failed).
  * @return 0, HBG_E_FATAL (latched earlier: nothing is launched), HBG_E_STATE,

@@ -147,7 +147,8 @@ typedef struct hbg_dev_stats {
   X(EVENT_QUERY, event_query)                                                  \
   X(EVENT_WAIT, event_wait)                                                    \
   X(LAUNCH, launch)                                                            \
-  X(EVENT_ELAPSED, event_elapsed)
+  X(EVENT_ELAPSED, event_elapsed)                                              \
+  X(QUEUE_WAIT_EVENT, queue_wait_event)
 
 typedef enum hbg_dev_op {
 #define HBG__DEV_OP_ENUM(up, low) HBG_DEV_OP_##up,
@@ -219,6 +220,15 @@ typedef struct hbg_dev_ops {
    * that the core's phase timings count modelled waits, not sleeps. Must
    * not fail. Optional (NULL: CLOCK_MONOTONIC). */
   int (*clock_ns)(hbg_device *dev, uint64_t *ns);
+  /* Make the work queued on q after this call wait until ev's latest
+   * record (as of this call) has completed on the device; the host does
+   * not wait. An event never recorded is complete. The core orders each
+   * bind's launch after the previously launched bind's completion event
+   * with it (hbg_bind_launch). Optional (NULL: the core waits for the
+   * event on the host before it launches instead).
+   * @return 0 or an error (nothing was queued). */
+  int (*queue_wait_event)(hbg_device *dev, hbg_dev_queue *q,
+                          hbg_dev_event *ev);
 } hbg_dev_ops;
 
 /* struct_size of an ops table built against the first version of this
@@ -317,6 +327,10 @@ HBG_API uint64_t hbg_dev_clock_ns(hbg_device *dev);
  * none (also a table whose struct_size ends before it). */
 HBG_API int hbg_dev_event_elapsed(hbg_device *dev, hbg_dev_event *start,
                                   hbg_dev_event *end, uint64_t *ns);
+/* @return as the queue_wait_event op; HBG_E_UNSUPPORTED where the backend
+ * has none (also a table whose struct_size ends before it). */
+HBG_API int hbg_dev_queue_wait_event(hbg_device *dev, hbg_dev_queue *q,
+                                     hbg_dev_event *ev);
 
 /* ---- fault injection ---- */
 

@@ -10,6 +10,7 @@
 
 #include "common/util.h"
 #include "core/policy/policy.h"
+#include "device/kernel_reg.h"
 #include "kernels/kernels.h"
 
 #define WIN_ALIGN 8u
@@ -389,6 +390,10 @@ int hbg_bind_begin(hbg_runtime *rt, hbg_bind **out) {
     HBG__TRY(hbg_dev_event_wait(rt->dev, s->done));
     s->in_flight = 0;
   }
+  if (s->undrained) {
+    HBG__TRY(hbg__slot_drain(rt, s));
+    s->undrained = 0;
+  }
   hbg_bind *b = &s->bind;
   hbg__bind_reset(b);
   HBG__TRY(hbg__slot_reclaim(rt, s));
@@ -446,6 +451,7 @@ int hbg_submit_task(hbg_bind *b, const hbg_task *t, hbg_task_id *out) {
   }
   HBG__TRY(check_deps(b, t->deps, t->n_deps, "hbg_submit_task"));
   HBG__TRY(hbg__task_kernel_check(t, "hbg_submit_task"));
+  HBG__TRY(hbg__dev_user_kernel_check(b->rt->dev, t, "hbg_submit_task"));
   HBG__TRY(hbg__task_overlap_check(t, ext, "hbg_submit_task", "task",
                                    b->n_tasks));
   const hbg_task_id *deps = t->deps;
@@ -491,6 +497,12 @@ int hbg_submit_task(hbg_bind *b, const hbg_task *t, hbg_task_id *out) {
 
 /* ---------------- graph submissions ---------------- */
 
+/* hbg_record_task's check that the device can run an inner task's user
+ * kernel (hbg__rec_kernel_hook). */
+static int user_kernel_hook(void *dev, const hbg_task *t, const char *who) {
+  return hbg__dev_user_kernel_check(dev, t, who);
+}
+
 /* Run g's record callback into a new Definition. */
 static int record_def(hbg_bind *b, const hbg_graph_submit *g, hbg__def **out) {
   hbg_runtime *rt = b->rt;
@@ -498,6 +510,7 @@ static int record_def(hbg_bind *b, const hbg_graph_submit *g, hbg__def **out) {
   HBG__TRY(hbg__rec_begin(g->tensors, g->n_tensors, g->scalars, g->n_scalars,
                           &rec));
   hbg__rec_check_kernels(rec);
+  hbg__rec_kernel_hook(rec, user_kernel_hook, rt->dev);
   rt->recording = 1;
   int urc = g->record(rec, g->user);
   rt->recording = 0;
@@ -537,7 +550,14 @@ static int graph_lookup(hbg_bind *b, const hbg_graph_submit *g, uint64_t fk,
   HBG__TRY(record_def(b, g, &def));
   int rc;
   if (gr) {
-    hbg__graph_redefine(rt, gr, def);
+    rc = hbg__graph_redefine(rt, gr, def);
+    if (rc < 0) {
+      hbg__error_set("hbg_submit_graph: key %llu recorded again: out of "
+                     "host memory retiring its old resident Definition",
+                     (unsigned long long)g->key);
+      hbg__def_free(def);
+      return rc;
+    }
     hbg__lru_touch(rt, gr->lru);
   } else {
     b->st.n_evicted += hbg__graph_make_room(rt);
@@ -789,7 +809,34 @@ static void collect(hbg_bind *b) {
   }
 }
 
+/* Binds of one runtime run on the device in launch order: b's queue waits
+ * for the previously launched bind's completion event, on the device
+ * (queue_wait_event), or on the host where the backend has no such op.
+ * That bind was itself ordered after the one before, so one wait orders b
+ * after all of them. @return 0, or the error (nothing launched). */
+static int order_after_previous(hbg_bind *b) {
+  hbg_runtime *rt = b->rt;
+  hbg__slot *s = b->slot, *p = rt->last_launched;
+  if (!p || p == s || !p->in_flight)
+    return 0; /* same queue (in order already), or known complete */
+  const char *how = "queue_wait_event";
+  int rc = hbg_dev_queue_wait_event(rt->dev, s->q, p->done);
+  if (rc == HBG_E_UNSUPPORTED) {
+    how = "event_wait (the device has no queue_wait_event)";
+    rc = hbg_dev_event_wait(rt->dev, p->done);
+  }
+  if (rc < 0)
+    hbg__error_set("hbg_bind_launch: ordering bind %llu after bind %llu "
+                   "(pipeline slot %u) failed in %s: %s; nothing was "
+                   "launched",
+                   (unsigned long long)b->seq,
+                   (unsigned long long)p->bind.seq, p->index, how,
+                   hbg_err_name(rc));
+  return rc;
+}
+
 int hbg_bind_launch(hbg_bind *b) {
+  hbg__error_clear();
   HBG__RETURN_IF(!b, HBG_E_INVAL);
   HBG__GUARD(b->rt, "hbg_bind_launch");
   HBG__RETURN_IF(b->rt->recording, HBG_E_NESTED);
@@ -841,15 +888,20 @@ int hbg_bind_launch(hbg_bind *b) {
                            .n_nodes = b->sz_nodes,
                            .kernel_scratch = b->sz_kscr};
   b->t_launch_start = hbg__rt_now(rt);
+  rc = order_after_previous(b);
+  if (rc < 0)
+    return latch(b, rc);
   /* The start event, taken after t_launch_start so that device_ns never
-   * exceeds exec_ns on a device whose clock is the host's. A start event
-   * that cannot be recorded only leaves this bind untimed. */
+   * exceeds exec_ns on a device whose clock is the host's, and after the
+   * wait so that it times this bind alone. A start event that cannot be
+   * recorded only leaves this bind untimed. */
   int timed = s->start && hbg_dev_event_record(rt->dev, s->start, s->q) == 0;
   rc = hbg_dev_launch(rt->dev, s->q, &d);
   if (rc < 0)
     return latch(b, rc);
   b->state = HBG__BIND_LAUNCHED;
   s->in_flight = 1;
+  rt->last_launched = s;
   rc = hbg_dev_event_record(rt->dev, s->done, s->q);
   s->timed = timed && rc == 0;
   if (rc < 0) {
@@ -930,10 +982,14 @@ void hbg_bind_end(hbg_bind *b) {
   hbg_runtime *rt = b->rt;
   hbg__slot *s = b->slot;
   if (b->state == HBG__BIND_OPEN) {
-    /* Never launched: roll back. Async chunks may still read the arena. */
-    if (b->win_flushed)
-      hbg__slot_drain(rt, s);
-    hbg__slot_reclaim(rt, s);
+    /* Never launched: roll back. Async chunks may still read the arena:
+     * while the device cannot say they are done, the arena and the
+     * per-bind device memory stay as they are (the next begin drains
+     * again before it reclaims). */
+    if (b->win_flushed && hbg__slot_drain(rt, s) < 0)
+      s->undrained = 1;
+    else
+      hbg__slot_reclaim(rt, s);
   }
   /* Host staging of a launched bind was fully copied before launch (sync
    * copies, or a queue sync after the async chunks), so it can go now;

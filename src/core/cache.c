@@ -162,14 +162,16 @@ uint32_t hbg__graph_make_room(hbg_runtime *rt) {
   return evicted;
 }
 
-void hbg__graph_redefine(hbg_runtime *rt, hbg__graph *gr, hbg__def *def) {
+int hbg__graph_redefine(hbg_runtime *rt, hbg__graph *gr, hbg__def *def) {
   hbg__def *old = gr->def;
   if (gr->lru->resident &&
       (old->hash != def->hash || old->size != def->size)) {
     hbg__resident *r = hbg__map_get(&rt->resident, old->hash, old->size, 0);
-    if (r && --r->refs == 0 &&
-        HBG__RESERVE(rt->retired, rt->retired_cap,
-                     (uint64_t)rt->n_retired + 1) == 0) {
+    /* Room to retire it first: the reference goes only where it can. */
+    if (r && r->refs == 1)
+      HBG__TRY(HBG__RESERVE(rt->retired, rt->retired_cap,
+                            (uint64_t)rt->n_retired + 1));
+    if (r && --r->refs == 0) {
       retire(rt, r->dev, busy_slots(rt));
       hbg__map_del(&rt->resident, old->hash, old->size);
       retired_sweep(rt);
@@ -178,6 +180,7 @@ void hbg__graph_redefine(hbg_runtime *rt, hbg__graph *gr, hbg__def *def) {
   }
   gr->def = def;
   hbg__def_free(old);
+  return 0;
 }
 
 int hbg__resident_ref(hbg_runtime *rt, hbg__graph *gr) {

@@ -228,6 +228,9 @@ struct hbg__slot {
   hbg_dev_event *start; /* recorded right before each launch; NULL where
                            the device keeps no event timer */
   int in_flight;       /* launched, completion not yet observed */
+  int undrained;       /* an open bind ended while async copies from the
+                          arena may still run: nothing is reclaimed until
+                          a drain succeeds */
   int timed;           /* the in-flight launch has start and done recorded */
   hbg__arena arena;
   hbg__map retained;   /* pinned-eager buffers */
@@ -255,6 +258,7 @@ struct hbg_runtime {
   uint32_t depth;
   hbg__slot *slots;
   uint32_t next_slot;
+  hbg__slot *last_launched; /* the slot of the latest launched bind */
   uint64_t bind_seq;
   int recording;     /* a record callback is running (any bind) */
   hbg__map graphs;   /* full key -> hbg__graph, at most graph_max */
@@ -294,8 +298,9 @@ int hbg__slot_init(hbg_runtime *rt, hbg__slot *s, uint32_t index);
 void hbg__slot_fini(hbg_runtime *rt, hbg__slot *s);
 int hbg__slot_reclaim(hbg_runtime *rt, hbg__slot *s);
 /* Wait until the device is done with everything queued on the slot; when
- * the queue cannot be synchronised, wait on a completion event instead. */
-void hbg__slot_drain(hbg_runtime *rt, hbg__slot *s);
+ * the queue cannot be synchronised, wait on a completion event instead.
+ * @return 0 when the slot is known to be idle, else the error. */
+int hbg__slot_drain(hbg_runtime *rt, hbg__slot *s);
 void hbg__bind_reset(hbg_bind *b);
 
 /* graph cache (cache.c) */
@@ -311,8 +316,10 @@ uint32_t hbg__graph_make_room(hbg_runtime *rt);
  * and free the old one. Device-side state stays: a resident Definition
  * (coalesced) is kept when def has the same content; otherwise gr's
  * reference on it is dropped (retired once no bind may read it) and the
- * policy uploads def on its next use. Cannot fail. */
-void hbg__graph_redefine(hbg_runtime *rt, hbg__graph *gr, hbg__def *def);
+ * policy uploads def on its next use.
+ * @return 0, or HBG_E_NOMEM (no room to retire the resident copy: nothing
+ * changed, def is the caller's). */
+int hbg__graph_redefine(hbg_runtime *rt, hbg__graph *gr, hbg__def *def);
 /* Coalesced: count gr's reference on its resident Definition (once). */
 int hbg__resident_ref(hbg_runtime *rt, hbg__graph *gr);
 /* Pinned-eager: slot s retains a buffer for occurrence occ of fk. */

@@ -95,13 +95,15 @@ err:
   return rc;
 }
 
-void hbg__slot_drain(hbg_runtime *rt, hbg__slot *s) {
-  if (hbg_dev_queue_sync(rt->dev, s->q) == 0)
-    return;
+int hbg__slot_drain(hbg_runtime *rt, hbg__slot *s) {
+  int rc = hbg_dev_queue_sync(rt->dev, s->q);
+  if (rc == 0)
+    return 0;
   /* An event recorded behind the queued work completes after it; failing
    * that, a launched bind's own completion event. */
   if (hbg_dev_event_record(rt->dev, s->done, s->q) == 0 || s->in_flight)
-    hbg_dev_event_wait(rt->dev, s->done);
+    rc = hbg_dev_event_wait(rt->dev, s->done);
+  return rc;
 }
 
 /* Reverse order of creation. */
@@ -109,9 +111,10 @@ void hbg__slot_fini(hbg_runtime *rt, hbg__slot *s) {
   hbg_bind *b = &s->bind;
   /* A launched bind, or async chunks of an open one, may still read the
    * arena and the window buffer. */
-  if (s->q && (s->in_flight || b->win_flushed))
+  if (s->q && (s->in_flight || b->win_flushed || s->undrained))
     hbg__slot_drain(rt, s);
   s->in_flight = 0;
+  s->undrained = 0;
   hbg__bind_reset(b);
   s->arena.high_water = 0; /* no growth at teardown */
   s->heap_high_water = 0;
@@ -239,6 +242,13 @@ void hbg_runtime_destroy(hbg_runtime *rt) {
   if (!rt)
     return;
   rt->rel_failed = 0;
+  /* Every queue idle before any slot's events go: a slot's queue may wait
+   * on another slot's completion event (launch order). */
+  for (uint32_t i = 0; i < rt->depth; i++) {
+    hbg__slot *s = &rt->slots[i];
+    if (s->q && (s->in_flight || s->bind.win_flushed || s->undrained))
+      hbg__slot_drain(rt, s);
+  }
   for (uint32_t i = rt->depth; i-- > 0;)
     hbg__slot_fini(rt, &rt->slots[i]);
   free(rt->slots);
@@ -302,29 +312,65 @@ int hbg_buffer_alloc(hbg_runtime *rt, uint64_t bytes, uint64_t *out) {
   return 0;
 }
 
+/* Wait until every launched bind of rt has completed (the device is not
+ * told which buffers a bind uses). @return 0, or the first failed wait's
+ * error, named in hbg_last_error() for call. */
+static int wait_launched(hbg_runtime *rt, const char *call) {
+  for (uint32_t i = 0; i < rt->depth; i++) {
+    hbg__slot *s = &rt->slots[i];
+    if (!s->in_flight)
+      continue;
+    int rc = hbg_dev_event_wait(rt->dev, s->done);
+    if (rc < 0) {
+      hbg__error_set("%s: waiting for bind %llu (pipeline slot %u) in "
+                     "flight failed: %s; nothing was done",
+                     call, (unsigned long long)s->bind.seq, s->index,
+                     hbg_err_name(rc));
+      return rc;
+    }
+  }
+  return 0;
+}
+
 int hbg_buffer_free(hbg_runtime *rt, uint64_t addr) {
+  hbg__error_clear();
   HBG__RETURN_IF(!rt, HBG_E_INVAL);
   HBG__GUARD(rt, "hbg_buffer_free");
-  /* Any bind in flight may use the buffer (the device is not told which). */
-  for (uint32_t i = 0; i < rt->depth; i++)
-    if (rt->slots[i].in_flight)
-      hbg_dev_event_wait(rt->dev, rt->slots[i].done);
-  int rc = hbg_dev_mem_free(rt->dev, addr);
   ptrdiff_t i = hbg__rtab_floor(&rt->bufs, addr);
-  if (i >= 0 && rt->bufs.v[i].start == addr) /* even when the free failed */
-    hbg__rtab_remove_at(&rt->bufs, (size_t)i);
+  if (i < 0 || rt->bufs.v[i].start != addr) {
+    if (i >= 0 && addr - rt->bufs.v[i].start < rt->bufs.v[i].len)
+      hbg__error_set("hbg_buffer_free: 0x%llx is %llu bytes inside the "
+                     "buffer at 0x%llx, not its start; nothing freed",
+                     (unsigned long long)addr,
+                     (unsigned long long)(addr - rt->bufs.v[i].start),
+                     (unsigned long long)rt->bufs.v[i].start);
+    else
+      hbg__error_set("hbg_buffer_free: 0x%llx is not a live buffer of this "
+                     "runtime (freed already, another runtime's, or never "
+                     "from hbg_buffer_alloc); nothing freed",
+                     (unsigned long long)addr);
+    return HBG_E_INVAL;
+  }
+  HBG__TRY(wait_launched(rt, "hbg_buffer_free"));
+  int rc = hbg_dev_mem_free(rt->dev, addr);
+  /* a failed free is final: the buffer leaves the table all the same */
+  hbg__rtab_remove_at(&rt->bufs, (size_t)i);
   return rc;
 }
 
 int hbg_buffer_write(hbg_runtime *rt, uint64_t dst, const void *src,
                      uint64_t bytes) {
+  hbg__error_clear();
   HBG__RETURN_IF(!rt || !src, HBG_E_INVAL);
   HBG__GUARD(rt, "hbg_buffer_write");
+  HBG__TRY(wait_launched(rt, "hbg_buffer_write"));
   return hbg_dev_copy_h2d(rt->dev, dst, src, (size_t)bytes);
 }
 
 int hbg_buffer_read(hbg_runtime *rt, void *dst, uint64_t src, uint64_t bytes) {
+  hbg__error_clear();
   HBG__RETURN_IF(!rt || !dst, HBG_E_INVAL);
   HBG__GUARD(rt, "hbg_buffer_read");
+  HBG__TRY(wait_launched(rt, "hbg_buffer_read"));
   return hbg_dev_copy_d2h(rt->dev, dst, src, (size_t)bytes);
 }

@@ -67,6 +67,9 @@ int hbg_device_open_ops(const hbg_dev_ops *ops, const char *options,
   if (ops->struct_size >= offsetof(hbg_dev_ops, clock_ns) +
                               sizeof ops->clock_ns)
     d->clock_ns = ops->clock_ns;
+  if (ops->struct_size >= offsetof(hbg_dev_ops, queue_wait_event) +
+                              sizeof ops->queue_wait_event)
+    d->queue_wait_event = ops->queue_wait_event;
   int rc = ops->open(d, options);
   if (rc < 0) {
     if (d->has_native)
@@ -298,6 +301,14 @@ int hbg_dev_event_elapsed(hbg_device *dev, hbg_dev_event *start,
   if (!dev->event_elapsed)
     return HBG_E_UNSUPPORTED;
   return dev->event_elapsed(dev, start, end, ns);
+}
+
+int hbg_dev_queue_wait_event(hbg_device *dev, hbg_dev_queue *q,
+                             hbg_dev_event *ev) {
+  HBG__RETURN_IF(!dev || !q || !ev, HBG_E_INVAL);
+  if (!dev->queue_wait_event)
+    return HBG_E_UNSUPPORTED;
+  return dev->queue_wait_event(dev, q, ev);
 }
 
 uint64_t hbg_dev_clock_ns(hbg_device *dev) {

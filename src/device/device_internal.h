@@ -12,6 +12,8 @@ struct hbg_device {
   int (*event_elapsed)(hbg_device *dev, hbg_dev_event *start,
                        hbg_dev_event *end, uint64_t *ns);
   int (*clock_ns)(hbg_device *dev, uint64_t *ns);
+  int (*queue_wait_event)(hbg_device *dev, hbg_dev_queue *q,
+                          hbg_dev_event *ev);
   void *impl;
   int has_native;
   int64_t native_code;

@@ -66,20 +66,23 @@ typedef struct xrun {
   ablock *arena;
   hbg__span *img, *wr; /* images this launch reads, ranges its kernels write */
   uint32_t n_img, cap_img, n_wr, cap_wr;
+  struct xrun *next; /* the executor's running launches (under mu) */
 } xrun;
 
 struct hbg__exec {
   hbg__exec_mem mem; /* the device's memory */
   uint32_t n_threads;
   pthread_t *threads;
-  pthread_mutex_t run_mu; /* one launch at a time */
   pthread_mutex_t mu;
   pthread_cond_t cv;
   uint32_t idle;
   int shutdown;
-  xrun *cur;
+  /* Launches being run, each by the thread that called hbg__exec_run and
+   * by the workers: several at once (the device's queues run concurrently;
+   * the core orders binds with queue waits, not the executor). */
+  xrun *runs;
   hbg__vcache vc;
-  ablock *spare; /* arena block kept between launches (under run_mu) */
+  ablock *spare; /* arena block kept between launches (under mu) */
   hbg__ukernels *uk; /* registered user kernels */
   uint64_t wake_min;
   uint32_t lanes; /* lanes each built-in kernel runs as */
@@ -197,7 +200,7 @@ static int run_kernel(hbg__exec *e, uint32_t kernel, const hbg__ktensor *t,
                       uint32_t nt, const uint64_t *sc, uint32_t ns) {
   if (hbg_img_kernel_is_user(kernel)) {
     HBG__TRY(hbg__kernel_check(kernel, t, nt, ns));
-    return hbg__ukernels_run(e->uk, kernel, t, nt, sc, ns);
+    return hbg__ukernels_run(e->uk, kernel, t, nt, sc, ns, e->lanes);
   }
   return hbg__kernel_run_lanes(kernel, t, nt, sc, ns, e->lanes);
 }
@@ -548,11 +551,22 @@ static int step_locked(hbg__exec *e, xrun *r) {
   return 1;
 }
 
+/* Step own (when not NULL) or else any running launch; caller holds mu.
+ * @return 1 if it ran items (mu was dropped meanwhile: look again). */
+static int step_any(hbg__exec *e, xrun *own) {
+  if (own && step_locked(e, own))
+    return 1;
+  for (xrun *r = e->runs; r; r = r->next)
+    if (r != own && !r->finished && step_locked(e, r))
+      return 1;
+  return 0;
+}
+
 static void *worker_main(void *arg) {
   hbg__exec *e = arg;
   pthread_mutex_lock(&e->mu);
   while (!e->shutdown) {
-    if (e->cur && step_locked(e, e->cur))
+    if (step_any(e, NULL))
       continue;
     e->idle++;
     pthread_cond_wait(&e->cv, &e->mu);
@@ -573,12 +587,13 @@ int hbg__exec_run(hbg__exec *e, const hbg_dev_launch_desc *l,
     st->error = HBG_E_INVAL;
     return st->error;
   }
-  pthread_mutex_lock(&e->run_mu);
   xrun r;
   memset(&r, 0, sizeof r);
   r.e = e;
+  pthread_mutex_lock(&e->mu);
   r.arena = e->spare;
   e->spare = NULL;
+  pthread_mutex_unlock(&e->mu);
   r.err_task = NONE;
   r.err_node = NONE;
   int rc = prepare(&r, l);
@@ -587,17 +602,21 @@ int hbg__exec_run(hbg__exec *e, const hbg_dev_launch_desc *l,
   } else if (r.n_tasks) {
     pthread_mutex_lock(&e->mu);
     hbg__sched_start(r.s);
-    e->cur = &r;
+    r.next = e->runs;
+    e->runs = &r;
     wake(e, &r);
     check_finished(&r);
     while (!r.finished) {
-      if (step_locked(e, &r))
+      if (step_any(e, &r))
         continue;
       e->idle++;
       pthread_cond_wait(&e->cv, &e->mu);
       e->idle--;
     }
-    e->cur = NULL;
+    xrun **pp = &e->runs;
+    while (*pp != &r)
+      pp = &(*pp)->next;
+    *pp = r.next;
     pthread_mutex_unlock(&e->mu);
   }
   if (rc == 0 && r.s && r.s->failed)
@@ -611,10 +630,11 @@ int hbg__exec_run(hbg__exec *e, const hbg_dev_launch_desc *l,
   free(r.defs);
   free(r.img);
   free(r.wr);
+  pthread_mutex_lock(&e->mu);
   ar_free(&r, &e->spare);
+  pthread_mutex_unlock(&e->mu);
   /* the device writes the status after this: no verdict may survive it */
   hbg__exec_invalidate(e, l->status, sizeof *st);
-  pthread_mutex_unlock(&e->run_mu);
   return st->error;
 }
 
@@ -653,8 +673,6 @@ int hbg__exec_create(const hbg__exec_mem *mem, uint32_t workers,
   e->threads = calloc(workers, sizeof *e->threads);
   if (!e->threads)
     goto err_threads;
-  if (pthread_mutex_init(&e->run_mu, NULL))
-    goto err_run_mu;
   if (pthread_mutex_init(&e->mu, NULL))
     goto err_mu;
   if (pthread_cond_init(&e->cv, NULL))
@@ -686,8 +704,6 @@ err_cache_mu:
 err_cv:
   pthread_mutex_destroy(&e->mu);
 err_mu:
-  pthread_mutex_destroy(&e->run_mu);
-err_run_mu:
   free(e->threads);
 err_threads:
   free(e);
@@ -706,7 +722,6 @@ void hbg__exec_destroy(hbg__exec *e) {
   hbg__vcache_fini(&e->vc);
   pthread_cond_destroy(&e->cv);
   pthread_mutex_destroy(&e->mu);
-  pthread_mutex_destroy(&e->run_mu);
   hbg__ukernels_destroy(e->uk);
   free(e->spare);
   free(e->threads);

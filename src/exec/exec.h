@@ -44,7 +44,9 @@ int hbg__exec_create(const hbg__exec_mem *mem, uint32_t workers,
 void hbg__exec_destroy(hbg__exec *e); /* accepts NULL */
 
 /* Run one launch to completion on the calling thread (plus workers) and
- * fill *st. Everything is validated before the first kernel runs: the
+ * fill *st. Several threads may run launches at once: the workers serve
+ * all of them, and nothing orders one launch after another here (the
+ * device's queue waits do). Everything is validated before the first kernel runs: the
  * window (copied first), each Submission, each Definition (or its cached
  * verdict), kernel arguments, device ranges (each inside the allocation
  * that holds its base address; a graph's heap block clear of its boundary

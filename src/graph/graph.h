@@ -65,6 +65,13 @@ int hbg__rec_begin(const hbg_tensor *bt, uint32_t nbt, const uint64_t *bs,
  * (hbg__task_kernel_check). The runtime always asks for it; the graph
  * layer's own tests record structures with placeholder kernels. */
 void hbg__rec_check_kernels(hbg_recorder *r);
+/* With kernel checks on, hbg_record_task also calls fn(ctx, task, who) for
+ * each inner task whose kernel is a user kernel; a negative result fails
+ * the task (the runtime asks its device whether it can run the kernel). */
+void hbg__rec_kernel_hook(hbg_recorder *r,
+                          int (*fn)(void *ctx, const hbg_task *t,
+                                    const char *who),
+                          void *ctx);
 /* Build the Definition from the recorded inner tasks.
  * @return 0, the first error an hbg_record_task call returned (the recording
  * is incomplete), HBG_E_EMPTY (no task), HBG_E_NOMEM, HBG_E_LIMIT. The

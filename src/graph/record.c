@@ -52,6 +52,8 @@ struct hbg_recorder {
   uint64_t heap_top;
   int err; /* first failed hbg_record_task: the recording is never built */
   int check_kernels; /* hbg__rec_check_kernels */
+  int (*uk_hook)(void *ctx, const hbg_task *t, const char *who);
+  void *uk_ctx; /* hbg__rec_kernel_hook */
   char err_msg[256]; /* hbg_last_error() of the first failure */
   uint32_t pad_to; /* hbg_record_pad: the Definition's minimum size */
   uint64_t kscr;   /* the most kernel scratch (floats) one node needs */
@@ -142,6 +144,14 @@ err_nomem:
 void hbg__rec_abort(hbg_recorder *r) { rec_free(r); }
 
 void hbg__rec_check_kernels(hbg_recorder *r) { r->check_kernels = 1; }
+
+void hbg__rec_kernel_hook(hbg_recorder *r,
+                          int (*fn)(void *ctx, const hbg_task *t,
+                                    const char *who),
+                          void *ctx) {
+  r->uk_hook = fn;
+  r->uk_ctx = ctx;
+}
 
 const hbg_tensor *hbg_record_tensors(hbg_recorder *rec, uint32_t *n) {
   if (n)
@@ -343,6 +353,8 @@ static int record_task(hbg_recorder *rec, hbg_task *t, hbg_task_id *out) {
     char who[48]; /* recording is rare: a name for the message is cheap */
     snprintf(who, sizeof who, "hbg_record_task (inner task %u)", rec->n_nodes);
     HBG__TRY(hbg__task_kernel_check(t, who));
+    if (rec->uk_hook && hbg_img_kernel_is_user(t->kernel))
+      HBG__TRY(rec->uk_hook(rec->uk_ctx, t, who));
   }
 
   hbg_recorder *r = rec;

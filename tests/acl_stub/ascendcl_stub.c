@@ -53,6 +53,8 @@ typedef struct stub_vec {
   size_t n, cap;
 } stub_vec;
 
+#define STUB_OP_WAIT (-1) /* aclrtStreamWaitEvent: run wait_s to wait_to */
+
 typedef struct stub_op {
   uintptr_t dst; /* device or host, per kind */
   const void *src;
@@ -60,6 +62,8 @@ typedef struct stub_op {
   int kind;
   int poisoned; /* memory freed under it */
   uint8_t *snap; /* source as it was at issue */
+  struct stub_stream *wait_s;
+  uint64_t wait_to;
   struct stub_op *next;
 } stub_op;
 
@@ -287,6 +291,8 @@ static int stream_live(const stub_stream *s) {
   return 0;
 }
 
+static int stream_live(const stub_stream *s);
+
 static void stream_step(stub_stream *s) {
   stub_op *o = s->head;
   if (!o)
@@ -294,7 +300,13 @@ static void stream_step(stub_stream *s) {
   s->head = o->next;
   if (!s->head)
     s->tail = NULL;
-  if (o->poisoned) {
+  if (o->kind == STUB_OP_WAIT) {
+    /* the awaited stream's tasks up to the record run first (a destroyed
+     * stream was drained when it went) */
+    while (stream_live(o->wait_s) && o->wait_s->done < o->wait_to &&
+           o->wait_s->head)
+      stream_step(o->wait_s);
+  } else if (o->poisoned) {
     if (!s->err)
       s->err = STUB_ERR_STREAM_TASK;
   } else {
@@ -632,6 +644,30 @@ aclError aclrtSynchronizeEvent(aclrtEvent event) {
     if (err)
       FAIL(err, "aclrtSynchronizeEvent: a task before the event failed");
   }
+  return ret(call_, ACL_SUCCESS);
+}
+
+aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event) {
+  ENTER("aclrtStreamWaitEvent", P(stream), P(event), 0, 0, 0, 0);
+  NEED_DEVICE();
+  stub_event *e = event;
+  stub_stream *s = stream ? (stub_stream *)stream : &default_stream;
+  if (!e || !event_live(e) || !stream_live(s))
+    FAIL(ACL_ERROR_INVALID_PARAM, "aclrtStreamWaitEvent: bad event or stream");
+  if (!e->recorded || !e->s)
+    return ret(call_, ACL_SUCCESS);
+  stub_op *o = calloc(1, sizeof *o);
+  if (!o)
+    FAIL(ACL_ERROR_BAD_ALLOC, "aclrtStreamWaitEvent: out of memory");
+  o->kind = STUB_OP_WAIT;
+  o->wait_s = e->s;
+  o->wait_to = e->target;
+  if (s->tail)
+    s->tail->next = o;
+  else
+    s->head = o;
+  s->tail = o;
+  s->enq++;
   return ret(call_, ACL_SUCCESS);
 }
 

@@ -72,4 +72,22 @@ static inline const char *hbgstub_seq(hbgstub *s, size_t from) {
   return buf;
 }
 
+/* The stub's path from the environment variable env, which CMake sets for
+ * every acl test whenever it builds the acl backend (tests/extra.cmake):
+ * exit 77 only when the backend itself is not built; the variable missing
+ * with the backend built is a broken test set-up, and fails. */
+static inline const char *hbgstub_path(const char *env, int backend_built) {
+  if (!backend_built) {
+    printf("SKIP: acl backend not built\n");
+    exit(77);
+  }
+  const char *p = getenv(env);
+  if (!p || !*p) {
+    fprintf(stderr, "%s is not set although the acl backend is built "
+                    "(tests/extra.cmake sets it)\n", env);
+    exit(1);
+  }
+  return p;
+}
+
 #endif

@@ -30,7 +30,7 @@ from ._errors import (ArgumentError, DeviceError, DeviceSideError, HbgError,
                       error_class, strerror)
 from ._core import (Access, Bind, BindStats, Buffer, DeviceStats, DType,
                     HostBuffer, Kernel, Recorder, Runtime, Scalar, Tensor, TensorArray,
-                    TraceEvent,
+                    TraceEvent, UserKernel,
                     Workload, WorkloadInfo, WorkloadNode, devices,
                     dtype_size, f32,
                     image_dump, pack, policies, version, workloads)
@@ -51,7 +51,8 @@ __all__ = [
     "DeviceStats", "HAVE_BATCH", "OutOfRangeError",
     "HbgError", "HostBuffer", "ImageError", "Kernel", "LibraryNotFoundError", "Peer",
     "PeerStats", "Recorder",
-    "Runtime", "Scalar", "StateError", "Tensor", "TensorArray", "pack", "TraceEvent", "Workload",
+    "Runtime", "Scalar", "StateError", "Tensor", "TensorArray", "pack", "TraceEvent",
+    "UserKernel", "Workload",
     "WorkloadInfo", "WorkloadNode", "bench", "devices", "dtype_size", "err_name",
     "backend", "error_class", "f32", "find_cli", "image_dump", "library_path",
     "peers", "policies", "strerror", "version", "workloads", "__version__",

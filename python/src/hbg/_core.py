@@ -4,6 +4,7 @@ import dataclasses
 import enum
 import mmap
 import struct
+import typing
 import weakref
 from typing import (Any, Callable, Iterable, List, Optional, Sequence,
                     Tuple, Union)
@@ -608,6 +609,27 @@ def _flush_frees(h):
             return
 
 
+@dataclasses.dataclass
+class UserKernel:
+    """A user kernel for ``Runtime.register_kernels`` (``hbg_kernel_impl``;
+    the contract is hbg_kernel.h's lane model, docs/USER_KERNELS.md).
+
+    ``id`` (>= 0x1000); ``phases`` per call, or per row of tensor
+    ``rows_of`` (an index, None: per call); ``scratch_floats`` shared by a
+    call's lanes. For the sim, the host build: ``host_library`` (a shared
+    object built by cc from the kernel's source) and the function's name
+    ``symbol``. For cuda (exec=device), the device code: ``image`` (bytes
+    of PTX, a cubin or a fatbin built with nvcc -rdc=true) defining
+    ``symbol``. Give both to register the same kernel anywhere."""
+    id: int
+    symbol: str
+    phases: int = 1
+    rows_of: typing.Optional[int] = None
+    scratch_floats: int = 0
+    image: typing.Optional[bytes] = None
+    host_library: typing.Optional[str] = None
+
+
 class Runtime:
     """An hbg runtime: one device, a policy, pipeline slots.
 
@@ -644,6 +666,7 @@ class Runtime:
         if record is not None:
             cfg.record = _named(lib.hbg_record_parse, "record", record)
         self._strs = []
+        self._libs = []  # host builds of registered user kernels
         if device is not None:
             cfg.device = self._keep(device)
         if device_options is not None:
@@ -730,6 +753,46 @@ class Runtime:
                "hbg_dev_stats_get", self)
         return DeviceStats(*[getattr(st, f.name)
                              for f in dataclasses.fields(DeviceStats)])
+
+    def register_kernels(self, kernels: Iterable["UserKernel"]) -> None:
+        """Register UserKernels on the runtime's device
+        (``hbg_kernel_register``), all or none: the sim runs each
+        host_library's function, cuda links the images with its executor.
+        Raises ArgumentError (a bad field, bytes that are not device code),
+        HbgError (HBG_E_BUSY: an id taken; HBG_E_NOTFOUND: the image lacks
+        the symbol; HBG_E_KERNEL: the linker refused it, its log in the
+        message; HBG_E_UNSUPPORTED: a device that runs no user code)."""
+        if not L.HAVE_KERNEL_REGISTER:
+            raise HbgError(-5, where="register_kernels",
+                           message="libhbg has no hbg_kernel_register")
+        kernels = list(kernels)
+        arr = (L.KernelImpl_c * len(kernels))()
+        keep = []
+        for i, k in enumerate(kernels):
+            c = arr[i]
+            c.struct_size = ctypes.sizeof(L.KernelImpl_c)
+            c.kernel = int(k.id)
+            c.phases = int(k.phases)
+            c.rows_of = 0 if k.rows_of is None else int(k.rows_of) + 1
+            c.scratch_floats = int(k.scratch_floats)
+            c.symbol = self._keep(k.symbol) if k.symbol else None
+            if k.image is not None:
+                img = ctypes.create_string_buffer(bytes(k.image),
+                                                  len(k.image))
+                keep.append(img)
+                c.image = ctypes.addressof(img)
+                c.image_size = len(k.image)
+            if k.host_library is not None:
+                so = ctypes.CDLL(k.host_library)
+                fn = getattr(so, k.symbol)
+                self._libs.append(so)  # the sim calls it until close
+                c.fn = ctypes.cast(fn, c_void_p).value
+        dev = lib.hbg_runtime_device(self._ptr())
+        rc = lib.hbg_kernel_register(dev, arr, len(kernels))
+        if rc < 0:
+            raise make_error(rc, where="hbg_kernel_register",
+                             message=lib.hbg_last_error().decode())
+        del keep  # hbg copied the images
 
     # -- buffers
     def alloc(self, nbytes: int, dtype: Any = None) -> "Buffer":

@@ -576,6 +576,17 @@ static int acl_event_wait(hbg_device *dev, hbg_dev_event *ev) {
   return 0;
 }
 
+/* An event never recorded is complete: nothing to wait for (ACL's own wait
+ * on it would never end). */
+static int acl_queue_wait_event(hbg_device *dev, hbg_dev_queue *q,
+                                hbg_dev_event *ev) {
+  hbg__acl *a = acl_of(dev);
+  if (!atomic_load(&ev->recorded))
+    return 0;
+  ACL_CALL(dev, a, HBG_E_DEVICE, aclrtStreamWaitEvent, q->s, ev->e);
+  return 0;
+}
+
 /* ---- launch: verify what arrived (I/O for src/device/verify.c) ---- */
 
 typedef struct acl_io {
@@ -669,4 +680,5 @@ const hbg_dev_ops hbg__acl_ops = {
     .event_query = acl_event_query,
     .event_wait = acl_event_wait,
     .launch = acl_launch,
+    .queue_wait_event = acl_queue_wait_event,
 };

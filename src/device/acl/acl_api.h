@@ -19,9 +19,10 @@
  *   aclrtCreateEvent, aclrtRecordEvent,   "aclrtCreateEvent",
  *   aclrtQueryEventStatus,                "aclrtRecordEvent",
  *   aclrtSynchronizeEvent,                "aclrtQueryEventStatus" (with
- *   aclrtDestroyEvent                     aclrtEventRecordedStatus),
- *                                         "aclrtSynchronizeEvent",
- *                                         "aclrtDestroyEvent"
+ *   aclrtDestroyEvent,                    aclrtEventRecordedStatus),
+ *   aclrtStreamWaitEvent                  "aclrtSynchronizeEvent",
+ *                                         "aclrtDestroyEvent",
+ *                                         "aclrtStreamWaitEvent"
  *   aclGetRecentErrMsg                    "aclGetRecentErrMsg"
  *   aclError and the codes below          "aclError" (return-code table);
  *                                         107xxx/207xxx are the runtime's
@@ -103,6 +104,7 @@ typedef enum aclrtEventRecordedStatus {
     (aclrtEvent event, aclrtEventRecordedStatus * status))                     \
   X(aclError, aclrtSynchronizeEvent, (aclrtEvent event))                       \
   X(aclError, aclrtDestroyEvent, (aclrtEvent event))                           \
+  X(aclError, aclrtStreamWaitEvent, (aclrtStream stream, aclrtEvent event))    \
   X(const char *, aclGetRecentErrMsg, (void))
 
 #endif

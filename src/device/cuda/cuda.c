@@ -21,6 +21,7 @@
 
 #include "common/util.h"
 #include "device/cuda/cuda_internal.h"
+#include "device/cuda/cuda_link.h"
 #include "device/cuda/devcode/devcode.h"
 #include "device/device_internal.h"
 
@@ -522,6 +523,7 @@ static void cu_close(hbg_device *dev) {
     else
       cu_note(dev, c->f.cuMemHostUnregister(p), "cuMemHostUnregister");
   }
+  hbg__cu_link_free(dev, c);
   hbg__cu_module_unload(dev, c);
   cu_note(dev, c->f.cuDevicePrimaryCtxRelease_v2(c->cudev),
           "cuDevicePrimaryCtxRelease_v2");
@@ -873,6 +875,14 @@ static int cu_event_wait(hbg_device *dev, hbg_dev_event *ev) {
   return 0;
 }
 
+static int cu_queue_wait_event(hbg_device *dev, hbg_dev_queue *q,
+                               hbg_dev_event *ev) {
+  hbg__cuda *c = impl_of(dev);
+  HBG__TRY(hbg__cu_enter(dev, c));
+  CU_TRY(dev, c, HBG_E_DEVICE, cuStreamWaitEvent, q->s, ev->e, 0);
+  return 0;
+}
+
 static int cu_event_elapsed(hbg_device *dev, hbg_dev_event *start,
                             hbg_dev_event *end, uint64_t *ns) {
   hbg__cuda *c = impl_of(dev);
@@ -925,4 +935,5 @@ const hbg_dev_ops hbg__cuda_ops = {
     .event_wait = cu_event_wait,
     .launch = hbg__cu_launch,
     .event_elapsed = cu_event_elapsed,
+    .queue_wait_event = cu_queue_wait_event,
 };

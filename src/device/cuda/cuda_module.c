@@ -13,6 +13,7 @@
 
 #include "common/util.h"
 #include "device/cuda/cuda_internal.h"
+#include "device/cuda/cuda_link.h"
 #include "device/cuda/devcode/devcode.h"
 #include "device/cuda/devcode/exec_layout.h"
 
@@ -354,7 +355,8 @@ int hbg__cu_exec_launch(hbg_device *dev, hbg_dev_queue *q,
     /* The same function the kernel's set-up lays the block out with. */
     hbg_dc_exec_layout lay;
     hbg_dc_exec_layout_of(l->n_tasks, l->n_deps, l->n_nodes,
-                          l->kernel_scratch, c->ctas, &lay);
+                          hbg__cu_link_floats(c, l->kernel_scratch), c->ctas,
+                          &lay);
     q->xneed = lay.need;
     if (lay.need > q->xbytes)
       HBG__TRY(exec_grow(dev, c, q, lay.need));
@@ -369,8 +371,8 @@ int hbg__cu_exec_launch(hbg_device *dev, hbg_dev_queue *q,
                         .ranges = (uint64_t)q->xr,
                         .n_ranges = q->xr_n};
   void *params[] = {&a};
-  CUresult e = c->f.cuLaunchKernel(c->fn_exec, c->ctas, 1, 1, c->lanes, 1, 1,
-                                   0, q->s, params, NULL);
+  CUresult e = c->f.cuLaunchKernel(hbg__cu_link_exec(c, c->fn_exec), c->ctas,
+                                   1, 1, c->lanes, 1, 1, 0, q->s, params, NULL);
   if (e != CUDA_SUCCESS)
     return hbg__cu_err(dev, e, "cuLaunchKernel", HBG_E_DEVICE);
   q->xgen++;

@@ -231,6 +231,11 @@ static int fault_event_elapsed(hbg_device *dev, hbg_dev_event *start,
   FAULT_FWD(EVENT_ELAPSED, hbg_dev_event_elapsed(f->inner, start, end, ns));
 }
 
+static int fault_queue_wait_event(hbg_device *dev, hbg_dev_queue *q,
+                                  hbg_dev_event *ev) {
+  FAULT_FWD(QUEUE_WAIT_EVENT, hbg_dev_queue_wait_event(f->inner, q, ev));
+}
+
 /* The clock is a reading, not an operation that can fail: forwarded as is. */
 static int fault_clock_ns(hbg_device *dev, uint64_t *ns) {
   fault *f = dev->impl;
@@ -269,6 +274,7 @@ const hbg_dev_ops hbg__fault_ops = {
     .launch = fault_launch,
     .event_elapsed = fault_event_elapsed,
     .clock_ns = fault_clock_ns,
+    .queue_wait_event = fault_queue_wait_event,
 };
 
 int hbg_fault_arm(hbg_device *dev, int op, uint64_t k, int err) {

@@ -18,7 +18,34 @@
 #define SIM_MAX_WORKERS 256
 #define SIM_MAX_LANES 1024
 
-static _Atomic uint32_t sim_instances;
+/* Address tags of the open sims (process-wide, lock-free): bit t - 1 set
+ * while a sim owns tag t (1..255), so that no two open sims share one and
+ * an address of one is never taken for memory of another. */
+#define SIM_TAGS 255u
+static _Atomic uint64_t sim_tags[(SIM_TAGS + 63) / 64];
+
+/* @return a free tag 1..255 (now taken), or 0 when every one is. */
+static uint32_t tag_take(void) {
+  for (uint32_t w = 0; w < HBG__ARRAY_LEN(sim_tags); w++) {
+    uint64_t cur = atomic_load(&sim_tags[w]);
+    for (;;) {
+      uint32_t room = HBG__MIN(64u, SIM_TAGS - 64u * w);
+      uint64_t usable = room == 64 ? ~UINT64_C(0) : (UINT64_C(1) << room) - 1;
+      uint64_t free_bits = ~cur & usable;
+      if (!free_bits)
+        break;
+      uint64_t bit = free_bits & (~free_bits + 1);
+      if (atomic_compare_exchange_weak(&sim_tags[w], &cur, cur | bit))
+        return 64u * w + (uint32_t)__builtin_ctzll(bit) + 1u;
+    }
+  }
+  return 0;
+}
+
+static void tag_give(uint32_t tag) {
+  uint32_t i = tag - 1;
+  atomic_fetch_and(&sim_tags[i / 64], ~(UINT64_C(1) << (i % 64)));
+}
 
 typedef struct sim_opts {
   uint64_t mem, chunk, workers, spin, lanes;
@@ -153,8 +180,16 @@ static int sim_open(hbg_device *dev, const char *options) {
   s->profile = o.profile;
   s->vclock = o.vclock;
   atomic_init(&s->v_off, 0);
-  uint32_t inst = atomic_fetch_add(&sim_instances, 1);
-  s->tag = HBG__SIM_TAG_BASE | ((uint64_t)(inst % 255 + 1) << HBG__SIM_OFF_BITS);
+  uint32_t tag = tag_take();
+  if (!tag) {
+    free(s);
+    hbg_device_set_native(dev, HBG_E_LIMIT,
+                          "sim: %u sim devices are open in this process "
+                          "already (each needs its own address tag)",
+                          SIM_TAGS);
+    return HBG_E_LIMIT;
+  }
+  s->tag = HBG__SIM_TAG_BASE | ((uint64_t)tag << HBG__SIM_OFF_BITS);
 
   int rc = hbg__sim_heap_init(s, o.mem);
   if (rc < 0)
@@ -188,6 +223,7 @@ err_host:
 err_heap:
   hbg__sim_heap_fini(s);
 err_sim:
+  tag_give(tag);
   free(s);
   return rc;
 }
@@ -201,6 +237,7 @@ static void sim_close(hbg_device *dev) {
   bounce_fini(s);
   hbg__sim_host_fini(s);
   hbg__sim_heap_fini(s);
+  tag_give((uint32_t)((s->tag >> HBG__SIM_OFF_BITS) & 0xff));
   free(s);
   hbg_device_set_impl(dev, NULL);
 }
@@ -288,6 +325,7 @@ const hbg_dev_ops hbg__sim_ops = {
     .event_elapsed = hbg__sim_event_elapsed,
     .launch = hbg__sim_launch,
     .clock_ns = sim_clock_ns,
+    .queue_wait_event = hbg__sim_queue_wait_event,
 };
 
 hbg__sim *hbg__sim_from(hbg_device *dev) {

@@ -9,7 +9,10 @@
  * active contexts than CPUs). With spin=0 every wait sleeps. Queued work is
  * FIFO per queue: only a queue's head command is ever handed to an executor,
  * and its completion hands over the next one, so copies (engine thread) and
- * launches (scheduler thread) of different queues overlap.
+ * launches (scheduler threads, one launch each) of different queues overlap,
+ * launches of different queues with each other too. A queue whose head is
+ * a wait (queue_wait_event) stays still until the awaited event record has
+ * completed; that is the only order between queues.
  *
  * With a cost model (sim_model.c) a copy command carries a modelled
  * duration: the engine stamps its deadline (start of service + duration)
@@ -130,15 +133,31 @@ static void run_launch(hbg__sim *s, hbg__sim_cmd *c) {
 }
 
 /* Caller holds mu. */
-static void event_done(hbg__sim_event *ev, uint64_t seq, uint64_t done_v) {
+static void event_unref(hbg__sim_event *ev) {
+  if (--ev->refs == 0)
+    free(ev);
+}
+
+static void queue_kick(hbg__sim *s, hbg__sim_queue *q);
+
+/* A record of ev completed: queues waiting on it may move on. Caller holds
+ * mu. */
+static void event_done(hbg__sim *s, hbg__sim_event *ev, uint64_t seq,
+                       uint64_t done_v) {
   if (seq > ev->done) {
     ev->done = seq;
     ev->done_ns = hbg__now_ns();
     ev->done_v = done_v;
+    for (hbg__sim_queue *w = s->queues; w; w = w->next)
+      if (w->head && w->head->kind == HBG__SIM_CMD_WAIT && w->head->ev == ev)
+        queue_kick(s, w);
   }
-  if (--ev->refs == 0)
-    free(ev);
+  event_unref(ev);
 }
+
+/* Caller holds mu: a scheduler thread more when a launch would otherwise
+ * wait behind a running one (a failed start leaves it to those running). */
+static void sched_grow(hbg__sim *s);
 
 static void run_list_push(hbg__sim_cmd **head, hbg__sim_cmd **tail,
                           hbg__sim_cmd *c) {
@@ -155,13 +174,22 @@ static void run_list_push(hbg__sim_cmd **head, hbg__sim_cmd **tail,
 static void queue_kick(hbg__sim *s, hbg__sim_queue *q) {
   hbg__sim_cmd *c;
   while ((c = q->head) && !q->busy) {
-    if (c->kind == HBG__SIM_CMD_EVENT) {
+    if (c->kind == HBG__SIM_CMD_WAIT && c->ev->done < c->ev_seq)
+      return; /* event_done kicks q again */
+    if (c->kind == HBG__SIM_CMD_EVENT || c->kind == HBG__SIM_CMD_WAIT) {
       q->head = c->next;
       if (!q->head)
         q->tail = NULL;
       if (c->submit_v > q->v_done)
         q->v_done = c->submit_v;
-      event_done(c->ev, c->ev_seq, q->v_done);
+      if (c->kind == HBG__SIM_CMD_WAIT) {
+        /* on the device's clock the queue goes on once the record did */
+        if (c->ev->done_v > q->v_done)
+          q->v_done = c->ev->done_v;
+        event_unref(c->ev);
+      } else {
+        event_done(s, c->ev, c->ev_seq, q->v_done);
+      }
       free(c);
       continue;
     }
@@ -172,6 +200,8 @@ static void queue_kick(hbg__sim *s, hbg__sim_queue *q) {
       pthread_cond_signal(&s->eng_cv);
     } else {
       run_list_push(&s->sched_head, &s->sched_tail, c);
+      if (s->sched_idle == 0)
+        sched_grow(s);
       pthread_cond_signal(&s->sched_cv);
     }
   }
@@ -219,7 +249,7 @@ static void cmd_complete(hbg__sim *s, hbg__sim_cmd *c) {
  * list: an idle executor polls it for s->spin_ns before sleeping. */
 static void executor_loop(hbg__sim *s, hbg__sim_cmd **head,
                           hbg__sim_cmd **tail, pthread_cond_t *cv,
-                          const _Atomic uint64_t *posted,
+                          const _Atomic uint64_t *posted, uint32_t *idle,
                           void (*run)(hbg__sim *, hbg__sim_cmd *)) {
   int polled = 0;
   pthread_mutex_lock(&s->mu);
@@ -238,7 +268,11 @@ static void executor_loop(hbg__sim *s, hbg__sim_cmd **head,
       }
       if (posted)
         atomic_store_explicit(&s->eng_asleep, 1, memory_order_release);
+      if (idle)
+        (*idle)++;
       pthread_cond_wait(cv, &s->mu);
+      if (idle)
+        (*idle)--;
       if (posted)
         atomic_store_explicit(&s->eng_asleep, 0, memory_order_release);
       continue;
@@ -266,15 +300,23 @@ static void *engine_main(void *arg) {
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 #endif
   executor_loop(s, &s->eng_head, &s->eng_tail, &s->eng_cv, &s->eng_posted,
-                run_copy);
+                NULL, run_copy);
   return NULL;
 }
 
 static void *sched_main(void *arg) {
   hbg__sim *s = arg;
   executor_loop(s, &s->sched_head, &s->sched_tail, &s->sched_cv, NULL,
-                run_launch);
+                &s->sched_idle, run_launch);
   return NULL;
+}
+
+static void sched_grow(hbg__sim *s) {
+  if (s->stop || s->n_sched >= s->n_queues ||
+      s->n_sched >= HBG__SIM_SCHED_MAX)
+    return;
+  if (pthread_create(&s->sched_thread[s->n_sched], NULL, sched_main, s) == 0)
+    s->n_sched++;
 }
 
 /* Caller holds mu. A polling engine sees the count move and stops at
@@ -298,8 +340,9 @@ int hbg__sim_engine_start(hbg__sim *s) {
     goto err_sched_cv;
   if (pthread_create(&s->eng_thread, NULL, engine_main, s) != 0)
     goto err_done_cv;
-  if (pthread_create(&s->sched_thread, NULL, sched_main, s) != 0)
+  if (pthread_create(&s->sched_thread[0], NULL, sched_main, s) != 0)
     goto err_engine;
+  s->n_sched = 1;
   return 0;
 
 err_engine:
@@ -335,7 +378,10 @@ void hbg__sim_engine_stop(hbg__sim *s) {
   pthread_cond_broadcast(&s->sched_cv);
   pthread_mutex_unlock(&s->mu);
   pthread_join(s->eng_thread, NULL);
-  pthread_join(s->sched_thread, NULL);
+  /* no thread starts after stop is set (sched_grow), and none while mu is
+   * not held: n_sched is final */
+  for (uint32_t i = 0; i < s->n_sched; i++)
+    pthread_join(s->sched_thread[i], NULL);
 
   while (s->queues) {
     hbg__sim_queue *q = s->queues;
@@ -649,6 +695,7 @@ int hbg__sim_queue_create(hbg_device *dev, hbg_dev_queue **out) {
   if (s->queues)
     s->queues->prev = q;
   s->queues = q;
+  s->n_queues++;
   pthread_mutex_unlock(&s->mu);
   *out = (hbg_dev_queue *)(void *)q;
   return 0;
@@ -671,6 +718,7 @@ int hbg__sim_queue_destroy(hbg_device *dev, hbg_dev_queue *h) {
     s->queues = q->next;
   if (q->next)
     q->next->prev = q->prev;
+  s->n_queues--;
   pthread_mutex_unlock(&s->mu);
   free(q);
   return 0;
@@ -810,6 +858,30 @@ int hbg__sim_event_record(hbg_device *dev, hbg_dev_event *eh,
   }
   c->ev = ev;
   c->ev_seq = ++ev->rec;
+  ev->refs++;
+  queue_push(s, q, c);
+  pthread_mutex_unlock(&s->mu);
+  return 0;
+}
+
+int hbg__sim_queue_wait_event(hbg_device *dev, hbg_dev_queue *qh,
+                              hbg_dev_event *eh) {
+  hbg__sim *s = hbg_device_impl(dev);
+  HBG__RETURN_IF(!eh || !qh, HBG_E_INVAL);
+  hbg__sim_cmd *c = calloc(1, sizeof *c);
+  if (!c)
+    return HBG_E_NOMEM;
+  c->kind = HBG__SIM_CMD_WAIT;
+  pthread_mutex_lock(&s->mu);
+  hbg__sim_event *ev = event_get(s, eh);
+  hbg__sim_queue *q = queue_get(s, qh);
+  if (!ev || !q) {
+    pthread_mutex_unlock(&s->mu);
+    free(c);
+    return HBG_E_INVAL;
+  }
+  c->ev = ev;
+  c->ev_seq = ev->rec;
   ev->refs++;
   queue_push(s, q, c);
   pthread_mutex_unlock(&s->mu);

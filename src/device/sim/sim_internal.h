@@ -29,7 +29,18 @@
  * reserved span. */
 enum { HBG__SIM_REG_OWNED = 1u << 0, HBG__SIM_REG_LOCKED = 1u << 1 };
 
-enum { HBG__SIM_CMD_COPY, HBG__SIM_CMD_LAUNCH, HBG__SIM_CMD_EVENT };
+/* A WAIT command holds its queue until ev's record ev_seq has completed
+ * (queue_wait_event); it takes no executor. */
+enum {
+  HBG__SIM_CMD_COPY,
+  HBG__SIM_CMD_LAUNCH,
+  HBG__SIM_CMD_EVENT,
+  HBG__SIM_CMD_WAIT
+};
+
+/* Launches run on a pool of scheduler threads, grown while launches wait
+ * and none is idle, up to one per queue and at most this many. */
+#define HBG__SIM_SCHED_MAX 64u
 
 typedef struct hbg__sim_queue hbg__sim_queue;
 typedef struct hbg__sim_event hbg__sim_event;
@@ -77,7 +88,7 @@ struct hbg__sim_event {
   uint64_t done; /* highest completed record sequence */
   uint64_t done_ns; /* when record `done` completed (CLOCK_MONOTONIC) */
   uint64_t done_v;  /* the same on the virtual clock (clock=virtual) */
-  int refs;      /* the handle plus pending records */
+  int refs;      /* the handle plus pending records and waits */
   hbg__sim_event *prev, *next;
 };
 
@@ -166,10 +177,13 @@ struct hbg__sim {
   _Atomic int eng_asleep;      /* the engine sleeps on eng_cv (it stays set
                                   until a woken engine has taken mu) */
   hbg__sim_cmd *sched_head, *sched_tail;
+  uint32_t sched_idle; /* scheduler threads waiting for a launch */
+  uint32_t n_sched;    /* scheduler threads started */
+  uint32_t n_queues;   /* live queues: most launches that can run at once */
   hbg__sim_queue *queues;
   hbg__sim_event *events;
   int stop;
-  pthread_t eng_thread, sched_thread;
+  pthread_t eng_thread, sched_thread[HBG__SIM_SCHED_MAX];
 
   pthread_mutex_t bounce_mu; /* one staged copy at a time */
   uint8_t *bounce[2];
@@ -259,6 +273,8 @@ int hbg__sim_event_destroy(hbg_device *dev, hbg_dev_event *ev);
 int hbg__sim_event_record(hbg_device *dev, hbg_dev_event *ev,
                           hbg_dev_queue *q);
 int hbg__sim_event_query(hbg_device *dev, hbg_dev_event *ev);
+int hbg__sim_queue_wait_event(hbg_device *dev, hbg_dev_queue *q,
+                              hbg_dev_event *ev);
 int hbg__sim_event_wait(hbg_device *dev, hbg_dev_event *ev);
 int hbg__sim_event_elapsed(hbg_device *dev, hbg_dev_event *start,
                            hbg_dev_event *end, uint64_t *ns);

@@ -6,9 +6,9 @@
  * stand-in driver's host build (one CTA of one lane) elsewhere.
  *
  * Set-up (CTA 0, thread 0): the window, each graph entry's Submission and
- * Definition through check.c's validators; user kernels (no device
- * implementation) and unknown ids are HBG_E_KERNEL at their entry and
- * node; then the block is laid out: control header, one hbg_img_graph per
+ * Definition through check.c's validators; unknown ids, and user kernels
+ * the module was not linked with (user.h), are HBG_E_KERNEL at their
+ * entry and node; then the block is laid out: control header, one hbg_img_graph per
  * entry, the core's state, one kernel scratch area per CTA. Kernel
  * argument signatures are not checked here (hbg__kernel_check is host C):
  * the host checks them when a task is submitted or a graph recorded.
@@ -27,6 +27,7 @@
 #include "devcode.h"
 
 #include "device/cuda/devcode/exec_layout.h"
+#include "device/cuda/devcode/user.h"
 #include "exec/sched_src.h"
 #include "kernels/kern_src.h"
 
@@ -151,11 +152,13 @@ HBG_DC_FN int dx_args(const hbg_img_win_view *wv, const hbg_img_graph *g,
   return 0;
 }
 
-/* A kernel this executor runs, and the scratch floats its call needs. */
+/* A kernel this executor runs (a user kernel: one linked in, user.h), and
+ * the scratch floats its call needs. */
 HBG_DC_FN int dx_runnable(const hbg__kcall *c, uint64_t *floats) {
-  if (hbg_img_kernel_is_user(c->kernel) || !dx_builtin(c->kernel))
+  if (hbg_img_kernel_is_user(c->kernel) ? dcu_check(c) != 0
+                                        : !dx_builtin(c->kernel))
     return HBG_IMG_E_KERNEL;
-  uint64_t f = hbg__k_scratch_floats(c);
+  uint64_t f = dcu_floats(c);
   if (f > *floats)
     *floats = f;
   return 0;
@@ -297,6 +300,7 @@ HBG_DC_ENTRY(hbg_dc_exec, hbg_dc_exec_args) {
   DX_SHARED hbg__kcall call;
   DX_SHARED uint64_t item;
   DX_SHARED int state, rc;
+  DX_SHARED int urc; /* a user kernel's lanes' error (user.h) */
   DX_SHARED hbg_dc_exec_ctl *ctl;
   DX_SHARED hbg__sched *s;
   uint8_t *blk = (uint8_t *)dc_ptr(a.scratch, a.scratch_bytes);
@@ -352,10 +356,11 @@ HBG_DC_ENTRY(hbg_dc_exec, hbg_dc_exec_args) {
         rc = dx_args(&ctl->wv, st->g, i, j, &a, &call, t, sc);
         if (rc == 0)
           rc = hbg__k_values_check(&call);
-        if (rc == 0 && hbg__k_scratch_floats(&call) > ctl->kscr_floats)
+        if (rc == 0 && dcu_floats(&call) > ctl->kscr_floats)
           rc = HBG_DC_E_DEVMEM;
         if (rc == 0)
           hbg__k_prepare(&call);
+        DCU_RESET(urc);
       }
     }
     DX_SYNC();
@@ -363,15 +368,19 @@ HBG_DC_ENTRY(hbg_dc_exec, hbg_dc_exec_args) {
       break;
     if (state == 1) {
       if (rc == 0) {
-        uint64_t n = hbg__k_phases(&call);
+        uint64_t n = dcu_phases(&call);
         for (uint64_t ph = 0; ph < n; ph++) {
-          hbg__k_phase(&call, ph, DX_TID, DX_LANES, kscr);
+          dcu_phase(&call, ph, DX_TID, DX_LANES, kscr, &urc);
           DX_SYNC();
+          if (DCU_STOP(urc))
+            break;
         }
       }
       DX_FENCE(); /* the item's outputs before its completion */
       DX_SYNC();
       if (DX_TID == 0) {
+        if (rc == 0 && DCU_STOP(urc))
+          rc = urc;
         if (rc)
           hbg__sched_fail(s, rc, (uint32_t)(item >> 32), (uint32_t)item);
         else

@@ -1,5 +1,7 @@
 /* Recording and replay cost of a plausible decoder layer (qwen3-14b shapes:
- * 277 nodes, 26 boundary tensors). Prints numbers; asserts only sanity. */
+ * 277 nodes, 26 boundary tensors): a benchmark that prints numbers
+ * (docs/BENCHMARKS.md), built with the tests but not one of them: its
+ * figures depend on the machine. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -340,13 +342,6 @@ int main(void) {
   printf("  hbg__sub_write with inline copy    %10" PRIu64 " ns\n", inline_ns);
   printf("  hbg__def_validate (full, hash)     %10" PRIu64 " ns\n",
          validate_ns);
-
-  /* header, one (addr, offset) record per boundary tensor, the scalars */
-  ASSERT_EQ(sub_sz, sizeof(hbg_sub_hdr) + NBT * sizeof(hbg_sub_bind) +
-                        NBS * sizeof(uint64_t));
-  ASSERT_EQ(sub_sz, 504);
-  ASSERT(d->size > sub_sz);
-  ASSERT_EQ(inl_sz, sub_sz + d->size);
   free(buf);
   free(dst);
   hbg__def_free(d);
