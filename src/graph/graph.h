@@ -85,7 +85,8 @@ int hbg__def_from_image(const void *img, uint64_t len, hbg__def **out);
 
 /* Check a replay's boundary against the recorded signature (dtype, ndim,
  * mode, shape, strides of each tensor; tensor and scalar counts), then each
- * tensor's element 0 against d->balign.
+ * tensor's element 0 against d->balign. On failure hbg_last_error() says
+ * what differs ("boundary tensor 2: shape [4, 8], recorded [4, 16]").
  * @return 0, HBG_E_SIGNATURE, or HBG_E_INVAL (misaligned). */
 int hbg__def_check_boundary(const hbg__def *d, const hbg_tensor *bt,
                             uint32_t nbt, uint32_t nbs);
