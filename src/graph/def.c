@@ -32,6 +32,8 @@ void hbg__def_free(hbg__def *d) {
   free(d->image);
   free(d->balign);
   free(d->bmode);
+  free(d->races);
+  free(d->order);
   free(d);
 }
 
@@ -58,7 +60,7 @@ int hbg__def_init_align(hbg__def *d) {
   for (uint32_t i = 0; i < h.n_btensors; i++)
     if (!d->bmode[i])
       d->bmode[i] = bs[i].mode;
-  return 0;
+  return hbg__def_races(d);
 }
 
 int hbg__def_from_image(const void *img, uint64_t len, hbg__def **out) {
@@ -91,9 +93,10 @@ int hbg__def_from_image(const void *img, uint64_t len, hbg__def **out) {
   return 0;
 
 err:
-  if (d)
+  if (d) {
     free(d->balign);
-  free(d->bmode);
+    free(d->bmode);
+  }
   free(d);
   free(copy);
   return rc;
