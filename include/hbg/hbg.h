@@ -676,9 +676,10 @@ typedef struct hbg_graph_submit {
  * cache that holds it), or where one in-place task's output is exactly
  * its input: two inner tasks nothing orders may not both touch shared
  * bytes with one writing them (HBG_E_INVAL, naming both boundary tensors
- * and the bytes; a recording with more than 4096 boundary accesses is not
- * analysed, and then a boundary tensor any task writes may share no byte
- * with another). A recording in which any hbg_record_task call
+ * and the bytes; in a recording of more than 4096 inner tasks, or where
+ * two overlapping boundary tensors have more than 65536 pairs of
+ * accesses, such an overlap is refused whatever the order). A recording
+ * in which any hbg_record_task call
  * failed is never kept: the next submission of the key records again.
  * @return 0, HBG_E_INVAL (bad, misaligned or aliasing boundary tensors),
  * HBG_E_RANGE

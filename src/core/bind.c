@@ -641,7 +641,7 @@ int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
   HBG__RETURN_IF(g->n_tensors > HBG_IMG_MAX_BOUNDARY ||
                      g->n_scalars > HBG_IMG_MAX_BOUNDARY,
                  HBG_E_LIMIT);
-  HBG__TRY(HBG__RESERVE(b->bext, b->bext_cap, 2ull * g->n_tensors));
+  HBG__TRY(HBG__RESERVE(b->bext, b->bext_cap, 3ull * g->n_tensors));
   for (uint32_t i = 0; i < g->n_tensors; i++)
     HBG__TRY(check_tensor(b->rt, &g->tensors[i], i,
                           "hbg_submit_graph: boundary tensor", &b->bext[i]));
@@ -655,13 +655,14 @@ int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
   const hbg__def *def = gr->def;
   /* The same Definition may be replayed over any addresses: two boundary
    * tensors its nodes do not order may not alias. */
-  if (hbg__def_check_alias(gr->def, g->tensors, b->bext,
-                           (uint32_t *)(void *)(b->bext + g->n_tensors)) < 0) {
+  int arc = hbg__def_check_alias(gr->def, g->tensors, b->bext,
+                                 b->bext + g->n_tensors);
+  if (arc < 0) {
     char why[400];
     snprintf(why, sizeof why, "%s", hbg_last_error());
     hbg__error_set("hbg_submit_graph: key %llu: %s",
                    (unsigned long long)g->key, why);
-    return HBG_E_INVAL;
+    return arc;
   }
   const hbg_task_id *deps = g->deps;
   uint32_t n_deps = g->n_deps;

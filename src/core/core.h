@@ -215,9 +215,9 @@ struct hbg_bind {
    * kernel scratch (floats) one of their calls needs. */
   uint64_t sz_deps, sz_nodes, sz_kscr;
   hbg__deps deps; /* HBG_DEPS_INFERRED: the live reads and writes */
-  uint64_t *bext;    /* a graph submission's boundary extents, then room
-                        for as many u32 (the alias check's scratch); kept
-                        for the next submission */
+  uint64_t *bext;    /* a graph submission's boundary extents, then the
+                        alias check's scratch (2 u64 per tensor); kept for
+                        the next submission */
   uint32_t bext_cap;
 
   /* timing and counters */

@@ -48,47 +48,36 @@ typedef struct hbg__def {
                       HBG_ACCESS_* bits of every inner tensor on it or on a
                       view of it); its signature's mode when none does;
                       owned */
-  /* Accesses a replay may not alias (hbg__def_races): the bytes one node
-   * reads or writes of boundary tensor i and those another node writes of
-   * j (or reads, when the first writes), the two nodes not ordered by the
-   * Definition's dependencies, or one node touching both and writing one.
-   * Ordered nodes may touch aliasing boundary tensors (a decode step's new
-   * KV row and the cache it lies in). alias_all: the analysis was too
-   * large, so no boundary tensor any node writes may alias any other. */
-  struct hbg__race *races; /* by (i, j), then the byte ranges */
-  uint32_t n_races;
-  int alias_all;
-  uint32_t *order; /* the boundary tensors by start address at the last
-                      replay (a sorting hint; with races or alias_all) */
+  /* Replays over aliasing boundary tensors (races.c): bwritten, some node
+   * writes a boundary tensor; order, the boundary tensors by start
+   * address at the last replay (a sorting hint); alias, per-boundary
+   * access lists and the closure of the dependencies, built by the first
+   * replay with two overlapping boundary tensors, one written. */
+  int bwritten;
+  uint32_t *order;
+  struct hbg__def_alias *alias;
 } hbg__def;
 
-/* Bytes [oi, oi + ei) of boundary tensor i and [oj, oj + ej) of j, from
- * their element 0: may not be the same bytes at a replay (i < j). */
-typedef struct hbg__race {
-  uint32_t i, j;
-  uint32_t same_ok; /* one in-place node's two accesses of one layout:
-                       the very same bytes are fine (element 0 of both at
-                       one address), a partial overlap is not */
-  uint64_t oi, ei, oj, ej;
-} hbg__race;
+typedef struct hbg__def_alias hbg__def_alias;
+void hbg__def_alias_free(hbg__def_alias *a); /* accepts NULL */
 
 void hbg__def_free(hbg__def *d); /* accepts NULL */
-/* Fill d->balign, d->bmode and the race pairs from the image (tensors,
- * bsig, nodes and fan-in tables). @return 0 or HBG_E_NOMEM. */
+/* Fill d->balign, d->bmode, d->bwritten and d->order from the image
+ * (tensors and bsig tables). @return 0 or HBG_E_NOMEM. */
 int hbg__def_init_align(hbg__def *d);
-/* d->races and d->alias_all from the image (races.c; part of
- * hbg__def_init_align). @return 0 or HBG_E_NOMEM. */
-int hbg__def_races(hbg__def *d);
 
-/* Check a replay's boundary tensors (bt[i] of extent ext[i]) against d's
- * races: no bytes that two nodes the recorded dependencies do not order
- * access (one writing) may be the same. scratch: room for n_btensors
- * u32. Costs one pass over the tensors in address order when their order
- * is the last replay's (d->order), nothing without races.
- * @return 0, or HBG_E_INVAL with hbg_last_error() naming both tensors and
- * the shared bytes. */
+/* Check a replay's boundary tensors (bt[i] of extent ext[i]): no bytes
+ * that two nodes the recorded dependencies do not order access (one
+ * writing), or that one node reads and writes under two names (unless it
+ * runs in place on the identical tensor), may be shared by two of them.
+ * scratch: room for 2 * n_btensors u64. Costs one pass over the tensors
+ * in address order when their order is the last replay's (d->order), and
+ * per overlapping pair, one written, a look at their accesses (past 4096
+ * nodes, or 65536 access pairs, such an overlap is refused).
+ * @return 0, HBG_E_NOMEM, or HBG_E_INVAL with hbg_last_error() naming both
+ * tensors and the shared bytes. */
 int hbg__def_check_alias(hbg__def *d, const hbg_tensor *bt,
-                         const uint64_t *ext, uint32_t *scratch);
+                         const uint64_t *ext, uint64_t *scratch);
 
 /* ---- recording ---- */
 

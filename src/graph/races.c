@@ -1,13 +1,15 @@
 /* Which boundary tensors of a Definition a replay may alias (graph.h,
- * hbg__def.races). The recorded nodes and their dependencies treat the
- * boundary tensors as distinct memory; a replay that passes two of them
- * over the same bytes is still right when every node touching one is
- * ordered with every node touching the other (a decode step writes the new
- * KV row, then attention reads the cache that holds it), and wrong, with
- * no error anywhere, when two such nodes may run at once or a node reads
- * one while it writes the other. This finds the second kind once per
- * Definition; hbg__def_check_alias refuses a replay that aliases one. */
-#include <stdio.h>
+ * hbg__def_check_alias). The recorded nodes and their dependencies treat
+ * the boundary tensors as distinct memory; a replay that passes two of
+ * them over the same bytes is still right when the nodes touching those
+ * bytes are ordered (a decode step writes the new KV row, then attention
+ * reads the cache that holds it), and wrong, with no error anywhere, when
+ * two of them may run at once, one writing, or one node reads the bytes
+ * it writes under another name. Nothing is done at record time: a replay
+ * sweeps its boundary tensors in address order, and only a pair that
+ * overlaps, one of them written, is looked at access by access, against
+ * the Definition's per-boundary access lists and the transitive closure
+ * of its dependencies, both built the first time a replay needs them. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,195 +17,116 @@
 #include "graph/graph.h"
 #include "kernels/kernels.h"
 
-/* Past these the analysis is not run: every boundary tensor a node writes
- * may alias none (alias_all). */
-#define RACE_MAX_ACCESSES 4096u
-#define RACE_MAX_PAIRS 65536u
+/* Past these the accesses are not told apart: an overlap of two boundary
+ * tensors, one of them written, is refused (a conservative answer). */
+#define ALIAS_MAX_NODES 4096u           /* closure: nodes^2 / 8 bytes */
+#define ALIAS_MAX_PAIRS (1u << 16)      /* access pairs of one overlap */
 
-typedef struct access {
-  uint32_t node, b; /* node, boundary tensor */
-  uint8_t mode;     /* HBG_IMG_ACCESS_* */
+typedef struct alias_acc {
+  uint32_t node;
+  uint32_t mode;     /* HBG_IMG_ACCESS_* */
   uint64_t off, ext; /* bytes from the boundary tensor's element 0 */
   const hbg_def_tensor *t;
-} access;
+} alias_acc;
 
-typedef struct pairs {
-  hbg__race *v;
-  uint32_t n, cap;
-  int over;
-} pairs;
+/* Overlapping pairs found safe lately: boundary tensors i < j with j's
+ * element 0 delta bytes after i's. */
+#define HBG__ALIAS_SAFE 8u
+struct hbg__alias_safe {
+  uint32_t i, j;
+  uint64_t delta;
+};
 
-static void pair_add(pairs *p, const access *x, const access *y,
-                     uint32_t same_ok) {
-  if (p->over)
+struct hbg__def_alias {
+  struct hbg__alias_safe safe[HBG__ALIAS_SAFE];
+  uint32_t next_safe;
+  uint32_t *first;   /* per boundary tensor: its accesses [first[b],
+                        first[b + 1]) in acc */
+  alias_acc *acc;
+  uint64_t *anc;     /* per node, words bits: the nodes it depends on,
+                        directly or not; NULL past ALIAS_MAX_NODES */
+  uint32_t words;
+};
+
+void hbg__def_alias_free(hbg__def_alias *a) {
+  if (!a)
     return;
-  if (p->n == RACE_MAX_PAIRS ||
-      HBG__RESERVE(p->v, p->cap, (uint64_t)p->n + 1) < 0) {
-    p->over = 1;
-    return;
-  }
-  if (x->b > y->b) {
-    const access *z = x;
-    x = y;
-    y = z;
-  }
-  p->v[p->n++] = (hbg__race){.i = x->b, .j = y->b, .same_ok = same_ok,
-                             .oi = x->off, .ei = x->ext, .oj = y->off,
-                             .ej = y->ext};
+  free(a->first);
+  free(a->acc);
+  free(a->anc);
+  free(a);
 }
 
-static int race_cmp(const void *a, const void *b) {
-  const hbg__race *x = a, *y = b;
-  const uint64_t kx[7] = {x->i, x->j, x->oi, x->ei, x->oj, x->ej, x->same_ok},
-                 ky[7] = {y->i, y->j, y->oi, y->ei, y->oj, y->ej, y->same_ok};
-  for (int k = 0; k < 7; k++)
-    if (kx[k] != ky[k])
-      return kx[k] < ky[k] ? -1 : 1;
-  return 0;
+static int is_boundary(const hbg_def_tensor *t, uint32_t nbt) {
+  return (t->src == HBG_SRC_BOUNDARY_EXACT ||
+          t->src == HBG_SRC_BOUNDARY_VIEW) &&
+         t->ref < nbt;
 }
 
-/* Two accesses of different nodes or of one: a race on aliasing when they
- * name different boundary tensors and one of them writes; one in-place
- * capable node's two accesses of one layout may be the very same bytes. */
-static void consider(pairs *p, const access *x, const access *y,
-                     uint32_t kernel_if_same_node) {
-  if (x->b == y->b || !((x->mode | y->mode) & HBG_IMG_ACCESS_OUT))
-    return;
-  const hbg_def_tensor *a = x->t, *b = y->t;
-  uint32_t same_ok = kernel_if_same_node != UINT32_MAX &&
-                     hbg__kernel_in_place(kernel_if_same_node) &&
-                     a->dtype == b->dtype && a->ndim == b->ndim &&
-                     memcmp(a->shape, b->shape, sizeof a->shape) == 0 &&
-                     memcmp(a->strides, b->strides, sizeof a->strides) == 0;
-  pair_add(p, x, y, same_ok);
-}
-
-static int all_alias(hbg__def *d, uint32_t n) {
-  d->alias_all = 1;
-  d->order = malloc((size_t)n * sizeof *d->order);
-  HBG__RETURN_IF(!d->order, HBG_E_NOMEM);
-  for (uint32_t i = 0; i < n; i++)
-    d->order[i] = i;
-  return 0;
-}
-
-int hbg__def_races(hbg__def *d) {
+static int alias_build(const hbg__def *d, hbg__def_alias **out) {
   hbg_def_hdr h;
   memcpy(&h, d->image, sizeof h);
   const hbg_def_node *nodes = (const hbg_def_node *)(d->image + h.off_nodes);
   const hbg_def_tensor *t = (const hbg_def_tensor *)(d->image + h.off_tensors);
   const uint32_t *fptr = (const uint32_t *)(d->image + h.off_fanin_ptr);
   const uint32_t *fin = (const uint32_t *)(d->image + h.off_fanin);
-  d->races = NULL;
-  d->order = NULL;
-  d->n_races = 0;
-  d->alias_all = 0;
-
+  hbg__def_alias *a = calloc(1, sizeof *a);
+  HBG__RETURN_IF(!a, HBG_E_NOMEM);
   uint32_t k = 0;
   for (uint32_t i = 0; i < h.n_tensors; i++)
-    if ((t[i].src == HBG_SRC_BOUNDARY_EXACT ||
-         t[i].src == HBG_SRC_BOUNDARY_VIEW) &&
-        t[i].ref < h.n_btensors)
-      k++;
-  if (k < 2)
-    return 0;
-  if (k > RACE_MAX_ACCESSES)
-    return all_alias(d, h.n_btensors);
-  access *acc = malloc((size_t)k * sizeof *acc);
-  uint64_t *reach = calloc(h.n_nodes, sizeof *reach);
-  uint32_t *bit = calloc(h.n_nodes, sizeof *bit);
-  if (!acc || !reach || !bit) {
-    free(acc);
-    free(reach);
-    free(bit);
-    return HBG_E_NOMEM;
-  }
-  k = 0;
+    k += is_boundary(&t[i], h.n_btensors);
+  a->first = calloc((size_t)h.n_btensors + 1, sizeof *a->first);
+  a->acc = malloc((size_t)(k ? k : 1) * sizeof *a->acc);
+  if (!a->first || !a->acc)
+    goto err;
+  for (uint32_t i = 0; i < h.n_tensors; i++)
+    if (is_boundary(&t[i], h.n_btensors))
+      a->first[t[i].ref + 1]++;
+  for (uint32_t b = 0; b < h.n_btensors; b++)
+    a->first[b + 1] += a->first[b];
+  uint32_t *fill = malloc((size_t)(h.n_btensors ? h.n_btensors : 1) *
+                          sizeof *fill);
+  if (!fill)
+    goto err;
+  memcpy(fill, a->first, (size_t)h.n_btensors * sizeof *fill);
   for (uint32_t n = 0; n < h.n_nodes; n++)
     for (uint32_t i = nodes[n].first_tensor;
          i < nodes[n].first_tensor + nodes[n].n_tensors; i++)
-      if ((t[i].src == HBG_SRC_BOUNDARY_EXACT ||
-           t[i].src == HBG_SRC_BOUNDARY_VIEW) &&
-          t[i].ref < h.n_btensors)
-        acc[k++] = (access){
+      if (is_boundary(&t[i], h.n_btensors))
+        a->acc[fill[t[i].ref]++] = (alias_acc){
             .node = n,
-            .b = t[i].ref,
             .mode = t[i].mode,
             .off = t[i].src == HBG_SRC_BOUNDARY_VIEW ? t[i].offset : 0,
             .ext = hbg_img_extent(t[i].dtype, t[i].ndim, t[i].mode,
                                   t[i].shape, t[i].strides),
             .t = &t[i]};
-
-  pairs p = {0};
-  /* One node touching two boundary tensors. */
-  for (uint32_t x = 0; x < k; x++)
-    for (uint32_t y = x + 1; y < k && acc[y].node == acc[x].node; y++)
-      consider(&p, &acc[x], &acc[y], nodes[acc[x].node].kernel);
-  /* Two nodes a < b (a node depends on earlier ones only): ordered when a
-   * reaches b through the fan-in tables. The accessing nodes are taken 64
-   * at a time as sources; reach[v] has bit s set when source s reaches v.
-   * A fan-in entry naming a later node (never in a validated image) only
-   * loses reach: more pairs, never fewer. */
-  for (uint32_t first = 0; first < k && !p.over;) {
-    uint32_t n_src = 0, last = first;
-    uint32_t lo = acc[first].node;
-    while (last < k && n_src < 64) {
-      uint32_t nd = acc[last].node;
-      if (!bit[nd])
-        bit[nd] = ++n_src;
-      while (last < k && acc[last].node == nd)
-        last++;
-    }
-    memset(reach + lo, 0, (size_t)(h.n_nodes - lo) * sizeof *reach);
-    for (uint32_t v = lo; v < h.n_nodes; v++) {
-      uint64_t r = 0;
+  free(fill);
+  if (h.n_nodes <= ALIAS_MAX_NODES) {
+    /* A node depends on earlier ones only (a validated image's fan-in
+     * names earlier nodes; one that does not only loses order here: more
+     * refusals, never fewer). */
+    a->words = (h.n_nodes + 63) / 64;
+    a->anc = calloc((size_t)h.n_nodes * a->words, sizeof *a->anc);
+    if (!a->anc)
+      goto err;
+    for (uint32_t v = 0; v < h.n_nodes; v++) {
+      uint64_t *av = a->anc + (size_t)v * a->words;
       for (uint32_t e = fptr[v]; e < fptr[v + 1]; e++) {
-        uint32_t q = fin[e];
-        if (q >= v || q < lo)
+        uint32_t p = fin[e];
+        if (p >= v)
           continue;
-        r |= reach[q];
-        if (bit[q])
-          r |= UINT64_C(1) << (bit[q] - 1);
+        const uint64_t *ap = a->anc + (size_t)p * a->words;
+        for (uint32_t w = 0; w < a->words; w++)
+          av[w] |= ap[w];
+        av[p / 64] |= UINT64_C(1) << (p % 64);
       }
-      reach[v] = r;
     }
-    for (uint32_t y = first; y < k; y++)
-      for (uint32_t x = first; x < last && acc[x].node < acc[y].node; x++)
-        if (!(reach[acc[y].node] >> (bit[acc[x].node] - 1) & 1))
-          consider(&p, &acc[x], &acc[y], UINT32_MAX);
-    for (uint32_t x = first; x < last; x++)
-      bit[acc[x].node] = 0;
-    first = last;
   }
-  free(acc);
-  free(reach);
-  free(bit);
-  if (p.over) {
-    free(p.v);
-    p.v = NULL;
-    p.n = 0;
-    d->alias_all = 1;
-  }
-  if (p.n) {
-    qsort(p.v, p.n, sizeof *p.v, race_cmp);
-    uint32_t u = 0;
-    for (uint32_t i = 0; i < p.n; i++)
-      if (!u || race_cmp(&p.v[i], &p.v[u - 1]) != 0)
-        p.v[u++] = p.v[i];
-    p.n = u;
-  }
-  if (p.n || d->alias_all) {
-    d->order = malloc((size_t)h.n_btensors * sizeof *d->order);
-    if (!d->order) {
-      free(p.v);
-      return HBG_E_NOMEM;
-    }
-    for (uint32_t i = 0; i < h.n_btensors; i++)
-      d->order[i] = i;
-  }
-  d->races = p.v;
-  d->n_races = p.n;
+  *out = a;
   return 0;
+err:
+  hbg__def_alias_free(a);
+  return HBG_E_NOMEM;
 }
 
 /* [a, a + ea) and [b, b + eb) share [*lo, *hi): @return 1 if any. */
@@ -214,83 +137,141 @@ static int shares(uint64_t a, uint64_t ea, uint64_t b, uint64_t eb,
   return *lo < *hi;
 }
 
-static uint64_t elem0(const hbg_tensor *t) { return t->addr + t->offset; }
+static int before(const hbg__def_alias *a, uint32_t x, uint32_t y) {
+  return (a->anc[(size_t)y * a->words + x / 64] >> (x % 64)) & 1;
+}
 
-/* Boundary tensors i < j of this replay overlap: @return 1 and the shared
- * bytes when the overlap reaches accesses of unordered nodes. */
-static int pair_races(const hbg__def *d, const hbg_tensor *bt,
-                      const uint64_t *ext, uint32_t i, uint32_t j,
-                      uint64_t *lo, uint64_t *hi) {
-  if (d->alias_all)
-    return ((d->bmode[i] | d->bmode[j]) & HBG_IMG_ACCESS_OUT) &&
-           shares(elem0(&bt[i]), ext[i], elem0(&bt[j]), ext[j], lo, hi);
-  uint32_t a = 0, b = d->n_races; /* the first race of {i, j} */
-  while (a < b) {
-    uint32_t m = a + (b - a) / 2;
-    const hbg__race *x = &d->races[m];
-    if (x->i < i || (x->i == i && x->j < j))
-      a = m + 1;
-    else
-      b = m;
+/* One node's two accesses of one layout, the node in-place capable: the
+ * very same bytes are fine. */
+static int same_ok(const hbg_def_node *nodes, const alias_acc *x,
+                   const alias_acc *y, uint64_t ax, uint64_t ay) {
+  const hbg_def_tensor *s = x->t, *t = y->t;
+  return ax == ay && hbg__kernel_in_place(nodes[x->node].kernel) &&
+         s->dtype == t->dtype && s->ndim == t->ndim &&
+         memcmp(s->shape, t->shape, sizeof s->shape) == 0 &&
+         memcmp(s->strides, t->strides, sizeof s->strides) == 0;
+}
+
+/* Boundary tensors i and j overlap at this replay (their elements 0 at ei0
+ * and ej0), one of them written: @return 1 with the shared bytes when
+ * accesses of theirs that the recorded order does not separate meet. */
+static int pair_races(const hbg__def *d, const hbg__def_alias *a,
+                      uint32_t i, uint64_t ei0, uint32_t j, uint64_t ej0,
+                      int *unsure, uint64_t *lo, uint64_t *hi) {
+  const hbg_def_node *nodes =
+      (const hbg_def_node *)(d->image +
+                             ((const hbg_def_hdr *)(const void *)d->image)
+                                 ->off_nodes);
+  uint32_t ni = a->first[i + 1] - a->first[i];
+  uint32_t nj = a->first[j + 1] - a->first[j];
+  if (!a->anc || (uint64_t)ni * nj > ALIAS_MAX_PAIRS) {
+    *unsure = 1;
+    return 1;
   }
-  for (; a < d->n_races && d->races[a].i == i && d->races[a].j == j; a++) {
-    const hbg__race *x = &d->races[a];
-    uint64_t ai = elem0(&bt[i]) + x->oi, aj = elem0(&bt[j]) + x->oj;
-    if (x->same_ok && ai == aj)
-      continue;
-    if (shares(ai, x->ei, aj, x->ej, lo, hi))
-      return 1;
+  for (uint32_t p = a->first[i]; p < a->first[i + 1]; p++) {
+    const alias_acc *x = &a->acc[p];
+    uint64_t ax = ei0 + x->off;
+    for (uint32_t q = a->first[j]; q < a->first[j + 1]; q++) {
+      const alias_acc *y = &a->acc[q];
+      uint64_t ay = ej0 + y->off;
+      if (!((x->mode | y->mode) & HBG_IMG_ACCESS_OUT) ||
+          !shares(ax, x->ext, ay, y->ext, lo, hi))
+        continue;
+      if (x->node == y->node ? !same_ok(nodes, x, y, ax, ay)
+                             : !before(a, x->node, y->node) &&
+                                   !before(a, y->node, x->node))
+        return 1;
+    }
   }
   return 0;
 }
 
-int hbg__def_check_alias(hbg__def *d, const hbg_tensor *bt,
-                         const uint64_t *ext, uint32_t *scratch) {
-  if (!d->n_races && !d->alias_all)
+/* One overlapping pair, one of them written: refused when accesses that
+ * the recorded order does not separate meet (HBG_E_INVAL, named). The
+ * last pair found safe is remembered with its relative placement, so the
+ * replays of one key that place it alike (a step's layers) look once. */
+static int overlap(hbg__def *d, const uint64_t *st, const uint64_t *ext,
+                   uint32_t u, uint32_t v) {
+  if (!((d->bmode[u] | d->bmode[v]) & HBG_IMG_ACCESS_OUT))
     return 0;
-  /* The boundary tensors by start address, in the order the last replay
-   * had (replays of one key usually keep it: then checking it is the
-   * whole sort), then one sweep: each tensor against those still open
-   * when it starts. */
-  const uint32_t n = d->n_btensors;
-  uint32_t *ord = d->order;
-  for (uint32_t k = 1; k < n; k++) {
-    uint32_t v = ord[k], m = k;
-    uint64_t s = elem0(&bt[v]);
-    while (m > 0 && elem0(&bt[ord[m - 1]]) > s) {
-      ord[m] = ord[m - 1];
-      m--;
-    }
-    ord[m] = v;
+  uint32_t i = HBG__MIN(u, v), j = HBG__MAX(u, v);
+  uint64_t delta = st[j] - st[i];
+  if (d->alias) {
+    const hbg__def_alias *a = d->alias;
+    for (uint32_t c = 0; c < HBG__ALIAS_SAFE; c++)
+      if (a->safe[c].i == i && a->safe[c].j == j && a->safe[c].delta == delta)
+        return 0;
+  } else {
+    HBG__TRY(alias_build(d, &d->alias));
   }
-  uint32_t *open = scratch, n_open = 0;
-  for (uint32_t k = 0; k < n; k++) {
-    uint32_t v = ord[k];
-    uint64_t s = elem0(&bt[v]), lo, hi;
-    uint32_t keep = 0;
-    for (uint32_t o = 0; o < n_open; o++) {
-      uint32_t u = open[o];
-      if (elem0(&bt[u]) + ext[u] <= s)
-        continue; /* closed */
-      open[keep++] = u;
-      uint32_t i = HBG__MIN(u, v), j = HBG__MAX(u, v);
-      if (pair_races(d, bt, ext, i, j, &lo, &hi)) {
-        hbg__error_set("boundary tensors %u and %u share bytes [0x%llx, "
-                       "0x%llx) that %s (at least one writes them): pass "
-                       "them over disjoint memory, or record the graph with "
-                       "the dependency that orders those nodes",
-                       i, j, (unsigned long long)lo, (unsigned long long)hi,
-                       d->alias_all ? "nodes of this graph access, too many "
-                                      "for hbg to tell whether its "
-                                      "dependencies order them"
-                                    : "two recorded nodes, not ordered by "
-                                      "the graph's dependencies, access");
-        return HBG_E_INVAL;
-      }
-    }
-    n_open = keep;
-    if (ext[v])
-      open[n_open++] = v;
+  uint64_t lo, hi;
+  int unsure = 0;
+  if (pair_races(d, d->alias, i, st[i], j, st[j], &unsure, &lo, &hi)) {
+    if (unsure)
+      shares(st[i], ext[i], st[j], ext[j], &lo, &hi);
+    hbg__error_set("boundary tensors %u and %u share bytes [0x%llx, 0x%llx) "
+                   "that %s (at least one writes them): pass them over "
+                   "disjoint memory, or record the graph with the "
+                   "dependency that orders those nodes",
+                   i, j, (unsigned long long)lo, (unsigned long long)hi,
+                   unsure ? "nodes of this graph access, too many for hbg "
+                            "to tell whether its dependencies order them"
+                          : "two recorded nodes, not ordered by the graph's "
+                            "dependencies, access (or one node reads and "
+                            "writes under two names)");
+    return HBG_E_INVAL;
   }
+  hbg__def_alias *a = d->alias;
+  a->safe[a->next_safe] = (struct hbg__alias_safe){i, j, delta};
+  a->next_safe = (a->next_safe + 1) % HBG__ALIAS_SAFE;
   return 0;
+}
+
+int hbg__def_check_alias(hbg__def *d, const hbg_tensor *bt,
+                         const uint64_t *ext, uint64_t *scratch) {
+  const uint32_t n = d->n_btensors;
+  if (n < 2 || !d->bwritten)
+    return 0;
+  /* One pass in address order, the last replay's (replays of one key
+   * keep it: then this is the whole sort; else an insertion sort and a
+   * second pass). A tensor starting before the furthest end so far
+   * overlaps an earlier one: only then are the earlier ones looked at. */
+  uint64_t *st = scratch, *far = scratch + n; /* far[k]: the furthest end
+                                                   of ord[0..k] */
+  uint32_t *ord = d->order;
+  for (int sorted = 0;; sorted = 1) {
+    uint64_t prev = 0, f = 0;
+    uint32_t k = 0;
+    for (; k < n; k++) {
+      uint32_t v = ord[k];
+      uint64_t s = bt[v].addr + bt[v].offset;
+      st[v] = s;
+      if (s < prev)
+        break;
+      prev = s;
+      /* back from k - 1 while an earlier tensor can still reach s */
+      for (uint32_t m = k; s < f && m-- > 0 && far[m] > s;) {
+        uint32_t u = ord[m];
+        if (st[u] + ext[u] > s)
+          HBG__TRY(overlap(d, st, ext, u, v));
+      }
+      if (s + ext[v] > f)
+        f = s + ext[v];
+      far[k] = f;
+    }
+    if (k == n)
+      return 0;
+    if (sorted)
+      return HBG_E_INVAL; /* cannot happen: sorted by st */
+    for (uint32_t q = k; q < n; q++)
+      st[ord[q]] = bt[ord[q]].addr + bt[ord[q]].offset;
+    for (uint32_t q = 1; q < n; q++) {
+      uint32_t v = ord[q], m = q;
+      while (m > 0 && st[ord[m - 1]] > st[v]) {
+        ord[m] = ord[m - 1];
+        m--;
+      }
+      ord[m] = v;
+    }
+  }
 }

@@ -663,6 +663,7 @@ err_alloc:
   if (d) {
     free(d->balign);
     free(d->bmode);
+    free(d->order);
   }
   free(d);
   free(cursor);
