@@ -12,8 +12,22 @@
  *   - Output pointers come last and are written only on success.
  *   - Every *_destroy / *_close accepts NULL.
  *   - Thread safety: a runtime and its binds are used from one thread at a
- *     time (the orchestration thread). Backends run their own threads
- *     internally. Distinct runtimes are independent.
+ *     time (the orchestration thread); between calls the runtime may move
+ *     to another thread. This is checked: a call that changes a runtime or
+ *     its binds (hbg_bind_begin, hbg_submit_task, hbg_submit_graph,
+ *     hbg_submit_graph_n, hbg_bind_launch, hbg_bind_wait,
+ *     hbg_buffer_alloc, hbg_buffer_free, hbg_buffer_write,
+ *     hbg_buffer_read, hbg_runtime_set_trace) entered while another thread
+ *     is inside one of them on the same runtime changes nothing and returns
+ *     HBG_E_BUSY, and hbg_last_error() names the call the other thread is
+ *     in ("hbg_buffer_alloc: the runtime is in use by another thread (in
+ *     hbg_bind_wait)..."). hbg_bind_end, which cannot fail, waits for that
+ *     call to return instead. Calls that a record or trace callback makes
+ *     on the thread already inside a call go through. Calls that only read
+ *     (hbg_bind_stats_get, hbg_bind_fatal, ...) and hbg_runtime_destroy are
+ *     not checked: no other thread may be using the runtime when it is
+ *     destroyed. Backends run their own threads internally. Distinct
+ *     runtimes are independent.
  */
 #ifndef HBG_HBG_H
 #define HBG_HBG_H
@@ -221,7 +235,14 @@ typedef uint32_t hbg_task_id;
  * outputs may not. "Flat" means a tensor is read in its own row-major
  * order, so two flat tensors need the same element count, not the same
  * shape. Outputs must not overlap inputs, except that the element-wise
- * kernels and ROPE may run in place (output == input, same layout).
+ * kernels (COPY, ADD, MUL, SCALE, SILU_MUL, FILL) and ROPE may run in
+ * place: the output the identical tensor as an input (same address,
+ * offset, dtype, shape and strides). hbg_submit_task and hbg_record_task
+ * refuse a task that breaks this with HBG_E_KERNEL, and hbg_last_error()
+ * names the task, the two arguments and the overlapping bytes. Overlap is
+ * judged on extents, [element 0, one past the last element): a strided
+ * view counts the holes between its elements, so two interleaved views
+ * (even and odd elements) overlap although they share no element.
  * Reductions run in a fixed order that does not depend on how many threads
  * share a kernel, and exp is hbg's own (no libm), no operation is fused,
  * so results are bit-identical on any thread count, CPU or GPU. RMSNORM's
@@ -278,8 +299,12 @@ typedef enum hbg_kernel_id {
  * the application. hbg records, replays, uploads and validates tasks that
  * use them without interpreting the kernel: only the structure is checked
  * (at most 64 tensors and 64 scalars, each tensor valid metadata with a
- * mode, element 0 aligned to its dtype, inside a live buffer). The ids between HBG_KERNEL__COUNT and
- * HBG_KERNEL_USER_MIN are reserved for built-ins (HBG_E_KERNEL). A device
+ * mode, element 0 aligned to its dtype, inside a live buffer) and the
+ * overlap rule above, read from the modes: no argument with mode OUT or
+ * INOUT may overlap one with mode IN, identical or not (a user kernel that
+ * updates a tensor in place takes it once, as INOUT). The ids between
+ * HBG_KERNEL__COUNT and HBG_KERNEL_USER_MIN are reserved for built-ins
+ * (HBG_E_KERNEL). A device
  * runs a user kernel with the implementation registered for its id
  * (hbg_kernel_register on the sim and cuda, hbg_sim_register_kernel on the
  * sim; an executor written against hbg_image.h on others); a launch
@@ -616,9 +641,11 @@ HBG_API int hbg_bind_begin(hbg_runtime *rt, hbg_bind **out);
  * kernel's signature (argument count, dtypes, modes, shapes, scalar count).
  * @return 0, HBG_E_INVAL (bad or misaligned tensor, bad dependency),
  * HBG_E_RANGE (a tensor outside every live buffer, or leaving the one its
- * addr is in), HBG_E_KERNEL (unknown kernel or arguments it does not take),
+ * addr is in), HBG_E_KERNEL (unknown kernel, arguments it does not take,
+ * or an output overlapping an input: see the kernels' rules),
  * HBG_E_LIMIT, HBG_E_NESTED, HBG_E_STATE, HBG_E_FATAL. After a refused
- * tensor or signature, hbg_last_error() names the argument and the rule
+ * tensor, signature, overlap or dependency id, hbg_last_error() names the
+ * argument and the rule
  * ("hbg_submit_task: argument 0: element 0 (offset 2) is not aligned ...",
  * "hbg_submit_task: add takes 3 tensors, got 2"). */
 HBG_API int hbg_submit_task(hbg_bind *b, const hbg_task *t, hbg_task_id *out);
@@ -646,17 +673,30 @@ typedef struct hbg_graph_submit {
  * Definition; later submissions only build a Submission. Boundary tensors
  * are checked as hbg_submit_task checks its arguments; a replay also needs
  * element 0 of each boundary tensor aligned to the largest element size of
- * the views recorded on it. A recording in which any hbg_record_task call
+ * the views recorded on it. Boundary tensors may share bytes only where
+ * the recorded inner tasks that touch them are ordered by the graph's
+ * dependencies (a task writing a new KV row, then attention reading the
+ * cache that holds it), or where one in-place task's output is exactly
+ * its input: two inner tasks nothing orders may not both touch shared
+ * bytes with one writing them (HBG_E_INVAL, naming both boundary tensors
+ * and the bytes; in a recording of more than 4096 inner tasks, or where
+ * two overlapping boundary tensors have more than 65536 pairs of
+ * accesses, such an overlap is refused whatever the order). A recording
+ * in which any hbg_record_task call
  * failed is never kept: the next submission of the key records again.
- * @return 0, HBG_E_INVAL (bad or misaligned boundary tensor), HBG_E_RANGE
+ * @return 0, HBG_E_INVAL (bad, misaligned or aliasing boundary tensors),
+ * HBG_E_RANGE
  * (a boundary tensor outside its live buffer), HBG_E_NESTED, HBG_E_RECORD
  * (callback returned non-zero; its code is not kept), the first error an
  * hbg_record_task call of the callback returned (when the callback itself
  * returned 0: HBG_E_KERNEL, HBG_E_INVAL, ...), HBG_E_EMPTY,
  * HBG_E_SIGNATURE, HBG_E_LIMIT, HBG_E_FATAL (the bind latched a fatal
  * error), or a device error (which latches HBG_E_FATAL on the bind).
- * hbg_last_error() names a refused boundary tensor, or the inner task,
- * argument and rule of a recording that is not kept. */
+ * hbg_last_error() names a refused boundary tensor, what differs from the
+ * recorded signature (the counts, or the first differing field of a
+ * boundary tensor: "key 7: boundary tensor 2: shape [4, 8], recorded
+ * [4, 16]"), a dependency id that names no earlier task, or the inner
+ * task, argument and rule of a recording that is not kept. */
 HBG_API int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
                              hbg_task_id *out);
 
@@ -688,8 +728,9 @@ HBG_API int hbg_submit_graph_n(hbg_bind *b, const hbg_graph_submit *g,
  * to its dtype, and a view's offset from its boundary tensor's element 0 a
  * multiple of its element size. An argument that writes (mode OUT or
  * INOUT) a boundary tensor, or a view of one, needs a boundary tensor whose
- * mode includes HBG_ACCESS_OUT. The kernel's signature is checked as in
- * hbg_submit_task. Any failure also marks the recording bad: the callback
+ * mode includes HBG_ACCESS_OUT. The kernel's signature and the overlap
+ * rule are checked as in hbg_submit_task (an inner output with addr 0 is
+ * placed apart from everything). Any failure also marks the recording bad: the callback
  * may go on, but no Definition is built from it.
  * @return 0, HBG_E_INVAL (bad, misaligned, or unknown tensor: neither an
  * earlier inner output nor inside a boundary tensor; a write into an
@@ -799,7 +840,8 @@ HBG_API int hbg_bind_fatal(const hbg_bind *b);
 /* End a bind: release the slot for reuse. A launched bind may still run on
  * the device; the slot's next hbg_bind_begin waits for it. A bind never
  * launched (or latched fatal) is rolled back. Accepts NULL; ignored when
- * called from a record callback. */
+ * called from a record callback. When another thread is inside a call on
+ * the bind's runtime, waits for that call to return first. */
 HBG_API void hbg_bind_end(hbg_bind *b);
 
 /* ------------------------------------------------------------------ */

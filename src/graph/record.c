@@ -385,6 +385,11 @@ static int record_task(hbg_recorder *rec, hbg_task *t, hbg_task_id *out) {
     if (p != UINT32_MAX)
       HBG__TRY(push_scratch(r, &n_cand, p));
   }
+  /* Heap outputs carry tagged addresses, boundary tensors device ones:
+   * the two never meet, so the overlap rule can compare raw bytes. */
+  if (r->check_kernels)
+    HBG__TRY(hbg__task_overlap_check(t, NULL, "hbg_record_task",
+                                     "inner task", self));
   for (uint32_t i = 0; i < t->n_scalars; i++) {
     const hbg_scalar *s = &t->scalars[i];
     hbg_def_scalar *ds = &r->scalars[r->n_scalars + i];
@@ -393,14 +398,28 @@ static int record_task(hbg_recorder *rec, hbg_task *t, hbg_task_id *out) {
       ds->kind = HBG_SCALAR_STATIC;
       ds->value = s->value;
     } else {
-      HBG__RETURN_IF(s->kind != HBG_SCALAR_BOUNDARY || s->index >= r->nbs,
-                     HBG_E_INVAL);
+      if (s->kind != HBG_SCALAR_BOUNDARY || s->index >= r->nbs) {
+        if (s->kind != HBG_SCALAR_BOUNDARY)
+          hbg__error_set("hbg_record_task (inner task %u): scalar %u: kind "
+                         "%u is neither static nor boundary",
+                         self, i, s->kind);
+        else
+          hbg__error_set("hbg_record_task (inner task %u): scalar %u: "
+                         "boundary scalar %u, but the graph has %u",
+                         self, i, s->index, r->nbs);
+        return HBG_E_INVAL;
+      }
       ds->kind = HBG_SCALAR_BOUNDARY;
       ds->index = s->index;
     }
   }
   for (uint32_t i = 0; i < t->n_deps; i++) {
-    HBG__RETURN_IF(t->deps[i] >= self, HBG_E_INVAL);
+    if (t->deps[i] >= self) {
+      hbg__error_set("hbg_record_task (inner task %u): dependency %u is "
+                     "inner task %u, not an earlier one",
+                     self, i, t->deps[i]);
+      return HBG_E_INVAL;
+    }
     HBG__TRY(push_scratch(r, &n_cand, t->deps[i]));
   }
   for (uint32_t i = 0; i < t->n_args; i++) {
@@ -641,6 +660,11 @@ int hbg__rec_finish(hbg_recorder *r, hbg__def **out) {
   return 0;
 
 err_alloc:
+  if (d) {
+    free(d->balign);
+    free(d->bmode);
+    free(d->order);
+  }
   free(d);
   free(cursor);
   free(img);

@@ -239,6 +239,8 @@ _SIGS = {
     "hbg_bind_wait": (c_int, [_P]),
     "hbg_bind_stats_get": (c_int, [_P, _P]),
     "hbg_bind_fatal": (c_int, [_P]),
+    "hbg_bind_error_location": (c_int, [_P, POINTER(c_uint32),
+                                        POINTER(c_uint32)]),
     "hbg_bind_end": (None, [_P]),
     "hbg_runtime_set_trace": (c_int, [_P, TRACE_FN, _P]),
     "hbg_image_dump": (c_int, [_P, c_size_t, c_int, _P]),
