@@ -80,15 +80,38 @@ typedef struct hbg_dev_launch_desc {
 /* sizeof(hbg_dev_launch_desc) before the sizing fields. */
 #define HBG_DEV_LAUNCH_DESC_SIZE_V1 32u
 
-/* Written by the device at launch completion (little-endian). */
+/* hbg_dev_status.flags */
+enum {
+  HBG_DEV_STATUS_SPLIT = 1u << 0 /* setup_ns, run_ns, setup_nodes written */
+};
+
+/* Written by the device at launch completion (little-endian). The struct
+ * grows at its end: a backend built before the executor's split writes
+ * HBG_DEV_STATUS_SIZE_V1 bytes, and the core zeroes the status word once
+ * when it allocates it, so flags then reads 0. */
 typedef struct hbg_dev_status {
   int32_t error;        /* 0 or a negative hbg error code */
   uint32_t task;        /* task index that failed, UINT32_MAX if none */
   uint32_t node;        /* inner node that failed, UINT32_MAX if none */
   uint32_t tasks_done;  /* tasks completed */
   uint64_t nodes_done;  /* kernels run (ordinary tasks + graph nodes) */
-  uint64_t defs_verified; /* Definitions verified in this launch */
+  uint64_t defs_verified; /* Definitions structurally validated in this
+                             launch (a verdict kept from an earlier launch
+                             is not counted) */
+  /* An executor's own account (flags & HBG_DEV_STATUS_SPLIT): */
+  uint32_t flags;        /* HBG_DEV_STATUS_* */
+  uint32_t reserved;
+  uint64_t setup_ns;     /* the device's clock from the executor's start to
+                            the end of its set-up (validation, scheduling
+                            state) */
+  uint64_t run_ns;       /* from the end of set-up to the end of the run */
+  uint64_t setup_nodes;  /* graph node records set-up read (validation and
+                            any walk of a Definition's nodes), summed over
+                            the executor's threads */
 } hbg_dev_status;
+
+/* sizeof(hbg_dev_status) before flags. */
+#define HBG_DEV_STATUS_SIZE_V1 40u
 
 /* Counters a backend keeps (monotonic since open). Set struct_size to
  * sizeof(hbg_dev_stats) before hbg_dev_stats_get: a caller built before the

@@ -758,6 +758,15 @@ static void collect(hbg_bind *b) {
     b->err_entry = st.task;
     b->err_node = st.node;
   }
+  if (rc == 0) {
+    b->st.exec_defs_validated = st.defs_verified;
+    if (st.flags & HBG_DEV_STATUS_SPLIT) {
+      b->st.exec_split = 1;
+      b->st.device_setup_ns = st.setup_ns;
+      b->st.device_run_ns = st.run_ns;
+      b->st.exec_setup_nodes = st.setup_nodes;
+    }
+  }
 }
 
 /* Binds of one runtime run on the device in launch order: b's queue waits
@@ -900,8 +909,12 @@ int hbg_bind_stats_get(const hbg_bind *b, hbg_bind_stats *out) {
   _Static_assert(offsetof(hbg_bind_stats, device_ns) ==
                      HBG_BIND_STATS_SIZE_V1,
                  "the first version ends where device_ns starts");
-  size_t n = out->struct_size == HBG_BIND_STATS_SIZE_V1
-                 ? HBG_BIND_STATS_SIZE_V1
+  _Static_assert(offsetof(hbg_bind_stats, device_setup_ns) ==
+                     HBG_BIND_STATS_SIZE_V2,
+                 "the second version ends where device_setup_ns starts");
+  size_t n = out->struct_size == HBG_BIND_STATS_SIZE_V1 ||
+                     out->struct_size == HBG_BIND_STATS_SIZE_V2
+                 ? out->struct_size
                  : sizeof *out;
   hbg_bind_stats st = b->st;
   st.struct_size = (uint32_t)n;

@@ -60,6 +60,7 @@ typedef struct xrun {
   uint32_t n_defs, cap_defs;
   uint32_t running;
   uint64_t defs_verified;
+  uint64_t setup_nodes; /* node records the set-up read */
   int error;
   uint32_t err_task, err_node;
   int finished;
@@ -253,6 +254,7 @@ static int get_def(xrun *r, hbg_devptr a, const uint8_t *p, uint64_t size,
     hbg__vcache_end(&r->e->vc, a, size, cur.hash, rc == 0, NULL);
     HBG__TRY(rc);
     r->defs_verified++;
+    r->setup_nodes += 2ull * d->hdr.n_nodes; /* validator, kernel checks */
   }
   /* Registrations change between launches: not part of the verdict. */
   for (uint32_t j = 0; j < d->hdr.n_nodes; j++) {
@@ -385,6 +387,7 @@ static int prep_graph(xrun *r, const hbg_win_task *wt, xtask *x) {
     hbg_img_node n;
     HBG__TRY(hbg_img_graph_node(&x->g, j, &n));
   }
+  r->setup_nodes += nn;
   return 0;
 }
 
@@ -473,6 +476,8 @@ static int prepare(xrun *r, const hbg_dev_launch_desc *l) {
     HBG__TRY(hbg__sched_task_set(r->s, i, x->kind == HBG_WIN_GRAPH ? &x->g
                                                                    : NULL,
                                  hbg_img_win_task_deps(wt), wt->n_deps, &bad));
+    if (x->kind == HBG_WIN_GRAPH)
+      r->setup_nodes += x->g.hdr.n_nodes;
   }
   r->err_task = NONE;
   return check_writes(r, l);
@@ -587,6 +592,8 @@ int hbg__exec_run(hbg__exec *e, const hbg_dev_launch_desc *l,
     st->error = HBG_E_INVAL;
     return st->error;
   }
+  const uint64_t t0 = hbg__now_ns();
+  uint64_t t1 = 0;
   xrun r;
   memset(&r, 0, sizeof r);
   r.e = e;
@@ -602,6 +609,7 @@ int hbg__exec_run(hbg__exec *e, const hbg_dev_launch_desc *l,
   } else if (r.n_tasks) {
     pthread_mutex_lock(&e->mu);
     hbg__sched_start(r.s);
+    t1 = hbg__now_ns();
     r.next = e->runs;
     e->runs = &r;
     wake(e, &r);
@@ -627,6 +635,15 @@ int hbg__exec_run(hbg__exec *e, const hbg_dev_launch_desc *l,
   st->tasks_done = r.s ? r.s->tasks_done : 0;
   st->nodes_done = r.s ? r.s->items_done : 0;
   st->defs_verified = r.defs_verified;
+  /* The host clock is the sim's device clock (its virtual clock only adds
+   * modelled waits, none of which fall inside a launch). */
+  const uint64_t t2 = hbg__now_ns();
+  if (!t1)
+    t1 = t2;
+  st->flags = HBG_DEV_STATUS_SPLIT;
+  st->setup_ns = t1 - t0;
+  st->run_ns = t2 - t1;
+  st->setup_nodes = r.setup_nodes;
   free(r.defs);
   free(r.img);
   free(r.wr);

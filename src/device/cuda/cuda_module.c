@@ -26,7 +26,16 @@ _Static_assert(sizeof(hbg_dc_status) == sizeof(hbg_dev_status) &&
                    offsetof(hbg_dc_status, nodes_done) ==
                        offsetof(hbg_dev_status, nodes_done) &&
                    offsetof(hbg_dc_status, defs_verified) ==
-                       offsetof(hbg_dev_status, defs_verified),
+                       offsetof(hbg_dev_status, defs_verified) &&
+                   offsetof(hbg_dc_status, flags) ==
+                       offsetof(hbg_dev_status, flags) &&
+                   offsetof(hbg_dc_status, setup_ns) ==
+                       offsetof(hbg_dev_status, setup_ns) &&
+                   offsetof(hbg_dc_status, run_ns) ==
+                       offsetof(hbg_dev_status, run_ns) &&
+                   offsetof(hbg_dc_status, setup_nodes) ==
+                       offsetof(hbg_dev_status, setup_nodes) &&
+                   HBG_DEV_STATUS_SPLIT == 1u,
                "the device code's status is hbg_dev_status");
 
 int hbg__cu_module_load(hbg_device *dev, hbg__cuda *c) {

@@ -41,6 +41,10 @@ typedef struct hbg_dc_status {
   uint32_t tasks_done;
   uint64_t nodes_done;
   uint64_t defs_verified;
+  uint32_t flags; /* HBG_DEV_STATUS_SPLIT (1): the three below written */
+  uint32_t reserved;
+  uint64_t setup_ns, run_ns;
+  uint64_t setup_nodes;
 } hbg_dc_status;
 
 /* hbg_dc_check_window: validate the task window of `bytes` bytes at

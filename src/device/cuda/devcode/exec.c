@@ -251,6 +251,8 @@ HBG_DC_FN int dx_setup(const hbg_dc_exec_args *a, hbg_dc_exec_ctl *ctl,
 HBG_DC_FN void dx_status(const hbg_dc_exec_args *a,
                          const hbg_dc_exec_ctl *ctl) {
   hbg_dc_status st;
+  st.flags = st.reserved = 0;
+  st.setup_ns = st.run_ns = st.setup_nodes = 0;
   st.error = ctl->error;
   st.task = ctl->task;
   st.node = ctl->node;
