@@ -50,14 +50,15 @@ typedef struct hbg_dev_caps {
 
 /* hbg_dev_launch_desc.flags */
 enum {
-  HBG_DEV_LAUNCH_SIZED = 1u << 0 /* the sizing fields are filled */
+  HBG_DEV_LAUNCH_SIZED = 1u << 0,       /* the sizing fields are filled */
+  HBG_DEV_LAUNCH_SIZED_IMAGES = 1u << 1 /* and the images' (def_bytes on) */
 };
 
 /* Launch descriptor: the task window the device executes (or verifies).
  * struct_size is the caller's sizeof: hbg_dev_launch accepts any size from
  * HBG_DEV_LAUNCH_DESC_SIZE_V1 (a caller built before the sizing fields) on
  * and hands the backend a whole current struct, the fields the caller did
- * not have zero. */
+ * not have zero (and their flags cleared). */
 typedef struct hbg_dev_launch_desc {
   uint32_t struct_size;
   uint32_t flags;           /* HBG_DEV_LAUNCH_* */
@@ -75,10 +76,20 @@ typedef struct hbg_dev_launch_desc {
   uint64_t n_nodes;         /* graph nodes of every graph entry */
   uint64_t kernel_scratch;  /* the most scratch (4-byte floats) one built-in
                                kernel call of the window needs */
+  /* With HBG_DEV_LAUNCH_SIZED_IMAGES (the core fills them too): for an
+   * executor that keeps private copies of what it runs (cuda, exec=device:
+   * each distinct Definition, each Submission's boundary and scalars). */
+  uint64_t def_bytes;       /* bytes of the distinct Definitions the window
+                               names (one copy per distinct content) */
+  uint64_t n_defs;          /* how many distinct Definitions */
+  uint64_t n_btensors;      /* boundary tensors of every graph entry */
+  uint64_t n_bscalars;      /* boundary scalars of every graph entry */
 } hbg_dev_launch_desc;
 
 /* sizeof(hbg_dev_launch_desc) before the sizing fields. */
 #define HBG_DEV_LAUNCH_DESC_SIZE_V1 32u
+/* sizeof(hbg_dev_launch_desc) before the images' sizing fields. */
+#define HBG_DEV_LAUNCH_DESC_SIZE_V2 64u
 
 /* hbg_dev_status.flags */
 enum {

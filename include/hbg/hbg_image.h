@@ -951,8 +951,9 @@ static inline HBG_IMAGE_FN int hbg_img_def_validate(const void *img,
     if (k < key)
       key = k;
   }
-  if (key != HBG_IMG_KEY_NONE)
-    return hbg_img_key_code(key);
+  const int code = hbg_img_key_code(key); /* 0 for HBG_IMG_KEY_NONE */
+  if (code)
+    return code;
   if (hash)
     HBG_IMG__CHECK(hash(v.base, v.hdr->total_size, offsetof(hbg_def_hdr, hash),
                         user) != v.hdr->hash,

@@ -310,6 +310,7 @@ void hbg__bind_reset(hbg_bind *b) {
   b->heap_used = 0;
   b->sub_bytes = 0;
   b->sz_deps = b->sz_nodes = b->sz_kscr = 0;
+  b->sz_def_bytes = b->sz_defs = b->sz_btensors = b->sz_bscalars = 0;
   b->bulk_len = 0;
   b->fatal = 0;
   b->err_entry = HBG_TASK_NONE;
@@ -681,6 +682,12 @@ int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
   b->sz_deps += n_deps;
   b->sz_nodes += def->n_nodes;
   b->sz_kscr = HBG__MAX(b->sz_kscr, def->kscr_floats);
+  b->sz_btensors += def->n_btensors;
+  b->sz_bscalars += def->n_bscalars;
+  if (oc->count == 0) { /* each key's Definition once per bind */
+    b->sz_def_bytes += def->size;
+    b->sz_defs++;
+  }
   oc->count++;
   b->st.n_graphs++;
   if (out)
@@ -838,14 +845,19 @@ int hbg_bind_launch(hbg_bind *b) {
     return 0;
   }
   hbg_dev_launch_desc d = {.struct_size = sizeof d,
-                           .flags = HBG_DEV_LAUNCH_SIZED,
+                           .flags = HBG_DEV_LAUNCH_SIZED |
+                                    HBG_DEV_LAUNCH_SIZED_IMAGES,
                            .window = s->win_dev,
                            .window_bytes = b->win.len,
                            .status = s->status_dev,
                            .n_tasks = b->n_tasks,
                            .n_deps = b->sz_deps,
                            .n_nodes = b->sz_nodes,
-                           .kernel_scratch = b->sz_kscr};
+                           .kernel_scratch = b->sz_kscr,
+                           .def_bytes = b->sz_def_bytes,
+                           .n_defs = b->sz_defs,
+                           .n_btensors = b->sz_btensors,
+                           .n_bscalars = b->sz_bscalars};
   b->t_launch_start = hbg__rt_now(rt);
   rc = order_after_previous(b);
   if (rc < 0)

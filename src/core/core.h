@@ -132,8 +132,11 @@ struct hbg_bind {
   uint32_t err_entry, err_node; /* device status location (HBG_TASK_NONE) */
   /* The window's sizing for the launch descriptor (HBG_DEV_LAUNCH_SIZED):
    * dependencies and graph nodes of the published entries, the most
-   * kernel scratch (floats) one of their calls needs. */
+   * kernel scratch (floats) one of their calls needs; and
+   * (HBG_DEV_LAUNCH_SIZED_IMAGES) the bytes and number of the distinct
+   * Definitions they name, their boundary tensors and scalars. */
   uint64_t sz_deps, sz_nodes, sz_kscr;
+  uint64_t sz_def_bytes, sz_defs, sz_btensors, sz_bscalars;
   hbg__deps deps; /* HBG_DEPS_INFERRED: the live reads and writes */
 
   /* timing and counters */
