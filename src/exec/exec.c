@@ -341,7 +341,7 @@ static int prep_graph(xrun *r, const hbg_win_task *wt, xtask *x) {
       hbg__span_add(&r->img, &r->n_img, &r->cap_img, da, dsize, r->err_task));
   HBG__TRY(hbg__span_add(&r->wr, &r->n_wr, &r->cap_wr, wt->heap_addr,
                          x->heap_size, r->err_task));
-  uint32_t nb = d->hdr.n_btensors, nsc = d->hdr.n_bscalars, nn = d->hdr.n_nodes;
+  uint32_t nb = d->hdr.n_btensors, nsc = d->hdr.n_bscalars;
   uint64_t toff = (uint64_t)((const uint8_t *)sv.tensors - sv.base),
            soff = (uint64_t)((const uint8_t *)sv.scalars - sv.base);
   HBG__RETURN_IF(toff + (uint64_t)nb * sizeof(hbg_sub_bind) > wt->sub_size ||
@@ -383,12 +383,7 @@ static int prep_graph(xrun *r, const hbg_win_task *wt, xtask *x) {
   x->g = d->meta;
   x->g.bscalars = x->sc;
   x->g.heap_addr = wt->heap_addr;
-  for (uint32_t j = 0; j < nn; j++) {
-    hbg_img_node n;
-    HBG__TRY(hbg_img_graph_node(&x->g, j, &n));
-  }
-  r->setup_nodes += nn;
-  return 0;
+  return 0; /* validate ok implies iterate ok: no node is walked here */
 }
 
 static int prep_task(xrun *r, const hbg_win_task *wt, xtask *x) {
@@ -476,8 +471,6 @@ static int prepare(xrun *r, const hbg_dev_launch_desc *l) {
     HBG__TRY(hbg__sched_task_set(r->s, i, x->kind == HBG_WIN_GRAPH ? &x->g
                                                                    : NULL,
                                  hbg_img_win_task_deps(wt), wt->n_deps, &bad));
-    if (x->kind == HBG_WIN_GRAPH)
-      r->setup_nodes += x->g.hdr.n_nodes;
   }
   r->err_task = NONE;
   return check_writes(r, l);

@@ -1,34 +1,39 @@
 /*
- * The executor's scheduling core, written once for the CPU and the GPU
- * (internal): the window's task graph and each graph entry's nodes, fan-in
- * counted down with atomics, ready items handed out from one queue. Plain C
- * in the common subset of C11, C++17 and CUDA, like kern_src.h: the sim's
- * executor (exec.c) compiles it for its CPU workers, nvcc compiles the same
- * text (tests/kern/). Freestanding: <stdint.h>, <stddef.h>, hbg_image.h.
+ * The executors' scheduling cores, written once for the CPU and the GPU
+ * (internal). Plain C in the common subset of C11, C++17 and CUDA, like
+ * kern_src.h; freestanding: <stdint.h>, <stddef.h>, hbg_image.h. Two cores
+ * over the same model (a window entry waits for its dependencies, a graph
+ * node for its producers, counted with atomics):
  *
- * All state lives in one block the caller provides, of
- * hbg__sched_bytes(n_tasks, n_deps, n_nodes) bytes (8-aligned), known
- * once the window and its Definitions are validated; nothing here
- * allocates. An item is one ordinary task (node HBG__SCHED_NONE) or one
- * node of a graph entry: (task << 32) | node.
+ * - hbg__sched_* (first): what the sim's executor (src/exec/exec.c) drives
+ *   under its mutex, several items per lock round trip. All state lives in
+ *   one block the caller provides, of hbg__sched_bytes(n_tasks, n_deps,
+ *   n_nodes) bytes (8-aligned), known once the window and its Definitions
+ *   are validated; nothing here allocates. An item is one ordinary task
+ *   (node HBG__SCHED_NONE) or one node of a graph entry: (task << 32) |
+ *   node. A node becomes ready when its producers' count, incremented
+ *   atomically from the zero hbg__sched_init leaves, reaches its fan-in
+ *   row's width (a task: its dependency count reaches zero), which one
+ *   increment alone observes; so each item is pushed exactly once. One
+ *   queue of n_items slots: a push reserves its slot with an atomic add on
+ *   the tail and publishes the item with a release store; a pop claims the
+ *   head with compare-and-swap and waits (briefly) until its slot is
+ *   published. With atomics, after hbg__sched_start, any number of threads
+ *   may call hbg__sched_pop, hbg__sched_done and hbg__sched_fail at once;
+ *   an includer that calls the core under one lock defines
+ *   HBG__SCHED_SERIAL (the sim's exec.c does) and gets plain loads and
+ *   stores behind the same macros.
+ * - hbg__disp_* (second, below): what the device executor
+ *   (src/device/cuda/devcode/exec.c) runs on a GPU's warps and on the
+ *   stand-in's CTA threads: no queue head every worker polls, the
+ *   finishing worker keeping one newly ready item, fan-out split over a
+ *   worker's lanes.
  *
- * Concurrency: the atomics are macros (HBG__SA_*): CUDA's under nvcc,
- * GCC's __atomic builtins on a CPU, or plain loads and stores when the
- * includer defines HBG__SCHED_SERIAL because it calls the core under one
- * lock (the sim's exec.c does). With atomics, after hbg__sched_start, any
- * number of threads may call
- * hbg__sched_pop, hbg__sched_done and hbg__sched_fail at once. Each item is
- * pushed exactly once: a node (a task) becomes ready when its fan-in (its
- * dependency) count, decremented atomically, reaches zero, which one
- * decrement alone observes. The queue is an array of n_items slots: a push
- * reserves its slot with an atomic add on the tail and publishes the item
- * with a release store; a pop claims the head with compare-and-swap and
- * waits (briefly) until its slot is published.
- *
+ * The atomics are macros (HBG__SA_*): CUDA's under nvcc, GCC's __atomic
+ * builtins on a CPU, or plain loads and stores with HBG__SCHED_SERIAL.
  * Under CUDA an item's outputs must be visible device-wide before its
- * completion is: every thread of the CTA that ran it calls __threadfence()
- * and then __syncthreads() before one thread calls hbg__sched_done (which
- * fences again before it counts down).
+ * completion is: the lanes that wrote them fence before the atomics that
+ * publish it (each core's comment says where).
  */
 #ifndef HBG_EXEC_SCHED_SRC_H
 #define HBG_EXEC_SCHED_SRC_H
@@ -182,7 +187,7 @@ typedef struct hbg__sched {
   uint32_t reserved;
   hbg__sched_task *task; /* [n_tasks] */
   uint32_t *out;         /* [n_deps] dependents, per task in a row */
-  uint32_t *fanin;       /* [n_nodes] unfinished producers (atomic) */
+  uint32_t *fanin;       /* [n_nodes] finished producers (atomic) */
   uint64_t *q;           /* [n_items] */
 } hbg__sched;
 
@@ -237,10 +242,11 @@ static inline HBG__SFN void hbg__sched_fail(hbg__sched *s, int err,
   }
 }
 
-/* Entry i (in order): g its node expansion (NULL: an ordinary task),
- * deps its window dependencies. Counts every node's fan-in through
- * hbg_image.h's iterator. @return 0 or an HBG_IMG_E_* code (the failing
- * node in *bad_node). */
+/* Entry i (in order): g its node expansion (NULL: an ordinary task; a
+ * graph's Definition validated), deps its window dependencies. Nothing
+ * per node: a node's producers count its fan-in up from the zero
+ * hbg__sched_init left, to its fan-in row's width. @return 0 or an
+ * HBG_IMG_E_* code (*bad_node is kept for callers; no node fails here). */
 static inline HBG__SFN int hbg__sched_task_set(hbg__sched *s, uint32_t i,
                                                const hbg_img_graph *g,
                                                const uint32_t *deps,
@@ -261,17 +267,9 @@ static inline HBG__SFN int hbg__sched_task_set(hbg__sched *s, uint32_t i,
     s->n_items++;
     return 0;
   }
+  (void)bad_node;
   t->node_base = s->n_nodes;
   t->nodes_left = g->hdr.n_nodes;
-  for (uint32_t j = 0; j < g->hdr.n_nodes; j++) {
-    hbg_img_node n;
-    int rc = hbg_img_graph_node(g, j, &n);
-    if (rc != 0) {
-      *bad_node = j;
-      return rc;
-    }
-    s->fanin[t->node_base + j] = n.n_fanin;
-  }
   s->n_nodes += g->hdr.n_nodes;
   s->n_items += g->hdr.n_nodes;
   return 0;
@@ -287,21 +285,23 @@ static inline HBG__SFN void hbg__sched_push(hbg__sched *s, uint32_t task,
   HBG__SA_STORE64_REL(&s->q[at], (uint64_t)task << 32 | node);
 }
 
-/* Every node without producers of a task whose dependencies are done.
- * Roots are read from the Definition's fan-in rows, not from the live
- * counters: once the first root is pushed, another thread may run it and
- * bring a consumer's counter to zero (and push it) while this loop is
- * still going. */
+/* Every node without producers of a task whose dependencies are done:
+ * the Definition's roots table (validated: ascending node ids, exactly the
+ * nodes with an empty fan-in row), not a scan of every node. */
 static inline HBG__SFN void hbg__sched_task_ready(hbg__sched *s, uint32_t i) {
   const hbg__sched_task *t = &s->task[i];
   if (!t->g) {
     hbg__sched_push(s, i, HBG__SCHED_NONE);
     return;
   }
-  const uint32_t *fp = t->g->def.fanin_ptr; /* rows checked at task_set */
-  for (uint32_t j = 0; j < t->g->hdr.n_nodes; j++)
-    if (fp[j + 1] == fp[j])
-      hbg__sched_push(s, i, j);
+  for (uint32_t k = 0; k < t->g->hdr.n_roots; k++) {
+    uint32_t j = t->g->def.roots[k];
+    if (j >= t->g->hdr.n_nodes) { /* only if rewritten under a verdict */
+      hbg__sched_fail(s, HBG_IMG_E_ROOTS, i, j);
+      return;
+    }
+    hbg__sched_push(s, i, j);
+  }
 }
 
 /* After every hbg__sched_task_set: dependents' rows, queue slots, and the
@@ -366,11 +366,11 @@ static inline HBG__SFN void hbg__sched_task_done(hbg__sched *s, uint32_t i) {
   }
 }
 
-/* Item ran: its consumers' fan-in counts down, the ones reaching zero are
- * pushed; a graph entry whose last node ran completes, and its dependents
- * count down in turn. A fan-out row that does not match the fan-in counts
- * (possible only if the Definition changed under a cached verdict) is
- * HBG_IMG_E_CSR at this item. */
+/* Item ran: its consumers' fan-in counts up, the ones reaching their
+ * fan-in row's width are pushed; a graph entry whose last node ran
+ * completes, and its dependents count down in turn. A fan-out row that
+ * does not match the fan-in rows (possible only if the Definition changed
+ * under a cached verdict) is HBG_IMG_E_CSR at this item. */
 static inline HBG__SFN void hbg__sched_done(hbg__sched *s, uint64_t item) {
   uint32_t i = (uint32_t)(item >> 32), j = (uint32_t)item;
   HBG__SA_FENCE(); /* the item's outputs before its consumers' counts */
@@ -398,12 +398,13 @@ static inline HBG__SFN void hbg__sched_done(hbg__sched *s, uint64_t item) {
       hbg__sched_fail(s, HBG_IMG_E_CSR, i, j);
       return;
     }
-    uint32_t old = HBG__SA_SUB32(&s->fanin[t->node_base + c], 1u);
-    if (old == 0) {
+    uint32_t nf = g->def.fanin_ptr[c + 1] - g->def.fanin_ptr[c];
+    uint32_t old = HBG__SA_ADD32(&s->fanin[t->node_base + c], 1u);
+    if (old >= nf) {
       hbg__sched_fail(s, HBG_IMG_E_CSR, i, j);
       return;
     }
-    if (old == 1)
+    if (old + 1 == nf)
       hbg__sched_push(s, i, c);
   }
   if (HBG__SA_SUB32(&t->nodes_left, 1u) == 1u)
@@ -420,7 +421,7 @@ static inline HBG__SFN int hbg__sched_complete(const hbg__sched *s) {
 /* exec.c) runs on the GPU's warps and on the stand-in's CTA threads.    */
 /* ==================================================================== */
 
-/* The window's entries and their nodes, counted down by any number of
+/* The window's entries and their nodes, counted by any number of
  * workers at once, with nothing on one thread that grows with the window:
  *
  * - Ready items go out through one ticket queue. A worker with nothing to
