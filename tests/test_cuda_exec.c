@@ -153,7 +153,8 @@ static hbg_dev_launch_desc hints(scene *s, uint64_t W, uint64_t bytes,
   return l;
 }
 
-/* COPY x -> z (kernel k), then `graphs` graph entries after it. */
+/* COPY x -> z (kernel k), then `graphs` graph entries after it, each
+ * after the one before (they share their heap block and output). */
 static uint64_t build(scene *s, uint32_t k, uint64_t def, uint32_t graphs,
                       uint64_t *bytes) {
   s->graphs = graphs;
@@ -161,9 +162,10 @@ static uint64_t build(scene *s, uint32_t k, uint64_t def, uint32_t graphs,
                       xg_vec(s->z, 0, N, HBG_ACCESS_OUT)};
   wb b;
   wb_init(&b);
-  uint32_t t0 = wb_task(&b, k, cp, 2, NULL, 0, NULL, 0);
+  uint32_t prev = wb_task(&b, k, cp, 2, NULL, 0, NULL, 0);
   for (uint32_t g = 0; g < graphs; g++)
-    wb_graph(&b, s->sub, s->sub_size, def, s->d->size, s->heap, &t0, 1);
+    prev = wb_graph(&b, s->sub, s->sub_size, def, s->d->size, s->heap, &prev,
+                    1);
   return wb_upload(&b, &s->f, bytes);
 }
 
@@ -804,9 +806,10 @@ static void test_grow_fails(void) {
 
 /* ---- each distinct Definition validated once, its verdict kept ---- */
 
-/* COPY x -> z, then `graphs` graph entries after it, each naming
- * Submission sub, graph entry g (window entry g + 1) naming defs[g] (0:
- * the Submission's inline one). */
+/* COPY x -> z, then `graphs` graph entries after it (each after the one
+ * before: they share their heap block and output), each naming Submission
+ * sub, graph entry g (window entry g + 1) naming defs[g] (0: the
+ * Submission's inline one). */
 static uint64_t build_defs(scene *s, uint64_t sub, uint32_t sub_size,
                            const uint64_t *defs, uint32_t graphs,
                            uint64_t *bytes) {
@@ -814,9 +817,10 @@ static uint64_t build_defs(scene *s, uint64_t sub, uint32_t sub_size,
                       xg_vec(s->z, 0, N, HBG_ACCESS_OUT)};
   wb b;
   wb_init(&b);
-  uint32_t t0 = wb_task(&b, HBG_KERNEL_COPY, cp, 2, NULL, 0, NULL, 0);
+  uint32_t prev = wb_task(&b, HBG_KERNEL_COPY, cp, 2, NULL, 0, NULL, 0);
   for (uint32_t g = 0; g < graphs; g++)
-    wb_graph(&b, sub, sub_size, defs[g], s->d->size, s->heap, &t0, 1);
+    prev = wb_graph(&b, sub, sub_size, defs[g], s->d->size, s->heap, &prev,
+                    1);
   return wb_upload(&b, &s->f, bytes);
 }
 

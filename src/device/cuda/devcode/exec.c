@@ -691,13 +691,13 @@ HBG_DC_FN hbg_dc_xdef *dx_rec(const dx_x *x, uint32_t i) {
  * copy (go: phase 4 ran; else every group was a hit); errors keyed; when
  * it passes, its dispatch state. The group's leader publishes a new copy's
  * verdict to the cache (for later launches: this one reads the cache no
- * more). */
-HBG_DC_FN void dx_finish_graph(dx_x *x, uint32_t i, const hbg_win_task *wt,
-                               int go) {
+ * more). Phase 2's fields stay as they were: a CTA may still be deciding
+ * from them whether phase 4 runs. @return 1 when it passes. */
+HBG_DC_FN int dx_finish_graph(dx_x *x, uint32_t i, const hbg_win_task *wt,
+                              int go) {
   hbg_dc_exec_ctl *ctl = x->ctl;
   const hbg_dc_exec_args *a = x->a;
   hbg_dc_xent *e = &x->xe[i];
-  e->ok = 0;
   hbg_dc_xdef *r = dx_rec(x, i);
   uint64_t key = HBG_IMG_KEY_NONE, pool_off, kscr;
   uint32_t first_user;
@@ -724,7 +724,7 @@ HBG_DC_FN void dx_finish_graph(dx_x *x, uint32_t i, const hbg_win_task *wt,
 #define DX_FAIL(stage, sub, code)                                              \
   do {                                                                         \
     dx_err(ctl, DX_KEY(DX_P_ENTRY, i, (stage), (sub), (code)));              \
-    return;                                                                    \
+    return 0;                                                                  \
   } while (0)
   if (key != HBG_IMG_KEY_NONE)
     DX_FAIL(DX_S_DEFV, 0, hbg_img_key_code(key));
@@ -784,7 +784,7 @@ HBG_DC_FN void dx_finish_graph(dx_x *x, uint32_t i, const hbg_win_task *wt,
   d->def = &e->v;
   d->nodes_left = dh->n_nodes;
   d->node_base = HBG__SA_ADD64(&ctl->nodes, (uint64_t)dh->n_nodes);
-  e->ok = 1;
+  return 1;
 }
 
 /* ---- the status ---- */
@@ -981,9 +981,7 @@ HBG_DC_FN void dx_clear(dx_x *x) {
     }
     for (uint64_t k = g; k < (x->a->n_ranges + 31) / 32; k += G)
       x->bits[k] = 0;
-    if (g == 0) { /* the window and the status hold images */
-      dx_image(x, x->a->window);
-      dx_image(x, x->a->status);
+    if (g == 0) {
       x->d->links = (hbg__dlink *)(void *)(x->blk + x->lay.off_bump);
       x->d->ent = x->dent;
     }
@@ -994,6 +992,10 @@ HBG_DC_FN void dx_clear(dx_x *x) {
 HBG_DC_FN void dx_entries(dx_x *x) {
   const uint64_t G = DX_GRID, n = x->n_tasks;
   DX_EACH_THREAD(t) {
+    if (DX_GTID(t) == 0) { /* the window and the status hold images */
+      dx_image(x, x->a->window);
+      dx_image(x, x->a->status);
+    }
     for (uint64_t i = DX_GTID(t); i < n; i += G) {
       int rc = hbg_img_win_check_entry(&x->ctl->wv, (uint32_t)i);
       if (rc) {
@@ -1109,8 +1111,7 @@ HBG_DC_FN void dx_finish(dx_x *x, int go) {
         continue;
       const hbg_win_task *wt = hbg_img_win_task(&x->ctl->wv, (uint32_t)i);
       if (wt->kind == HBG_WIN_GRAPH) {
-        dx_finish_graph(x, (uint32_t)i, wt, go);
-        if (!x->xe[i].ok)
+        if (!dx_finish_graph(x, (uint32_t)i, wt, go))
           continue;
       } else {
         const hbg_sub_tensor *ts = hbg_img_win_task_tensors(wt);
