@@ -247,12 +247,30 @@ static void delay(void) {
   }
 }
 
-/* Host memory behind device range [a, a + n), or NULL. mu held. */
+/* The live allocations by address (new ones have higher addresses: they
+ * append), for lookups from the kernels' threads: written with mu and
+ * map_lock (write) held, read with either held. */
+static pthread_rwlock_t map_lock = PTHREAD_RWLOCK_INITIALIZER;
+static dalloc **dindex;
+static size_t dindex_n, dindex_cap;
+
+/* Host memory behind device range [a, a + n), or NULL. mu or map_lock
+ * held. */
 static uint8_t *dev_ptr(const void *a, size_t n) {
   uint64_t x = (uint64_t)(uintptr_t)a;
-  for (dalloc *d = dallocs; d; d = d->next)
-    if (x >= d->addr && x - d->addr < d->size && n <= d->size - (x - d->addr))
-      return d->host + (x - d->addr);
+  size_t lo = 0, hi = dindex_n;
+  while (lo < hi) { /* the last allocation starting at or before x */
+    size_t m = lo + (hi - lo) / 2;
+    if (dindex[m]->addr <= x)
+      lo = m + 1;
+    else
+      hi = m;
+  }
+  if (lo == 0)
+    return NULL;
+  const dalloc *d = dindex[lo - 1];
+  if (x - d->addr < d->size && n <= d->size - (x - d->addr))
+    return d->host + (x - d->addr);
   return NULL;
 }
 
@@ -388,9 +406,9 @@ static void drain(struct CUstream_st *s) {
 /* Host memory behind device range [addr, addr + len) for the device
  * module's host build (devcode.h), or NULL. */
 void *hbg_dc_host_ptr(uint64_t addr, uint64_t len) {
-  pthread_mutex_lock(&mu);
+  pthread_rwlock_rdlock(&map_lock);
   uint8_t *p = dev_ptr((const void *)(uintptr_t)addr, len);
-  pthread_mutex_unlock(&mu);
+  pthread_rwlock_unlock(&map_lock);
   return p;
 }
 
@@ -743,8 +761,25 @@ MOCK_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t size) {
   next_addr += (size + 4095) / 4096 * 4096 + 4096; /* guard gap */
   d->size = size;
   d->host = h;
+  if (dindex_n == dindex_cap) {
+    size_t cap = dindex_cap ? 2 * dindex_cap : 256;
+    dalloc **v = realloc(dindex, cap * sizeof *v);
+    if (!v) {
+      pthread_mutex_unlock(&mu);
+      free(d);
+      free(h);
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    pthread_rwlock_wrlock(&map_lock);
+    dindex = v;
+    dindex_cap = cap;
+    pthread_rwlock_unlock(&map_lock);
+  }
   d->next = dallocs;
   dallocs = d;
+  pthread_rwlock_wrlock(&map_lock);
+  dindex[dindex_n++] = d; /* the highest address yet */
+  pthread_rwlock_unlock(&map_lock);
   in_use += size;
   *p = (CUdeviceptr)d->addr;
   pthread_mutex_unlock(&mu);
@@ -781,6 +816,15 @@ MOCK_EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
         }
       }
       *pp = d->next;
+      pthread_rwlock_wrlock(&map_lock);
+      for (size_t i = 0; i < dindex_n; i++)
+        if (dindex[i] == d) {
+          memmove(&dindex[i], &dindex[i + 1],
+                  (dindex_n - i - 1) * sizeof *dindex);
+          dindex_n--;
+          break;
+        }
+      pthread_rwlock_unlock(&map_lock);
       in_use -= d->size;
       pthread_mutex_unlock(&mu);
       free(d->host);
