@@ -774,15 +774,21 @@ hbg_img_def_units(const hbg_img_def_view *v) {
   return h->n_nodes > h->n_btensors ? h->n_nodes : h->n_btensors;
 }
 
-/* Row u of a CSR table (fan-in: producers below u; fan-out: consumers
- * above): its bounds at stage `row`, its edges at stage row + 1. */
-static inline HBG_IMAGE_FN uint64_t hbg_img__csr_row(
+/* Row u of a CSR table ascends from the last (stage `row`). */
+static inline HBG_IMAGE_FN uint64_t hbg_img__csr_mono(const uint32_t *ptr,
+                                                      uint32_t u,
+                                                      uint32_t row) {
+  return ptr[u] > ptr[u + 1] ? HBG_IMG_KEY(row, u, HBG_IMG_E_CSR)
+                             : HBG_IMG_KEY_NONE;
+}
+
+/* Row u's edges (fan-in: producers below u; fan-out: consumers above)
+ * at stage row + 1. */
+static inline HBG_IMAGE_FN uint64_t hbg_img__csr_edges(
     const uint32_t *ptr, const uint32_t *ids, uint32_t n, uint32_t n_edges,
     uint32_t u, int fanin, uint32_t row) {
   uint32_t a = ptr[u], b = ptr[u + 1];
-  if (a > b)
-    return HBG_IMG_KEY(row, u, HBG_IMG_E_CSR);
-  if (b > n_edges) /* a lower row's or the head's check fails */
+  if (a > b || b > n_edges) /* a row's or the head's check fails first */
     return HBG_IMG_KEY_NONE;
   for (uint32_t k = a; k < b; k++) {
     uint32_t v = ids[k];
@@ -794,6 +800,17 @@ static inline HBG_IMAGE_FN uint64_t hbg_img__csr_row(
       return HBG_IMG_KEY(row + 1, k, HBG_IMG_E_CSR);
   }
   return HBG_IMG_KEY_NONE;
+}
+
+/* Row u of a CSR table: its bounds at stage `row`, its edges at stage
+ * row + 1. */
+static inline HBG_IMAGE_FN uint64_t hbg_img__csr_row(
+    const uint32_t *ptr, const uint32_t *ids, uint32_t n, uint32_t n_edges,
+    uint32_t u, int fanin, uint32_t row) {
+  uint64_t k = hbg_img__csr_mono(ptr, u, row);
+  if (k != HBG_IMG_KEY_NONE)
+    return k;
+  return hbg_img__csr_edges(ptr, ids, n, n_edges, u, fanin, row);
 }
 
 /* Same edge count, no duplicates on either side, every fan-in edge of row
@@ -889,6 +906,36 @@ static inline HBG_IMAGE_FN uint64_t hbg_img__node(const hbg_img_def_view *v,
   return HBG_IMG_KEY_NONE;
 }
 
+/* Boundary signature u: reserved fields zero, a valid layout. */
+static inline HBG_IMAGE_FN uint64_t hbg_img__bsig(const hbg_img_def_view *v,
+                                                  uint32_t u) {
+  const hbg_def_bsig *s = &v->bsig[u];
+  if (s->reserved || s->reserved2 ||
+      !hbg_img_extent(s->dtype, s->ndim, s->mode, s->shape, s->strides))
+    return HBG_IMG_KEY(HBG_IMG__DS_BSIG, u, HBG_IMG_E_FIELD);
+  return HBG_IMG_KEY_NONE;
+}
+
+/* A CSR table's first and last row starts (stage `head`). */
+static inline HBG_IMAGE_FN uint64_t hbg_img__csr_head(const uint32_t *ptr,
+                                                      uint32_t n,
+                                                      uint32_t n_edges,
+                                                      uint32_t head) {
+  if (ptr[0] != 0 || ptr[n] != n_edges)
+    return HBG_IMG_KEY(head, 0, HBG_IMG_E_CSR);
+  return HBG_IMG_KEY_NONE;
+}
+
+/* The tensor and scalar records the nodes claim, all of them. */
+static inline HBG_IMAGE_FN uint64_t hbg_img__sums(const hbg_img_def_view *v) {
+  const hbg_def_hdr *h = v->hdr;
+  const hbg_def_node *last = &v->nodes[h->n_nodes - 1];
+  if ((uint64_t)last->first_tensor + last->n_tensors != h->n_tensors ||
+      (uint64_t)last->first_scalar + last->n_scalars != h->n_scalars)
+    return HBG_IMG_KEY(HBG_IMG__DS_SUMS, 0, HBG_IMG_E_REF);
+  return HBG_IMG_KEY_NONE;
+}
+
 /* Unit u (< hbg_img_def_units(v)) of a Definition that passed
  * hbg_img_def_check_head. @return its first failing check's key, or
  * HBG_IMG_KEY_NONE. */
@@ -897,19 +944,19 @@ hbg_img_def_check_unit(const hbg_img_def_view *v, uint32_t u) {
   const hbg_def_hdr *h = v->hdr;
   const uint32_t n = h->n_nodes, ne = h->n_edges;
   uint64_t k;
-  if (u < h->n_btensors) {
-    const hbg_def_bsig *s = &v->bsig[u];
-    if (s->reserved || s->reserved2 ||
-        !hbg_img_extent(s->dtype, s->ndim, s->mode, s->shape, s->strides))
-      return HBG_IMG_KEY(HBG_IMG__DS_BSIG, u, HBG_IMG_E_FIELD);
-  }
-  if (u == 0 && (v->fanin_ptr[0] != 0 || v->fanin_ptr[n] != ne))
-    return HBG_IMG_KEY(HBG_IMG__DS_IN_HEAD, 0, HBG_IMG_E_CSR);
+  if (u < h->n_btensors && (k = hbg_img__bsig(v, u)) != HBG_IMG_KEY_NONE)
+    return k;
+  if (u == 0 && (k = hbg_img__csr_head(v->fanin_ptr, n, ne,
+                                       HBG_IMG__DS_IN_HEAD)) !=
+                    HBG_IMG_KEY_NONE)
+    return k;
   if (u < n && (k = hbg_img__csr_row(v->fanin_ptr, v->fanin, n, ne, u, 1,
                                      HBG_IMG__DS_IN_ROW)) != HBG_IMG_KEY_NONE)
     return k;
-  if (u == 0 && (v->fanout_ptr[0] != 0 || v->fanout_ptr[n] != ne))
-    return HBG_IMG_KEY(HBG_IMG__DS_OUT_HEAD, 0, HBG_IMG_E_CSR);
+  if (u == 0 && (k = hbg_img__csr_head(v->fanout_ptr, n, ne,
+                                       HBG_IMG__DS_OUT_HEAD)) !=
+                    HBG_IMG_KEY_NONE)
+    return k;
   if (u < n &&
       (k = hbg_img__csr_row(v->fanout_ptr, v->fanout, n, ne, u, 0,
                             HBG_IMG__DS_OUT_ROW)) != HBG_IMG_KEY_NONE)
@@ -920,12 +967,8 @@ hbg_img_def_check_unit(const hbg_img_def_view *v, uint32_t u) {
     return k;
   if (u < n && (k = hbg_img__node(v, u)) != HBG_IMG_KEY_NONE)
     return k;
-  if (u == 0) {
-    const hbg_def_node *last = &v->nodes[n - 1];
-    if ((uint64_t)last->first_tensor + last->n_tensors != h->n_tensors ||
-        (uint64_t)last->first_scalar + last->n_scalars != h->n_scalars)
-      return HBG_IMG_KEY(HBG_IMG__DS_SUMS, 0, HBG_IMG_E_REF);
-  }
+  if (u == 0)
+    return hbg_img__sums(v);
   return HBG_IMG_KEY_NONE;
 }
 
@@ -944,13 +987,35 @@ static inline HBG_IMAGE_FN int hbg_img_def_validate(const void *img,
                                                     hbg_img_def_view *out) {
   hbg_img_def_view v;
   HBG_IMG__TRY(hbg_img_def_check_head(img, len, &v));
+  /* The units' checks stage by stage, each stage in index order: the first
+   * failure is then the least key, with no pass past it. */
+  const hbg_def_hdr *h = v.hdr;
+  const uint32_t n = h->n_nodes, ne = h->n_edges;
   uint64_t key = HBG_IMG_KEY_NONE;
-  const uint32_t units = hbg_img_def_units(&v);
-  for (uint32_t u = 0; u < units; u++) {
-    uint64_t k = hbg_img_def_check_unit(&v, u);
-    if (k < key)
-      key = k;
-  }
+  for (uint32_t u = 0; u < h->n_btensors && key == HBG_IMG_KEY_NONE; u++)
+    key = hbg_img__bsig(&v, u);
+  if (key == HBG_IMG_KEY_NONE)
+    key = hbg_img__csr_head(v.fanin_ptr, n, ne, HBG_IMG__DS_IN_HEAD);
+  for (uint32_t u = 0; u < n && key == HBG_IMG_KEY_NONE; u++)
+    key = hbg_img__csr_mono(v.fanin_ptr, u, HBG_IMG__DS_IN_ROW);
+  for (uint32_t u = 0; u < n && key == HBG_IMG_KEY_NONE; u++)
+    key = hbg_img__csr_edges(v.fanin_ptr, v.fanin, n, ne, u, 1,
+                             HBG_IMG__DS_IN_ROW);
+  if (key == HBG_IMG_KEY_NONE)
+    key = hbg_img__csr_head(v.fanout_ptr, n, ne, HBG_IMG__DS_OUT_HEAD);
+  for (uint32_t u = 0; u < n && key == HBG_IMG_KEY_NONE; u++)
+    key = hbg_img__csr_mono(v.fanout_ptr, u, HBG_IMG__DS_OUT_ROW);
+  for (uint32_t u = 0; u < n && key == HBG_IMG_KEY_NONE; u++)
+    key = hbg_img__csr_edges(v.fanout_ptr, v.fanout, n, ne, u, 0,
+                             HBG_IMG__DS_OUT_ROW);
+  for (uint32_t u = 0; u < n && key == HBG_IMG_KEY_NONE; u++)
+    key = hbg_img__mirror(&v, u);
+  for (uint32_t u = 0; u < n && key == HBG_IMG_KEY_NONE; u++)
+    key = hbg_img__roots(&v, u);
+  for (uint32_t u = 0; u < n && key == HBG_IMG_KEY_NONE; u++)
+    key = hbg_img__node(&v, u);
+  if (key == HBG_IMG_KEY_NONE)
+    key = hbg_img__sums(&v);
   const int code = hbg_img_key_code(key); /* 0 for HBG_IMG_KEY_NONE */
   if (code)
     return code;
