@@ -740,51 +740,54 @@ HBG_DC_FN int dx_finish_graph(dx_x *x, uint32_t i, const hbg_win_task *wt,
   if (sh->def_hash != dh->hash || sh->def_size != dh->total_size ||
       sh->n_tensors != dh->n_btensors || sh->n_scalars != dh->n_bscalars)
     DX_FAIL(DX_S_SUBDEF, 0, HBG_IMG_E_DEF);
-  const uint64_t *b = dx_bind(x, e);
-  const uint32_t *m = dx_masks(x, pool_off, dh->total_size);
-  /* the boundary: wrap (every tensor first), then alignment, as
-   * hbg_img_sub_check_def */
-  for (uint32_t k = 0; k < dh->n_btensors; k++) {
-    const hbg_def_bsig *s = &v->bsig[k];
-    uint64_t ext =
-        hbg_img_extent(s->dtype, s->ndim, s->mode, s->shape, s->strides);
-    if (b[2 * k] + b[2 * k + 1] < b[2 * k] ||
-        b[2 * k] + b[2 * k + 1] + ext < b[2 * k] + b[2 * k + 1])
-      DX_FAIL(DX_S_WRAP, k, HBG_IMG_E_RANGE);
-  }
-  for (uint32_t k = 0; k < dh->n_btensors; k++)
-    if (!(m[k] & (1u << ((b[2 * k] + b[2 * k + 1]) % 8))))
-      DX_FAIL(DX_S_ALIGN, 0, HBG_IMG_E_TENSOR_ALIGN);
   const uint64_t heap = wt->heap_addr, hs = dh->heap_size;
+  e->bound_ok = 1; /* phase 5b checks each boundary tensor */
   if (heap % HBG_IMG_HEAP_ALIGN)
     DX_FAIL(DX_S_HEAP_ALIGN, 0, HBG_IMG_E_TENSOR_ALIGN);
   if (hs && !dx_live(x->r, a->n_ranges, heap, 0, hs))
     DX_FAIL(DX_S_HEAP, 0, HBG_IMG_E_RANGE);
-  for (uint32_t k = 0; k < dh->n_btensors; k++) {
-    const hbg_def_bsig *s = &v->bsig[k];
-    uint64_t ext =
-        hbg_img_extent(s->dtype, s->ndim, s->mode, s->shape, s->strides);
-    uint64_t lo = b[2 * k] + b[2 * k + 1];
-    if (!dx_live(x->r, a->n_ranges, b[2 * k], b[2 * k + 1], ext) ||
-        (hs && lo < heap + hs && heap < lo + ext))
-      DX_FAIL(DX_S_BOUND, k, HBG_IMG_E_RANGE);
-  }
 #undef DX_FAIL
-  /* what it writes: its heap block, the boundary tensors a node writes */
-  dx_write(x, i, heap, hs);
-  for (uint32_t k = 0; k < dh->n_btensors; k++)
-    if (m[k] & 0x100u) {
-      const hbg_def_bsig *s = &v->bsig[k];
-      dx_write(x, i, b[2 * k] + b[2 * k + 1],
-               hbg_img_extent(s->dtype, s->ndim, s->mode, s->shape,
-                              s->strides));
-    }
+  dx_write(x, i, heap, hs); /* it writes its heap block */
   dx_max64(&ctl->kscr, kscr);
   hbg__dent *d = &x->dent[i];
   d->def = &e->v;
   d->nodes_left = dh->n_nodes;
   d->node_base = HBG__SA_ADD64(&ctl->nodes, (uint64_t)dh->n_nodes);
   return 1;
+}
+
+/* Boundary tensor k of graph entry i (phase 5b, any thread): addresses
+ * that do not wrap, element 0 and every view aligned (the copy's mask),
+ * inside the live allocation holding its address and apart from the heap
+ * block; and, a node writing it, over no image. The stages order these
+ * as hbg_img_sub_check_def and the sim's executor do, whatever order the
+ * threads run them in. */
+HBG_DC_FN void dx_bound_unit(dx_x *x, uint32_t i, uint32_t k) {
+  const hbg_dc_xent *e = &x->xe[i];
+  const hbg_img_def_view *v = &e->v;
+  const hbg_def_bsig *s = &v->bsig[k];
+  const uint64_t *b = dx_bind(x, e);
+  const uint64_t a = b[2 * k], o = b[2 * k + 1], lo = a + o;
+  const uint64_t ext =
+      hbg_img_extent(s->dtype, s->ndim, s->mode, s->shape, s->strides);
+  if (lo < a || lo + ext < lo) {
+    dx_err(x->ctl, DX_KEY(DX_P_ENTRY, i, DX_S_WRAP, k, HBG_IMG_E_RANGE));
+    return;
+  }
+  const uint32_t m = dx_masks(x, (uint64_t)(v->base - x->pool),
+                              v->hdr->total_size)[k];
+  if (!(m & (1u << (lo % 8))))
+    dx_err(x->ctl,
+           DX_KEY(DX_P_ENTRY, i, DX_S_ALIGN, 0, HBG_IMG_E_TENSOR_ALIGN));
+  const uint64_t heap = hbg_img_win_task(&x->ctl->wv, i)->heap_addr;
+  const uint64_t hs = v->hdr->heap_size;
+  if (!dx_live(x->r, x->a->n_ranges, a, o, ext) ||
+      (hs && lo < heap + hs && heap < lo + ext)) {
+    dx_err(x->ctl, DX_KEY(DX_P_ENTRY, i, DX_S_BOUND, k, HBG_IMG_E_RANGE));
+    return;
+  }
+  if (m & 0x100u)
+    dx_write(x, i, lo, ext);
 }
 
 /* ---- the status ---- */
@@ -972,6 +975,7 @@ HBG_DC_FN void dx_clear(dx_x *x) {
     }
     for (uint64_t k = g; k < n; k += G) {
       x->xe[k].ok = 0;
+      x->xe[k].bound_ok = 0;
       x->xe[k].differs = 0;
       x->xe[k].def = DC_NONE;
       x->xe[k].def_ptr = NULL;
@@ -1140,6 +1144,24 @@ HBG_DC_FN void dx_finish(dx_x *x, int go) {
       if (hit)
         dx_err(x->ctl,
                DX_KEY(DX_P_WRITE, DC_NONE, 0, 0, HBG_IMG_E_RANGE));
+    }
+  }
+}
+
+/* 5b: every boundary tensor of every entry that got so far, spread over
+ * the grid (entry i's tensor k on thread (k + i * 2654435761) mod grid:
+ * the entries' tensors start on different threads). */
+HBG_DC_FN void dx_bounds(dx_x *x) {
+  const uint64_t G = DX_GRID;
+  DX_EACH_THREAD(t) {
+    const uint64_t g = DX_GTID(t);
+    for (uint32_t i = 0; i < x->n_tasks; i++) {
+      if (!x->xe[i].bound_ok)
+        continue;
+      const uint64_t start = ((uint64_t)i * 2654435761u) % G;
+      const uint32_t nb = x->xe[i].v.hdr->n_btensors;
+      for (uint64_t k = (g + G - start) % G; k < nb; k += G)
+        dx_bound_unit(x, i, (uint32_t)k);
     }
   }
 }
@@ -1420,9 +1442,12 @@ HBG_DC_ENTRY(hbg_dc_exec, hbg_dc_exec_args) {
   if (go)
     dx_new_defs(x);
 
-  /* 5. every entry against its Definition */
+  /* 5. every entry against its Definition, then its boundary tensors */
   if (rc == 0)
     dx_finish(x, go);
+  dx_grid_sync(ctl);
+  if (rc == 0)
+    dx_bounds(x);
   dx_grid_sync(ctl);
 
   /* 6. the tail, the dispatch core started, the ready entries seeded */

@@ -55,6 +55,9 @@ typedef struct hbg_dc_xent {
   uint32_t differs;  /* atomic: its bytes differ from its group leader's */
   uint32_t cache;    /* the cache entry with its Definition's key, or
                         UINT32_MAX */
+  uint32_t bound_ok; /* graph: its boundary may be checked tensor by
+                        tensor (its copy's counts match the Submission) */
+  uint32_t reserved;
   uint64_t def_addr; /* graph: where its Definition is (inline or not) */
   uint64_t def_size;
   const uint8_t *def_ptr; /* the executor's pointer to those bytes */
