@@ -171,6 +171,7 @@ static void mutate(uint8_t *img, uint32_t size, int def, uint32_t n) {
   uint32_t lo = 0, hi = size;
   if (def)
     def_table(img, size, &lo, &hi);
+  lo &= ~3u; /* a corrupted header may place a table anywhere */
   uint32_t words = (hi - lo) / 4;
   if (!words)
     return;
