@@ -80,6 +80,12 @@ static void test_options(void) {
   ASSERT(strstr(hbg_last_error(), "scratch=") != NULL);
   ASSERT_OK(hbg_device_open("cuda", "exec=verify", &d));
   hbg_device_close(d);
+  ASSERT_ERR(hbg_device_open("cuda", "exec=device,worker=lane", &d),
+             HBG_E_INVAL);
+  printf("  worker=lane: %s\n", hbg_last_error());
+  ASSERT(strstr(hbg_last_error(), "worker=") != NULL);
+  ASSERT_OK(hbg_device_open("cuda", "exec=device,worker=cta", &d));
+  hbg_device_close(d);
 }
 
 typedef struct scene {
@@ -421,8 +427,9 @@ static hbg_runtime *rt_open(int policy, const char *opts) {
   return rt;
 }
 
-static void run_workload(const char *name, int policy) {
-  hbg_runtime *rt = rt_open(policy, "exec=device");
+static void run_workload_opts(const char *name, int policy,
+                              const char *opts) {
+  hbg_runtime *rt = rt_open(policy, opts);
   hbg_workload_config wc;
   hbg_workload_config_init(&wc);
   wc.name = name;
@@ -453,6 +460,10 @@ static void run_workload(const char *name, int policy) {
   }
   hbg_workload_destroy(w);
   hbg_runtime_destroy(rt);
+}
+
+static void run_workload(const char *name, int policy) {
+  run_workload_opts(name, policy, "exec=device");
 }
 
 typedef struct ug {
@@ -1158,6 +1169,9 @@ int main(void) {
     run_workload("qwen3-14b", p);
     run_workload("dsv4", p);
   }
+  /* a whole CTA per worker (on a GPU; the stand-in's CTA is one worker
+   * either way) */
+  run_workload_opts("dsv4", HBG_POLICY_COALESCED, "exec=device,worker=cta");
   for (int p = 0; p < HBG_POLICY__COUNT; p++)
     test_steady(p);
   test_teardown_in_flight(HBG_POLICY_DEFERRED);
