@@ -35,6 +35,10 @@
 #      hand-built window, qwen3-14b and dsv4 under every policy bit-exact
 #      against the host reference, located errors; a wrong output names
 #      the node that wrote it)
+#      user kernels (tests/test_cuda_user and examples/user_kernel: the
+#      example's nvcc -rdc code linked with the executor by the driver's
+#      linker, run bit-exact with the host and with the sim, link and load
+#      time reported)
 #   4. a first tiny bind: one layer, one bind (hbg bench --layers 1), with
 #      exec=verify and with exec=device (which must verify)
 #   5. hbg bench --device cuda on qwen3-14b and dsv4, every policy, two
@@ -57,8 +61,8 @@
 #      the default warps
 #   6. compute-sanitizer memcheck, racecheck and synccheck, each on one
 #      short bench run with exec=device and both peer arms, so every device
-#      kernel runs under each (when installed); racecheck and synccheck
-#      also with worker=cta
+#      kernel runs under each, and on the user-kernel example (when
+#      installed); racecheck and synccheck also with worker=cta
 #   7. one JSON file with everything (gpu-check.json), a summary table
 #      (gpu-check-summary.txt) and every step's log, JSON and CSV in one
 #      archive (gpu-check-logs.tar.gz), in the output folder
@@ -368,6 +372,36 @@ else
   row "fault paths" FAIL "located bad addresses $faults of 3, teardowns $teardown of 2: see $(log exec)"
 fi
 
+# ---- 3c. user kernels: linked into the executor, run on the device ----
+# tests/test_cuda_user: registration refusals and the driver linker's log,
+# the example's kernels (nvcc -rdc PTX and fatbin) linked with the
+# executor and run bit-exact, the on-disk link cache; its link and load
+# times are reported. examples/user_kernel on the device and on the sim
+# must give the same output bytes (their digests), both bit-exact with
+# the host's own computation.
+step "user kernels (test_cuda_user, examples/user_kernel)"
+t0=$(date +%s)
+export HBG_TEST_UK_PTX=$BUILD/examples/user_kernel_ops.ptx
+export HBG_TEST_UK_FATBIN=$BUILD/examples/user_kernel_ops.fatbin
+export HBG_TEST_HOST_OBJECT=$BUILD/examples/libexample_user_kernel_ops.so
+[ "$MOCK" = 1 ] && export HBG_MOCK_USER_LIB=$HBG_TEST_HOST_OBJECT
+run_to user "$(cap 60)" "$BUILD/tests/test_cuda_user"
+rc=$?
+UK=$BUILD/examples/example_user_kernel
+run_to user-cuda "$(cap 30)" "$UK" cuda "$HBG_TEST_UK_PTX"
+rc_cuda=$?
+run_to user-sim "$(cap 30)" "$UK" sim 4
+rc_sim=$?
+times=$(grep -m2 -E '^  (link|from the cache)' "$(log user)" | sed 's/^ *//' | tr '\n' ';')
+d_cuda=$(grep -o 'fnv1a64 [0-9a-f]*' "$(log user-cuda)")
+d_sim=$(grep -o 'fnv1a64 [0-9a-f]*' "$(log user-sim)")
+if [ $rc -eq 0 ] && [ $rc_cuda -eq 0 ] && [ $rc_sim -eq 0 ] && [ -n "$d_cuda" ] &&
+  [ "$d_cuda" = "$d_sim" ]; then
+  row "user kernels (linked, run)" ok "linked with the executor and run bit-exact with the host and the sim ($d_cuda); $times" $(($(date +%s) - t0))
+else
+  row "user kernels (linked, run)" FAIL "test rc $rc ($(grep -m1 -e 'test_cuda_user.c' -e SKIP "$(log user)")), example on cuda rc $rc_cuda ($d_cuda), on the sim rc $rc_sim ($d_sim)" $(($(date +%s) - t0))
+fi
+
 # bench_row NAME LOG JSON RC SECONDS [strict]: strict (exec=device) runs
 # must verify against the host reference.
 bench_row() {
@@ -590,6 +624,17 @@ for tool in memcheck racecheck synccheck; do
       row "compute-sanitizer $tool" ok "$summary" $(($(date +%s) - t0))
     else
       row "compute-sanitizer $tool" FAIL "rc $rc: ${summary:-no summary}, see $(log "$tool")" $(($(date +%s) - t0))
+    fi
+    # the executor linked with the example's user kernels
+    t0=$(date +%s)
+    run_to "user-$tool" "$(cap 40)" compute-sanitizer --tool "$tool" \
+      --error-exitcode 3 "$UK" cuda "$HBG_TEST_UK_PTX"
+    rc=$?
+    summary=$(grep -m1 -E 'ERROR SUMMARY|HAZARD|RACECHECK SUMMARY' "$(log "user-$tool")")
+    if [ $rc -eq 0 ] && [ -n "$summary" ]; then
+      row "compute-sanitizer $tool, user kernels" ok "$summary" $(($(date +%s) - t0))
+    else
+      row "compute-sanitizer $tool, user kernels" FAIL "rc $rc: ${summary:-no summary}, see $(log "user-$tool")" $(($(date +%s) - t0))
     fi
   else
     row "compute-sanitizer $tool" skip "not installed (CUDA_HOME=$CUDA_HOME)"

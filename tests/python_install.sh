@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # CTest python_install: the install commands python/README.md gives for a
 # stock Debian (the sh block after its "tested by ctest python_install"
-# marker), run as written, with `python3` being Debian's /usr/bin/python3,
+# marker), run as written, with a `python3` first on PATH that is not
+# Debian's (a stand-in that fails, as a pyenv one without `wheel` does with
+# "invalid command 'bdist_wheel'"), so the block must name its interpreter,
 # in a temporary folder holding a copy of the source tree's python/ and
 # include/ and of the built library and CLI (build/). Then, from elsewhere
 # and without HBG_LIBRARY, the installed package must load its own copy of
@@ -38,7 +40,10 @@ rm -rf "$tree/python/build" "$tree/python/src/"*.egg-info \
   "$tree/python/src/hbg/"_native*.so
 cp "$(readlink -f "$lib")" "$tree/build/libhbg.so.0"
 cp "$cli" "$tree/build/bin/hbg"
-ln -s "$py" "$tmp/shim/python3"
+printf '%s\n' '#!/bin/sh' \
+  'echo "python_install: the README block ran the python3 first on PATH, not Debian'"'"'s" >&2' \
+  'exit 1' >"$tmp/shim/python3"
+chmod +x "$tmp/shim/python3"
 
 echo "python_install: running, in a copy of the tree:"
 sed 's/^/  /' <<<"$cmds"
@@ -66,6 +71,7 @@ assert pkg.startswith(os.path.realpath(os.path.join(sys.prefix))) or \
 assert hbg.library_path == os.path.join(pkg, "libhbg.so.0"), hbg.library_path
 assert hbg.backend == sys.argv[1], (hbg.backend, hbg._backend.native_error)
 assert hbg.find_cli() == os.path.join(pkg, "hbg"), hbg.find_cli()
+assert os.path.exists(os.path.join(pkg, "py.typed"))  # PEP 561
 with hbg.Runtime(policy="coalesced") as rt:
     x = rt.buffer(np.arange(64, dtype=np.float32))
     y = rt.alloc(x.nbytes)

@@ -8,6 +8,7 @@
 #include "test.h"
 
 #define NF 256u /* floats per buffer */
+#define HBG__ARRAY_LEN_T(a) (sizeof(a) / sizeof((a)[0]))
 
 static hbg_runtime *rt;
 static uint64_t A, B, C, D;
@@ -220,6 +221,108 @@ static void t_graph_checks(void) {
   run_ok(b);
 }
 
+/* A replay whose boundary differs from the recorded signature, and
+ * dependency ids that name no earlier task: the message says what. */
+static int rec_dep(hbg_recorder *rec, void *user) {
+  (void)user;
+  uint32_t nt;
+  const hbg_tensor *bt = hbg_record_tensors(rec, &nt);
+  hbg_tensor a[2] = {bt[0], bt[1]};
+  hbg_task_id dep = 0;
+  hbg_task t = {.kernel = HBG_KERNEL_COPY, .n_args = 2, .args = a,
+                .n_deps = 1, .deps = &dep};
+  ASSERT_ERR(hbg_record_task(rec, &t, NULL), HBG_E_INVAL);
+  ASSERT_MSG("hbg_record_task (inner task 0): dependency 0 is inner task 0, "
+             "not an earlier one");
+  hbg_scalar s = {.kind = HBG_SCALAR_BOUNDARY, .index = 3};
+  t.n_deps = 0;
+  t.n_scalars = 1;
+  t.scalars = &s;
+  t.kernel = HBG_KERNEL_NOP;
+  ASSERT_ERR(hbg_record_task(rec, &t, NULL), HBG_E_INVAL);
+  ASSERT_MSG("scalar 0: boundary scalar 3, but the graph has 0");
+  return 0;
+}
+
+static void t_messages(void) {
+  hbg_bind *b;
+  ASSERT_OK(hbg_bind_begin(rt, &b));
+  rec_ctx good = {0};
+  ASSERT_OK(submit(b, 21, &good, 0, HBG_DTYPE_F32));
+  hbg_tensor x = vec(A, 0, 16, HBG_ACCESS_IN), y = vec(B, 0, 16, HBG_ACCESS_OUT);
+  struct {
+    hbg_tensor x, y;
+    uint32_t n;
+    const char *want;
+  } cases[] = {
+      {vec(A, 0, 8, HBG_ACCESS_IN), y, 2,
+       "hbg_submit_graph: key 21: boundary tensor 0: shape [8], recorded "
+       "[16]"},
+      {vec2(A, 0, HBG_DTYPE_U8, HBG_ACCESS_IN, 64, 0), y, 2,
+       "key 21: boundary tensor 0: dtype u8, recorded f32"},
+      {x, vec(B, 0, 16, HBG_ACCESS_INOUT), 2,
+       "key 21: boundary tensor 1: mode INOUT, recorded OUT"},
+      {vec2(A, 0, HBG_DTYPE_F32, HBG_ACCESS_IN, 4, 4), y, 2,
+       "key 21: boundary tensor 0: 2 dims [4, 4], recorded 1 dims [16]"},
+      {x, y, 1, "key 21: 1 boundary tensors and 0 scalars, recorded 2 and 0"},
+  };
+  for (size_t k = 0; k < HBG__ARRAY_LEN_T(cases); k++) {
+    hbg_tensor bt[2] = {cases[k].x, cases[k].y};
+    hbg_graph_submit g = {.key = 21, .n_tensors = cases[k].n, .tensors = bt,
+                          .record = rec_graph, .user = &good};
+    ASSERT_ERR(hbg_submit_graph(b, &g, NULL), HBG_E_SIGNATURE);
+    ASSERT_MSG(cases[k].want);
+  }
+  {
+    hbg_tensor bt[2] = {x, y};
+    bt[0].strides[0] = 2; /* every other float of A's first 32 */
+    hbg_graph_submit g = {.key = 21, .n_tensors = 2, .tensors = bt,
+                          .record = rec_graph, .user = &good};
+    ASSERT_ERR(hbg_submit_graph(b, &g, NULL), HBG_E_SIGNATURE);
+    ASSERT_MSG("key 21: boundary tensor 0: strides [2], recorded [1]");
+  }
+  ASSERT_EQ(good.calls, 1); /* none of them recorded again */
+  /* dependencies: the bind has one entry (id 0) */
+  hbg_tensor a[2] = {vec(A, 0, 4, HBG_ACCESS_IN), vec(C, 0, 4, HBG_ACCESS_OUT)};
+  hbg_task_id deps[2] = {0, 42};
+  hbg_task t = {.kernel = HBG_KERNEL_COPY, .n_args = 2, .args = a,
+                .n_deps = 2, .deps = deps};
+  ASSERT_ERR(hbg_submit_task(b, &t, NULL), HBG_E_INVAL);
+  ASSERT_MSG("hbg_submit_task: dependency 1 is task id 42, but the bind's "
+             "tasks so far are 0..0");
+  {
+    hbg_tensor bt[2] = {vec(A, 0, 16, HBG_ACCESS_IN), y};
+    hbg_graph_submit g = {.key = 21, .n_tensors = 2, .tensors = bt,
+                          .n_deps = 1, .deps = &deps[1],
+                          .record = rec_graph, .user = &good};
+    ASSERT_ERR(hbg_submit_graph(b, &g, NULL), HBG_E_INVAL);
+    ASSERT_MSG("hbg_submit_graph: dependency 0 is task id 42");
+    /* an inner task's dependency on itself, a boundary scalar it lacks */
+    g.n_deps = 0;
+    g.key = 22;
+    g.record = rec_dep;
+    ASSERT_ERR(hbg_submit_graph(b, &g, NULL), HBG_E_INVAL);
+    ASSERT_MSG("the recording is not kept: hbg_record_task (inner task 0): "
+               "dependency 0 is inner task 0");
+  }
+  hbg_scalar bs = {.kind = HBG_SCALAR_BOUNDARY};
+  t.n_deps = 0;
+  t.n_scalars = 1;
+  t.scalars = &bs;
+  t.kernel = HBG_KERNEL_NOP;
+  ASSERT_ERR(hbg_submit_task(b, &t, NULL), HBG_E_INVAL);
+  ASSERT_MSG("hbg_submit_task: scalar 0: an ordinary task's scalars are "
+             "static");
+  hbg_bind_end(b);
+  /* a bind with no task yet */
+  ASSERT_OK(hbg_bind_begin(rt, &b));
+  t.n_scalars = 0;
+  t.n_deps = 1;
+  ASSERT_ERR(hbg_submit_task(b, &t, NULL), HBG_E_INVAL);
+  ASSERT_MSG("dependency 0 is task id 0, but the bind has no task yet");
+  hbg_bind_end(b);
+}
+
 /* A u8 boundary with an f32 view: element 0 of the boundary needs 4-byte
  * alignment in every replay, though its own dtype needs 1. */
 static int rec_u8_view(hbg_recorder *rec, void *user) {
@@ -333,6 +436,7 @@ int main(void) {
   t_task_checks();
   t_graph_checks();
   t_view_alignment_on_replay();
+  t_messages();
   t_location();
   hbg_buffer_free(rt, A);
   hbg_buffer_free(rt, B);

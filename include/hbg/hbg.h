@@ -12,8 +12,22 @@
  *   - Output pointers come last and are written only on success.
  *   - Every *_destroy / *_close accepts NULL.
  *   - Thread safety: a runtime and its binds are used from one thread at a
- *     time (the orchestration thread). Backends run their own threads
- *     internally. Distinct runtimes are independent.
+ *     time (the orchestration thread); between calls the runtime may move
+ *     to another thread. This is checked: a call that changes a runtime or
+ *     its binds (hbg_bind_begin, hbg_submit_task, hbg_submit_graph,
+ *     hbg_submit_graph_n, hbg_bind_launch, hbg_bind_wait,
+ *     hbg_buffer_alloc, hbg_buffer_free, hbg_buffer_write,
+ *     hbg_buffer_read, hbg_runtime_set_trace) entered while another thread
+ *     is inside one of them on the same runtime changes nothing and returns
+ *     HBG_E_BUSY, and hbg_last_error() names the call the other thread is
+ *     in ("hbg_buffer_alloc: the runtime is in use by another thread (in
+ *     hbg_bind_wait)..."). hbg_bind_end, which cannot fail, waits for that
+ *     call to return instead. Calls that a record or trace callback makes
+ *     on the thread already inside a call go through. Calls that only read
+ *     (hbg_bind_stats_get, hbg_bind_fatal, ...) and hbg_runtime_destroy are
+ *     not checked: no other thread may be using the runtime when it is
+ *     destroyed. Backends run their own threads internally. Distinct
+ *     runtimes are independent.
  */
 #ifndef HBG_HBG_H
 #define HBG_HBG_H
@@ -21,6 +35,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include <hbg/hbg_kernel.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -219,7 +235,14 @@ typedef uint32_t hbg_task_id;
  * outputs may not. "Flat" means a tensor is read in its own row-major
  * order, so two flat tensors need the same element count, not the same
  * shape. Outputs must not overlap inputs, except that the element-wise
- * kernels and ROPE may run in place (output == input, same layout).
+ * kernels (COPY, ADD, MUL, SCALE, SILU_MUL, FILL) and ROPE may run in
+ * place: the output the identical tensor as an input (same address,
+ * offset, dtype, shape and strides). hbg_submit_task and hbg_record_task
+ * refuse a task that breaks this with HBG_E_KERNEL, and hbg_last_error()
+ * names the task, the two arguments and the overlapping bytes. Overlap is
+ * judged on extents, [element 0, one past the last element): a strided
+ * view counts the holes between its elements, so two interleaved views
+ * (even and odd elements) overlap although they share no element.
  * Reductions run in a fixed order that does not depend on how many threads
  * share a kernel, and exp is hbg's own (no libm), no operation is fused,
  * so results are bit-identical on any thread count, CPU or GPU. RMSNORM's
@@ -276,12 +299,17 @@ typedef enum hbg_kernel_id {
  * the application. hbg records, replays, uploads and validates tasks that
  * use them without interpreting the kernel: only the structure is checked
  * (at most 64 tensors and 64 scalars, each tensor valid metadata with a
- * mode, element 0 aligned to its dtype, inside a live buffer). The ids between HBG_KERNEL__COUNT and
- * HBG_KERNEL_USER_MIN are reserved for built-ins (HBG_E_KERNEL). A device
+ * mode, element 0 aligned to its dtype, inside a live buffer) and the
+ * overlap rule above, read from the modes: no argument with mode OUT or
+ * INOUT may overlap one with mode IN, identical or not (a user kernel that
+ * updates a tensor in place takes it once, as INOUT). The ids between
+ * HBG_KERNEL__COUNT and HBG_KERNEL_USER_MIN are reserved for built-ins
+ * (HBG_E_KERNEL). A device
  * runs a user kernel with the implementation registered for its id
- * (hbg_sim_register_kernel on the sim device; an executor written against
- * hbg_image.h on others); a launch reaching an id with none fails with
- * HBG_E_KERNEL. */
+ * (hbg_kernel_register on the sim and cuda, hbg_sim_register_kernel on the
+ * sim; an executor written against hbg_image.h on others); a launch
+ * reaching an id with none fails with HBG_E_KERNEL (on cuda exec=device the
+ * submission is refused already). */
 #define HBG_KERNEL_USER_MIN 0x1000u
 
 /* A user kernel's CPU implementation on the sim device. t[i] is the layout
@@ -311,6 +339,61 @@ HBG_API int hbg_sim_register_kernel(struct hbg_device *dev, uint32_t kernel,
  * HBG_E_NOTFOUND (kernel not registered). */
 HBG_API int hbg_sim_unregister_kernel(struct hbg_device *dev,
                                       uint32_t kernel);
+
+/* A user kernel written to the lane model of hbg_kernel.h, one source for
+ * the sim and the GPU (docs/USER_KERNELS.md). Fill what the device needs,
+ * or both halves to register the same struct anywhere:
+ *   sim   fn, the host build of the function (cc);
+ *   cuda  image, image_size and symbol: relocatable device code built
+ *         with nvcc -rdc=true (PTX text, or a cubin or fatbin holding an
+ *         sm_XX ELF and/or PTX) that defines `symbol` as an
+ *         extern "C" __device__ function (HBG_KERNEL_FN). hbg copies the
+ *         bytes. */
+typedef struct hbg_kernel_impl {
+  uint32_t struct_size; /* sizeof(hbg_kernel_impl) */
+  uint32_t kernel;      /* >= HBG_KERNEL_USER_MIN */
+  uint32_t phases;      /* phases per call (or per row), 1..2^20 */
+  uint32_t rows_of;     /* 0: phases per call; k + 1: per row of tensor k */
+  uint64_t scratch_floats; /* shared by a call's lanes, at most 2^24 */
+  hbg_kernel_lane_fn fn;   /* sim */
+  const char *symbol;      /* cuda: the function's name (a C identifier) */
+  const void *image;       /* cuda: the device code */
+  size_t image_size;       /* cuda: its bytes */
+} hbg_kernel_impl;
+
+/* Register impls[0..n) on dev (hbg_runtime_device(rt), or a device from
+ * hbg_device_open), all or none.
+ *   sim   each runs through the executor's user-kernel table, its phases
+ *         and lanes as hbg_kernel.h says (lanes=); hbg_sim_unregister_kernel
+ *         removes one.
+ *   cuda  (exec=device) hbg links its executor (relocatable device code
+ *         inside libhbg) with every image registered so far on this device
+ *         and a dispatch it generates, with the driver's linker (cuLink*),
+ *         loads the result and runs every later launch of the device from
+ *         it; a registration holds until the device is closed. Without a
+ *         registration the device runs its built-in module (nothing is
+ *         linked, built-ins cost the same). With HBG_CUDA_LINK_CACHE=DIR
+ *         the linked image is kept in DIR, keyed by a content hash of
+ *         every input and the driver version, and loaded from there next
+ *         time instead of linking.
+ * Later submissions may use the ids; on cuda a task or graph node whose
+ * user kernel has no implementation on the runtime's device is refused
+ * at hbg_submit_task / hbg_record_task (HBG_E_KERNEL), on the sim at
+ * launch (it may be registered in between). Thread-safe (one registration
+ * at a time per device; launches may run meanwhile). hbg_last_error()
+ * names the kernel and what is wrong; a link failure carries the driver
+ * linker's log.
+ * @return 0; HBG_E_INVAL (NULL dev or impls, n 0, struct_size too small,
+ * an id below HBG_KERNEL_USER_MIN, phases, rows_of or scratch_floats out of
+ * range, no fn on the sim, no image or symbol on cuda, a symbol that is not
+ * a C identifier or is hbg's own, image bytes that are not device code or
+ * a cubin built without -rdc); HBG_E_BUSY (an id registered already, or
+ * twice in impls); HBG_E_NOTFOUND (the image's symbol table, where hbg can
+ * read it, lacks the symbol); HBG_E_KERNEL (the driver's linker refused
+ * the code); HBG_E_UNSUPPORTED (not a sim or cuda exec=device device, or a
+ * driver without the cuLink* calls); HBG_E_NOMEM; a mapped driver error. */
+HBG_API int hbg_kernel_register(struct hbg_device *dev,
+                                const hbg_kernel_impl *impls, uint32_t n);
 
 /* One kernel launch. args are the tensors (inputs and outputs, mode says
  * which), scalars the scalar arguments, deps earlier task ids this task waits
@@ -555,9 +638,11 @@ HBG_API int hbg_bind_begin(hbg_runtime *rt, hbg_bind **out);
  * kernel's signature (argument count, dtypes, modes, shapes, scalar count).
  * @return 0, HBG_E_INVAL (bad or misaligned tensor, bad dependency),
  * HBG_E_RANGE (a tensor outside every live buffer, or leaving the one its
- * addr is in), HBG_E_KERNEL (unknown kernel or arguments it does not take),
+ * addr is in), HBG_E_KERNEL (unknown kernel, arguments it does not take,
+ * or an output overlapping an input: see the kernels' rules),
  * HBG_E_LIMIT, HBG_E_NESTED, HBG_E_STATE, HBG_E_FATAL. After a refused
- * tensor or signature, hbg_last_error() names the argument and the rule
+ * tensor, signature, overlap or dependency id, hbg_last_error() names the
+ * argument and the rule
  * ("hbg_submit_task: argument 0: element 0 (offset 2) is not aligned ...",
  * "hbg_submit_task: add takes 3 tensors, got 2"). */
 HBG_API int hbg_submit_task(hbg_bind *b, const hbg_task *t, hbg_task_id *out);
@@ -594,8 +679,11 @@ typedef struct hbg_graph_submit {
  * returned 0: HBG_E_KERNEL, HBG_E_INVAL, ...), HBG_E_EMPTY,
  * HBG_E_SIGNATURE, HBG_E_LIMIT, HBG_E_FATAL (the bind latched a fatal
  * error), or a device error (which latches HBG_E_FATAL on the bind).
- * hbg_last_error() names a refused boundary tensor, or the inner task,
- * argument and rule of a recording that is not kept. */
+ * hbg_last_error() names a refused boundary tensor, what differs from the
+ * recorded signature (the counts, or the first differing field of a
+ * boundary tensor: "key 7: boundary tensor 2: shape [4, 8], recorded
+ * [4, 16]"), a dependency id that names no earlier task, or the inner
+ * task, argument and rule of a recording that is not kept. */
 HBG_API int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
                              hbg_task_id *out);
 
@@ -627,8 +715,9 @@ HBG_API int hbg_submit_graph_n(hbg_bind *b, const hbg_graph_submit *g,
  * to its dtype, and a view's offset from its boundary tensor's element 0 a
  * multiple of its element size. An argument that writes (mode OUT or
  * INOUT) a boundary tensor, or a view of one, needs a boundary tensor whose
- * mode includes HBG_ACCESS_OUT. The kernel's signature is checked as in
- * hbg_submit_task. Any failure also marks the recording bad: the callback
+ * mode includes HBG_ACCESS_OUT. The kernel's signature and the overlap
+ * rule are checked as in hbg_submit_task (an inner output with addr 0 is
+ * placed apart from everything). Any failure also marks the recording bad: the callback
  * may go on, but no Definition is built from it.
  * @return 0, HBG_E_INVAL (bad, misaligned, or unknown tensor: neither an
  * earlier inner output nor inside a boundary tensor; a write into an
@@ -755,7 +844,8 @@ HBG_API int hbg_bind_fatal(const hbg_bind *b);
 /* End a bind: release the slot for reuse. A launched bind may still run on
  * the device; the slot's next hbg_bind_begin waits for it. A bind never
  * launched (or latched fatal) is rolled back. Accepts NULL; ignored when
- * called from a record callback. */
+ * called from a record callback. When another thread is inside a call on
+ * the bind's runtime, waits for that call to return first. */
 HBG_API void hbg_bind_end(hbg_bind *b);
 
 /* ------------------------------------------------------------------ */

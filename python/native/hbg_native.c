@@ -22,6 +22,7 @@
 #include <Python.h>
 
 #include <dlfcn.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -66,6 +67,8 @@ static struct {
   PyObject *error_factory; /* fn(code, where, message, rt_ptr) -> exc */
   PyObject *tensor_cls;    /* hbg.Tensor (a TensorBase subclass) */
   PyObject *recorder_cls;  /* hbg.Recorder: Recorder(rec_ptr) */
+  PyObject *scalar_cls;    /* hbg.Scalar (value, kind, index) */
+  PyObject *range_error;   /* fn(what, value, limits) -> OutOfRangeError */
 } F;
 
 #define MAX_STACK_TENSORS 64
@@ -88,9 +91,12 @@ static PyObject *raise_made(int rc, const char *where, const char *msg,
 }
 
 /* rc from call `where`. with_msg: the call clears hbg_last_error() on
- * entry, so the slot holds this failure's message. */
+ * entry, so the slot holds this failure's message; HBG_E_BUSY (another
+ * thread is inside a call on the runtime) always writes one. */
 static PyObject *fail(int rc, const char *where, int with_msg, void *rt) {
-  return raise_made(rc, where, with_msg ? F.hbg_last_error() : "", rt);
+  return raise_made(rc, where,
+                    with_msg || rc == HBG_E_BUSY ? F.hbg_last_error() : "",
+                    rt);
 }
 
 /* A bad argument caught here, before any call (HBG_E_INVAL). */
@@ -135,6 +141,150 @@ static void *as_ptr(PyObject *o) {
   return PyLong_AsVoidPtr(o);
 }
 
+/* ---- numbers to C fields, checked (the rules of hbg/_convert.py) ---- */
+
+/* An argument's name for a message: "what", "what i" (i >= 0), or
+ * "replay r, what i" (r >= 0). */
+static const char *what_str(char *buf, size_t cap, const char *what,
+                            Py_ssize_t i, Py_ssize_t r) {
+  if (r >= 0)
+    snprintf(buf, cap, "replay %zd, %s %zd", r, what, i);
+  else if (i >= 0)
+    snprintf(buf, cap, "%s %zd", what, i);
+  else
+    snprintf(buf, cap, "%s", what);
+  return buf;
+}
+
+/* Raise the package's OutOfRangeError for value. @return -1. */
+static int range_fail(const char *what, Py_ssize_t i, Py_ssize_t r,
+                      PyObject *value, const char *limits) {
+  char w[96];
+  PyObject *exc = PyObject_CallFunction(F.range_error, "sOs",
+                                        what_str(w, sizeof w, what, i, r),
+                                        value, limits);
+  if (exc) {
+    PyObject *type = PyObject_Type(exc);
+    PyErr_SetObject(type, exc);
+    Py_DECREF(type);
+    Py_DECREF(exc);
+  }
+  return -1;
+}
+
+/* TypeError "what: <want>, not <type name>". @return -1. */
+static int type_fail(const char *what, Py_ssize_t i, Py_ssize_t r,
+                     PyObject *value, const char *want) {
+  char w[96];
+  PyObject *name = PyObject_GetAttrString((PyObject *)Py_TYPE(value),
+                                          "__name__");
+  if (name) {
+    PyErr_Format(PyExc_TypeError, "%s: %s, not %U",
+                 what_str(w, sizeof w, what, i, r), want, name);
+    Py_DECREF(name);
+  }
+  return -1;
+}
+
+#define INT_LIMITS "an integer scalar is a u64 or an i64: -2**63 .. 2**64-1"
+
+/* An int (a PyLong) as u64 bits: itself, or a negative one's i64 two's
+ * complement. */
+static int long_bits(PyObject *v, const char *what, Py_ssize_t i,
+                     Py_ssize_t r, PyObject *orig, uint64_t *out) {
+  unsigned long long u = PyLong_AsUnsignedLongLong(v);
+  if (!(u == (unsigned long long)-1 && PyErr_Occurred())) {
+    *out = u;
+    return 0;
+  }
+  PyErr_Clear();
+  long long sv = PyLong_AsLongLong(v);
+  if (sv == -1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    return range_fail(what, i, r, orig, INT_LIMITS);
+  }
+  *out = (uint64_t)sv;
+  return 0;
+}
+
+/* x as an int: a new reference to a PyLong, or NULL (no exception set)
+ * when x has no __index__ (a float); NULL with an exception on errors. */
+static PyObject *index_of(PyObject *x) {
+  if (PyLong_Check(x)) {
+    Py_INCREF(x);
+    return x;
+  }
+  if (PyFloat_Check(x))
+    return NULL;
+  PyObject *v = PyNumber_Index(x);
+  if (!v && PyErr_ExceptionMatches(PyExc_TypeError))
+    PyErr_Clear();
+  return v;
+}
+
+/* A key: an int, same range as an integer scalar. */
+static int int_bits(PyObject *x, const char *what, Py_ssize_t i,
+                    Py_ssize_t r, uint64_t *out) {
+  PyObject *v = index_of(x);
+  if (!v)
+    return PyErr_Occurred() ? -1 : type_fail(what, i, r, x, "expected an int");
+  int rc = long_bits(v, what, i, r, x, out);
+  Py_DECREF(v);
+  return rc;
+}
+
+/* A kernel or task id: an int in 0 .. 2**32-1. */
+static int u32_of(PyObject *x, const char *what, Py_ssize_t i, uint32_t *out) {
+  PyObject *v = index_of(x);
+  if (!v)
+    return PyErr_Occurred() ? -1 : type_fail(what, i, -1, x, "expected an int");
+  unsigned long u = PyLong_AsUnsignedLong(v);
+  Py_DECREF(v);
+  if ((u == (unsigned long)-1 && PyErr_Occurred()) || u > UINT32_MAX) {
+    PyErr_Clear();
+    return range_fail(what, i, -1, x, "0 .. 2**32-1");
+  }
+  *out = (uint32_t)u;
+  return 0;
+}
+
+/* The bits of the f32 nearest to d; a finite d may not round to inf. */
+static int f32_of(double d, const char *what, Py_ssize_t i, Py_ssize_t r,
+                  PyObject *orig, uint64_t *out) {
+  float f = (float)d; /* IEEE: rounds to nearest, inf past the range */
+  if (isinf(f) && !isinf(d))
+    return range_fail(what, i, r, orig,
+                      "beyond the f32 range, +-3.4028235e38");
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  *out = u;
+  return 0;
+}
+
+/* A scalar: an int as its u64 bits, a float (or anything with __float__
+ * and no __index__) as f32 bits. */
+static int scalar_bits(PyObject *x, const char *what, Py_ssize_t i,
+                       Py_ssize_t r, uint64_t *out) {
+  if (PyLong_Check(x))
+    return long_bits(x, what, i, r, x, out);
+  PyObject *v = index_of(x);
+  if (v) {
+    int rc = long_bits(v, what, i, r, x, out);
+    Py_DECREF(v);
+    return rc;
+  }
+  if (PyErr_Occurred())
+    return -1;
+  double d = PyFloat_AsDouble(x); /* __float__ */
+  if (d == -1.0 && PyErr_Occurred()) {
+    if (!PyErr_ExceptionMatches(PyExc_TypeError))
+      return -1;
+    PyErr_Clear();
+    return type_fail(what, i, r, x, "a scalar is an int or a float");
+  }
+  return f32_of(d, what, i, r, x, out);
+}
+
 /* ---- TensorBase: an hbg_tensor inline in the object ---- */
 
 typedef struct {
@@ -158,14 +308,35 @@ static PyObject *tensor_new_of(PyObject *cls, const hbg_tensor *t) {
   return o;
 }
 
+/* One dim or stride (an int: __index__, never a float's truncation): the
+ * value, or -1 when outside 0 .. 2**32-1; -2 with a Python exception. */
+static long long dim_of(PyObject *o) {
+  PyObject *v = PyNumber_Index(o);
+  if (!v)
+    return -2;
+  long long x = PyLong_AsLongLong(v);
+  Py_DECREF(v);
+  if (x == -1 && PyErr_Occurred()) {
+    if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+      return -2;
+    PyErr_Clear();
+    return -1;
+  }
+  return x >= 0 && x <= (long long)UINT32_MAX ? x : -1;
+}
+
 /* Dims of a shape (an int or a sequence of ints) into dims[]; -1 on error
- * (a Python exception set) or when there are more than HBG_MAX_DIMS. */
-static int shape_dims(PyObject *shape, uint32_t *dims, int *ndim) {
+ * (a Python exception set). A value outside 0 .. 2**32-1 becomes 0 (an
+ * invalid dim), or, with bad set, sets *bad; more than HBG_MAX_DIMS
+ * leaves *ndim past it. */
+static int shape_dims(PyObject *shape, uint32_t *dims, int *ndim, int *bad) {
   if (PyLong_Check(shape)) {
-    long v = PyLong_AsLong(shape);
-    if (v == -1 && PyErr_Occurred())
+    long long v = dim_of(shape);
+    if (v == -2)
       return -1;
-    dims[0] = v > 0 && v <= UINT32_MAX ? (uint32_t)v : 0;
+    dims[0] = v > 0 ? (uint32_t)v : 0;
+    if (v < 0 && bad)
+      *bad = 1;
     *ndim = 1;
     return 0;
   }
@@ -182,30 +353,48 @@ static int shape_dims(PyObject *shape, uint32_t *dims, int *ndim) {
     *ndim = (int)n;
     for (Py_ssize_t i = 0; i < n; i++) {
       PyObject *item = PySequence_GetItem(seq, i);
-      long v = item ? PyLong_AsLong(item) : -1;
+      long long v = item ? dim_of(item) : -2;
       Py_XDECREF(item);
-      if (v == -1 && PyErr_Occurred()) {
+      if (v == -2) {
         rc = -1;
         break;
       }
-      dims[i] = v > 0 && v <= UINT32_MAX ? (uint32_t)v : 0;
+      if (v < 0 && bad)
+        *bad = 1;
+      dims[i] = v > 0 ? (uint32_t)v : 0;
     }
   }
   Py_DECREF(seq);
   return rc;
 }
 
-/* _set(addr, offset, dtype, mode, shape, strides) -> 0 or HBG_E_INVAL */
+/* addr / offset of a tensor: an int in 0 .. 2**64-1. */
+static int u64_field(PyObject *o, const char *what, unsigned long long *out) {
+  *out = PyLong_AsUnsignedLongLong(o);
+  if (*out == (unsigned long long)-1 && PyErr_Occurred()) {
+    if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+      return -1;
+    PyErr_Clear();
+    return range_fail(what, -1, -1, o, "0 .. 2**64-1");
+  }
+  return 0;
+}
+
+/* _set(addr, offset, dtype, mode, shape, strides) -> 0, HBG_E_INVAL (bad
+ * shape) or -2 (strides not one per dim in 0 .. 2**32-1) */
 static PyObject *tensor_set(PyObject *self, PyObject *args) {
+  PyObject *ao, *oo;
   unsigned long long addr, offset;
   unsigned int dtype, mode;
   PyObject *shape, *strides;
-  if (!PyArg_ParseTuple(args, "KKIIOO", &addr, &offset, &dtype, &mode, &shape,
-                        &strides))
+  if (!PyArg_ParseTuple(args, "OOIIOO", &ao, &oo, &dtype, &mode, &shape,
+                        &strides) ||
+      u64_field(ao, "tensor addr", &addr) < 0 ||
+      u64_field(oo, "tensor offset", &offset) < 0)
     return NULL;
   uint32_t dims[HBG_MAX_DIMS] = {0}, st[HBG_MAX_DIMS] = {0};
-  int ndim = 0, nst = 0;
-  if (shape_dims(shape, dims, &ndim) < 0)
+  int ndim = 0, nst = 0, bad = 0;
+  if (shape_dims(shape, dims, &ndim, NULL) < 0)
     return NULL;
   if (ndim < 1 || ndim > HBG_MAX_DIMS)
     return PyLong_FromLong(HBG_E_INVAL);
@@ -214,10 +403,10 @@ static PyObject *tensor_set(PyObject *self, PyObject *args) {
     return PyLong_FromLong(F.hbg_tensor_contig(t, addr, offset, dtype,
                                               (uint32_t)ndim, dims, mode));
   }
-  if (shape_dims(strides, st, &nst) < 0)
+  if (shape_dims(strides, st, &nst, &bad) < 0)
     return NULL;
-  if (nst != ndim)
-    return PyLong_FromLong(HBG_E_INVAL);
+  if (nst != ndim || bad)
+    return PyLong_FromLong(-2);
   memset(t, 0, sizeof *t);
   t->addr = addr;
   t->offset = offset;
@@ -408,14 +597,17 @@ static int tensors_get(PyObject *o, hbg_tensor *buf, tensor_arr *out,
   return 0;
 }
 
-/* A sequence of ints as u64 (uint32 when narrow) into buf or the heap. */
+/* A sequence of numbers as u64 (uint32 task ids when ids) into buf or the
+ * heap: scalars follow scalar_bits (boundary scalars, variant values),
+ * ids u32_of; `what` and row name an element in an error. */
 typedef struct {
   void *v;
   void *heap;
   Py_ssize_t n;
 } int_arr;
 
-static int ints_get(PyObject *o, int narrow, uint64_t *buf, int_arr *out) {
+static int ints_get(PyObject *o, int ids, const char *what, Py_ssize_t row,
+                    uint64_t *buf, int_arr *out) {
   out->heap = NULL;
   out->v = buf;
   out->n = 0;
@@ -423,7 +615,7 @@ static int ints_get(PyObject *o, int narrow, uint64_t *buf, int_arr *out) {
     return 0;
   uint64_t *dst;
   Py_ssize_t n;
-  PyObject *seq = seq_room(o, "expected a sequence of ints", buf,
+  PyObject *seq = seq_room(o, "expected a sequence of numbers", buf,
                            MAX_STACK_U64, sizeof *dst, (void **)&dst,
                            &out->heap, &n);
   if (!seq)
@@ -431,30 +623,14 @@ static int ints_get(PyObject *o, int narrow, uint64_t *buf, int_arr *out) {
   uint32_t *d32 = (uint32_t *)dst;
   for (Py_ssize_t i = 0; i < n; i++) {
     PyObject *x = PySequence_GetItem(seq, i);
-    PyObject *iv = x && !PyLong_Check(x) ? PyNumber_Long(x) : x;
-    if (iv && iv != x)
-      Py_DECREF(x);
-    unsigned long long v = 0;
-    int bad = !iv;
-    if (iv && narrow) {
-      long long sv = PyLong_AsLongLong(iv);
-      if (sv < 0 || sv > (long long)UINT32_MAX) {
-        PyErr_Clear();
-        arg_error("task ids must be non-negative 32-bit ints");
-        bad = 1;
-      }
-      v = (unsigned long long)sv;
-    } else if (iv) {
-      v = PyLong_AsUnsignedLongLongMask(iv);
-      bad = v == (unsigned long long)-1 && PyErr_Occurred();
-    }
-    Py_XDECREF(iv);
+    int bad = !x;
+    if (x && ids)
+      bad = u32_of(x, what, i, &d32[i]) < 0;
+    else if (x)
+      bad = scalar_bits(x, what, i, row, &dst[i]) < 0;
+    Py_XDECREF(x);
     if (bad)
       return seq_fail(seq, &out->heap);
-    if (narrow)
-      d32[i] = (uint32_t)v;
-    else
-      dst[i] = v;
   }
   Py_DECREF(seq);
   out->v = dst;
@@ -462,7 +638,7 @@ static int ints_get(PyObject *o, int narrow, uint64_t *buf, int_arr *out) {
   return 0;
 }
 
-/* Task scalars: ints (static), or objects with value / kind / index. */
+/* Task scalars: numbers (static, scalar_bits), or hbg.Scalar objects. */
 static int scalars_get(PyObject *o, hbg_scalar *buf, Py_ssize_t cap,
                        Py_ssize_t *n_out) {
   *n_out = 0;
@@ -480,23 +656,24 @@ static int scalars_get(PyObject *o, hbg_scalar *buf, Py_ssize_t cap,
   for (Py_ssize_t i = 0; i < n; i++) {
     PyObject *x = PySequence_GetItem(seq, i);
     hbg_scalar s = {0, HBG_SCALAR_STATIC, 0};
+    int bad = !x;
     if (x && PyLong_Check(x)) {
-      s.value = PyLong_AsUnsignedLongLongMask(x);
-    } else if (x) {
+      bad = long_bits(x, "scalar", i, -1, x, &s.value) < 0;
+    } else if (x && PyObject_IsInstance(x, F.scalar_cls) == 1) {
       PyObject *v = PyObject_GetAttrString(x, "value");
       PyObject *k = v ? PyObject_GetAttrString(x, "kind") : NULL;
       PyObject *ix = k ? PyObject_GetAttrString(x, "index") : NULL;
-      if (ix) {
-        s.value = PyLong_AsUnsignedLongLongMask(v);
-        s.kind = (uint32_t)PyLong_AsUnsignedLongMask(k);
-        s.index = (uint32_t)PyLong_AsUnsignedLongMask(ix);
-      }
+      bad = !ix || int_bits(v, "scalar", i, -1, &s.value) < 0 ||
+            u32_of(k, "scalar kind", i, &s.kind) < 0 ||
+            u32_of(ix, "scalar index", i, &s.index) < 0;
       Py_XDECREF(v);
       Py_XDECREF(k);
       Py_XDECREF(ix);
+    } else if (x && !PyErr_Occurred()) {
+      bad = scalar_bits(x, "scalar", i, -1, &s.value) < 0;
     }
     Py_XDECREF(x);
-    if (!x || PyErr_Occurred()) {
+    if (bad || PyErr_Occurred()) {
       Py_DECREF(seq);
       return -1;
     }
@@ -512,7 +689,7 @@ static int scalars_get(PyObject *o, hbg_scalar *buf, Py_ssize_t cap,
 typedef struct {
   hbg_task task;
   hbg_tensor tbuf[MAX_STACK_TENSORS];
-  hbg_scalar sbuf[32];
+  hbg_scalar sbuf[64]; /* HBG_IMG_MAX_SCALARS_PER_NODE */
   uint64_t dbuf[MAX_STACK_U64];
   tensor_arr ta;
   int_arr da;
@@ -526,8 +703,8 @@ static int task_get(task_build *tb, unsigned kernel, PyObject *args,
   if (tensors_get(args, tb->tbuf, &tb->ta,
                   writable ? &tb->writable : NULL) < 0)
     return -1;
-  if (scalars_get(scalars, tb->sbuf, 32, &ns) < 0 ||
-      ints_get(deps, 1, tb->dbuf, &tb->da) < 0) {
+  if (scalars_get(scalars, tb->sbuf, 64, &ns) < 0 ||
+      ints_get(deps, 1, "dependency", -1, tb->dbuf, &tb->da) < 0) {
     PyMem_Free(tb->ta.heap);
     return -1;
   }
@@ -612,8 +789,9 @@ static PyObject *n_bind_end(PyObject *m, PyObject *bo) {
 static PyObject *n_submit_task(PyObject *m, PyObject *args) {
   (void)m;
   PyObject *a[7];
-  unsigned long long kernel;
-  if (unpack(args, 7, a, "submit_task") < 0 || as_u64(a[2], &kernel) < 0)
+  uint32_t kernel;
+  if (unpack(args, 7, a, "submit_task") < 0 ||
+      u32_of(a[2], "kernel", -1, &kernel) < 0)
     return NULL;
   PyObject *rto = a[1], *targs = a[3], *scalars = a[4], *deps = a[5];
   int nogil = PyObject_IsTrue(a[6]);
@@ -621,7 +799,7 @@ static PyObject *n_submit_task(PyObject *m, PyObject *args) {
   if (nogil < 0 || PyErr_Occurred())
     return NULL;
   task_build tb;
-  if (task_get(&tb, (unsigned)kernel, targs, scalars, deps, 0) < 0)
+  if (task_get(&tb, kernel, targs, scalars, deps, 0) < 0)
     return NULL;
   hbg_task_id id = 0;
   int rc;
@@ -674,7 +852,7 @@ static int record_trampoline(hbg_recorder *rec, void *user) {
 static int scalar_rows(PyObject *o, Py_ssize_t rows, uint64_t *buf,
                        int_arr *out, Py_ssize_t *width) {
   if (rows == 0) {
-    if (ints_get(o, 0, buf, out) < 0)
+    if (ints_get(o, 0, "boundary scalar", -1, buf, out) < 0)
       return -1;
     *width = out->n;
     return 0;
@@ -699,7 +877,7 @@ static int scalar_rows(PyObject *o, Py_ssize_t rows, uint64_t *buf,
     PyObject *row = PySequence_GetItem(seq, i);
     int_arr ra;
     uint64_t rbuf[MAX_STACK_U64];
-    int bad = !row || ints_get(row, 0, rbuf, &ra) < 0;
+    int bad = !row || ints_get(row, 0, "boundary scalar", i, rbuf, &ra) < 0;
     Py_XDECREF(row);
     if (!bad && i == 0) {
       *width = ra.n;
@@ -738,8 +916,9 @@ static int scalar_rows(PyObject *o, Py_ssize_t rows, uint64_t *buf,
 static PyObject *n_submit_graph(PyObject *m, PyObject *args) {
   (void)m;
   PyObject *a[11];
-  unsigned long long key;
-  if (unpack(args, 11, a, "submit_graph") < 0 || as_u64(a[2], &key) < 0)
+  uint64_t key;
+  if (unpack(args, 11, a, "submit_graph") < 0 ||
+      int_bits(a[2], "key", -1, -1, &key) < 0)
     return NULL;
   PyObject *rto = a[1], *tensors = a[3], *scalars = a[4], *record = a[5];
   PyObject *variant = a[6], *deps = a[7];
@@ -761,7 +940,8 @@ static PyObject *n_submit_graph(PyObject *m, PyObject *args) {
   if (tensors_get(tensors, tbuf, &ta, NULL) < 0)
     return NULL;
   if (scalar_rows(scalars, n, sbuf, &sa, &width) < 0 ||
-      ints_get(variant, 0, vbuf, &va) < 0 || ints_get(deps, 1, dbuf, &da) < 0)
+      ints_get(variant, 0, "variant", -1, vbuf, &va) < 0 ||
+      ints_get(deps, 1, "dependency", -1, dbuf, &da) < 0)
     goto out;
   Py_ssize_t rows = n > 0 ? n : 1;
   if (ta.n % rows) {
@@ -864,9 +1044,10 @@ fail:
  * outputs (addr 0) get the heap address written back into their Tensor. */
 static PyObject *n_record_task(PyObject *m, PyObject *args) {
   (void)m;
-  PyObject *ro, *targs, *scalars, *deps;
-  unsigned int kernel;
-  if (!PyArg_ParseTuple(args, "OIOOO", &ro, &kernel, &targs, &scalars, &deps))
+  PyObject *ro, *ko, *targs, *scalars, *deps;
+  uint32_t kernel;
+  if (!PyArg_ParseTuple(args, "OOOOO", &ro, &ko, &targs, &scalars, &deps) ||
+      u32_of(ko, "kernel", -1, &kernel) < 0)
     return NULL;
   hbg_recorder *rec = as_ptr(ro);
   if (PyErr_Occurred())
@@ -957,12 +1138,13 @@ static PyObject *n_pack(PyObject *m, PyObject *o) {
   return r;
 }
 
-/* init(library_path, error_factory, tensor_cls, recorder_cls) */
+/* init(library_path, error_factory, tensor_cls, recorder_cls, scalar_cls,
+ *      range_error) */
 static PyObject *n_init(PyObject *m, PyObject *args) {
   (void)m;
   const char *path;
-  PyObject *ef, *tc, *rc;
-  if (!PyArg_ParseTuple(args, "sOOO", &path, &ef, &tc, &rc))
+  PyObject *ef, *tc, *rc, *sc, *re;
+  if (!PyArg_ParseTuple(args, "sOOOOO", &path, &ef, &tc, &rc, &sc, &re))
     return NULL;
   if (!PyObject_IsSubclass(tc, (PyObject *)TensorBase_type)) {
     if (!PyErr_Occurred())
@@ -991,18 +1173,25 @@ static PyObject *n_init(PyObject *m, PyObject *args) {
   Py_INCREF(ef);
   Py_INCREF(tc);
   Py_INCREF(rc);
+  Py_INCREF(sc);
+  Py_INCREF(re);
   Py_XDECREF(F.error_factory);
   Py_XDECREF(F.tensor_cls);
   Py_XDECREF(F.recorder_cls);
+  Py_XDECREF(F.scalar_cls);
+  Py_XDECREF(F.range_error);
   F.error_factory = ef;
   F.tensor_cls = tc;
   F.recorder_cls = rc;
+  F.scalar_cls = sc;
+  F.range_error = re;
   Py_RETURN_NONE;
 }
 
 static PyMethodDef native_methods[] = {
-    {"init", n_init, METH_VARARGS, "init(lib_path, error_factory, Tensor, "
-                                   "Recorder): bind to the loaded libhbg."},
+    {"init", n_init, METH_VARARGS,
+     "init(lib_path, error_factory, Tensor, Recorder, Scalar, range_error): "
+     "bind to the loaded libhbg."},
     {"bind_begin", n_bind_begin, METH_VARARGS, NULL},
     {"bind_launch", n_bind_launch, METH_VARARGS, NULL},
     {"bind_wait", n_bind_wait, METH_O, NULL},

@@ -36,7 +36,7 @@ const char *hbg_strerror(int err) {
 
 /* The one per-thread message slot: configuration errors, device open
  * failures (hbg_device_open_error() reads the same slot). */
-static _Thread_local char last_error[512];
+static _Thread_local char last_error[2048]; /* room for a linker log */
 
 const char *hbg_last_error(void) { return last_error; }
 

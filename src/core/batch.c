@@ -15,6 +15,7 @@ int hbg_submit_graph_n(hbg_bind *b, const hbg_graph_submit *g, uint32_t n,
   HBG__RETURN_IF((g->n_tensors && !g->tensors) ||
                      (g->n_scalars && !g->scalars),
                  HBG_E_INVAL);
+  HBG__GUARD(b->rt, "hbg_submit_graph_n");
   hbg_task_id *ids = NULL;
   if (out) {
     ids = malloc((size_t)n * sizeof *ids);

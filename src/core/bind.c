@@ -10,6 +10,7 @@
 
 #include "common/util.h"
 #include "core/policy/policy.h"
+#include "device/kernel_reg.h"
 #include "kernels/kernels.h"
 
 #define WIN_ALIGN 8u
@@ -84,10 +85,10 @@ static const hbg__range *find_buf(hbg_runtime *rt, uint64_t addr,
 
 /* A tensor argument from the caller: valid metadata, element 0 aligned to
  * its dtype, and [element 0, extent) inside the one live buffer (from
- * hbg_buffer_alloc) that holds addr. On failure hbg_last_error() names
- * `who` pos and what is wrong. */
+ * hbg_buffer_alloc) that holds addr; *ext_out (optional) its extent. On
+ * failure hbg_last_error() names `who` pos and what is wrong. */
 static int check_tensor(hbg_runtime *rt, const hbg_tensor *t, uint32_t pos,
-                        const char *who) {
+                        const char *who, uint64_t *ext_out) {
   const char *why = NULL;
   uint64_t ext = hbg_tensor_extent(t);
   if (t->addr == 0)
@@ -126,15 +127,32 @@ static int check_tensor(hbg_runtime *rt, const hbg_tensor *t, uint32_t pos,
                    (unsigned long long)r->start);
     return HBG_E_RANGE;
   }
+  if (ext_out)
+    *ext_out = ext;
   return 0;
 }
 
 static int check_deps(const hbg_bind *b, const hbg_task_id *deps,
-                      uint32_t n) {
+                      uint32_t n, const char *who) {
   HBG__RETURN_IF(n && !deps, HBG_E_INVAL);
-  HBG__RETURN_IF(n > HBG_IMG_MAX_ARGS_PER_NODE * 4, HBG_E_LIMIT);
-  for (uint32_t i = 0; i < n; i++)
-    HBG__RETURN_IF(deps[i] >= b->n_tasks, HBG_E_INVAL);
+  if (n > HBG_IMG_MAX_ARGS_PER_NODE * 4) {
+    hbg__error_set("%s: %u dependencies; at most %u", who, n,
+                   HBG_IMG_MAX_ARGS_PER_NODE * 4);
+    return HBG_E_LIMIT;
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    if (deps[i] >= b->n_tasks) {
+      if (b->n_tasks)
+        hbg__error_set("%s: dependency %u is task id %u, but the bind's "
+                       "tasks so far are 0..%u",
+                       who, i, deps[i], b->n_tasks - 1);
+      else
+        hbg__error_set("%s: dependency %u is task id %u, but the bind has "
+                       "no task yet",
+                       who, i, deps[i]);
+      return HBG_E_INVAL;
+    }
+  }
   return 0;
 }
 
@@ -364,6 +382,7 @@ int hbg__slot_reclaim(hbg_runtime *rt, hbg__slot *s) {
 
 int hbg_bind_begin(hbg_runtime *rt, hbg_bind **out) {
   HBG__RETURN_IF(!rt || !out, HBG_E_INVAL);
+  HBG__GUARD(rt, "hbg_bind_begin");
   HBG__RETURN_IF(rt->recording, HBG_E_NESTED);
   hbg__slot *s = &rt->slots[rt->next_slot];
   HBG__RETURN_IF(s->bind.state != HBG__BIND_IDLE, HBG_E_STATE);
@@ -408,6 +427,8 @@ static int open_check(const hbg_bind *b) {
 
 int hbg_submit_task(hbg_bind *b, const hbg_task *t, hbg_task_id *out) {
   hbg__error_clear();
+  HBG__RETURN_IF(!b, HBG_E_INVAL);
+  HBG__GUARD(b->rt, "hbg_submit_task");
   HBG__TRY(open_check(b));
   HBG__RETURN_IF(!t, HBG_E_INVAL);
   HBG__RETURN_IF(!hbg_img_kernel_valid(t->kernel), HBG_E_KERNEL);
@@ -416,12 +437,24 @@ int hbg_submit_task(hbg_bind *b, const hbg_task *t, hbg_task_id *out) {
                  HBG_E_LIMIT);
   HBG__RETURN_IF((t->n_args && !t->args) || (t->n_scalars && !t->scalars),
                  HBG_E_INVAL);
+  uint64_t ext[HBG_IMG_MAX_ARGS_PER_NODE];
   for (uint32_t i = 0; i < t->n_args; i++)
-    HBG__TRY(check_tensor(b->rt, &t->args[i], i, "hbg_submit_task: argument"));
-  for (uint32_t i = 0; i < t->n_scalars; i++)
-    HBG__RETURN_IF(t->scalars[i].kind != HBG_SCALAR_STATIC, HBG_E_INVAL);
-  HBG__TRY(check_deps(b, t->deps, t->n_deps));
+    HBG__TRY(check_tensor(b->rt, &t->args[i], i, "hbg_submit_task: argument",
+                          &ext[i]));
+  for (uint32_t i = 0; i < t->n_scalars; i++) {
+    if (t->scalars[i].kind != HBG_SCALAR_STATIC) {
+      hbg__error_set("hbg_submit_task: scalar %u: an ordinary task's scalars "
+                     "are static (boundary scalars exist only in a record "
+                     "callback)",
+                     i);
+      return HBG_E_INVAL;
+    }
+  }
+  HBG__TRY(check_deps(b, t->deps, t->n_deps, "hbg_submit_task"));
   HBG__TRY(hbg__task_kernel_check(t, "hbg_submit_task"));
+  HBG__TRY(hbg__dev_user_kernel_check(b->rt->dev, t, "hbg_submit_task"));
+  HBG__TRY(hbg__task_overlap_check(t, ext, "hbg_submit_task", "task",
+                                   b->n_tasks));
   const hbg_task_id *deps = t->deps;
   uint32_t n_deps = t->n_deps;
   HBG__TRY(infer_deps(b, t->args, t->n_args, NULL, "hbg_submit_task", &deps,
@@ -465,6 +498,12 @@ int hbg_submit_task(hbg_bind *b, const hbg_task *t, hbg_task_id *out) {
 
 /* ---------------- graph submissions ---------------- */
 
+/* hbg_record_task's check that the device can run an inner task's user
+ * kernel (hbg__rec_kernel_hook). */
+static int user_kernel_hook(void *dev, const hbg_task *t, const char *who) {
+  return hbg__dev_user_kernel_check(dev, t, who);
+}
+
 /* Run g's record callback into a new Definition. */
 static int record_def(hbg_bind *b, const hbg_graph_submit *g, hbg__def **out) {
   hbg_runtime *rt = b->rt;
@@ -472,6 +511,7 @@ static int record_def(hbg_bind *b, const hbg_graph_submit *g, hbg__def **out) {
   HBG__TRY(hbg__rec_begin(g->tensors, g->n_tensors, g->scalars, g->n_scalars,
                           &rec));
   hbg__rec_check_kernels(rec);
+  hbg__rec_kernel_hook(rec, user_kernel_hook, rt->dev);
   rt->recording = 1;
   int urc = g->record(rec, g->user);
   rt->recording = 0;
@@ -493,8 +533,15 @@ static int graph_lookup(hbg_bind *b, const hbg_graph_submit *g, uint64_t fk,
   hbg_runtime *rt = b->rt;
   hbg__graph *gr = hbg__map_get(&rt->graphs, fk, 0, 0);
   if (gr && (rt->cfg.record != HBG_RECORD_PER_BIND || gr->rec_seq == b->seq)) {
-    HBG__TRY(hbg__def_check_boundary(gr->def, g->tensors, g->n_tensors,
-                                     g->n_scalars));
+    int rc = hbg__def_check_boundary(gr->def, g->tensors, g->n_tensors,
+                                     g->n_scalars);
+    if (rc < 0) {
+      char why[400];
+      snprintf(why, sizeof why, "%s", hbg_last_error());
+      hbg__error_set("hbg_submit_graph: key %llu: %s",
+                     (unsigned long long)g->key, why);
+      return rc;
+    }
     hbg__lru_touch(rt, gr->lru);
     *out = gr;
     return 0;
@@ -584,6 +631,8 @@ static void claim_undo(hbg_bind *b, const claim_mark *m) {
 int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
                      hbg_task_id *out) {
   hbg__error_clear();
+  HBG__RETURN_IF(!b, HBG_E_INVAL);
+  HBG__GUARD(b->rt, "hbg_submit_graph");
   HBG__TRY(open_check(b));
   HBG__RETURN_IF(!g || !g->record, HBG_E_INVAL);
   HBG__RETURN_IF((g->n_tensors && !g->tensors) ||
@@ -595,8 +644,8 @@ int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
                  HBG_E_LIMIT);
   for (uint32_t i = 0; i < g->n_tensors; i++)
     HBG__TRY(check_tensor(b->rt, &g->tensors[i], i,
-                          "hbg_submit_graph: boundary tensor"));
-  HBG__TRY(check_deps(b, g->deps, g->n_deps));
+                          "hbg_submit_graph: boundary tensor", NULL));
+  HBG__TRY(check_deps(b, g->deps, g->n_deps, "hbg_submit_graph"));
 
   hbg_runtime *rt = b->rt;
   const hbg__policy_ops *ops = rt->ops;
@@ -805,6 +854,7 @@ static int order_after_previous(hbg_bind *b) {
 int hbg_bind_launch(hbg_bind *b) {
   hbg__error_clear();
   HBG__RETURN_IF(!b, HBG_E_INVAL);
+  HBG__GUARD(b->rt, "hbg_bind_launch");
   HBG__RETURN_IF(b->rt->recording, HBG_E_NESTED);
   HBG__RETURN_IF(b->state != HBG__BIND_OPEN, HBG_E_STATE);
   if (b->fatal)
@@ -893,6 +943,7 @@ int hbg_bind_launch(hbg_bind *b) {
 int hbg_bind_wait(hbg_bind *b) {
   hbg__error_clear();
   HBG__RETURN_IF(!b, HBG_E_INVAL);
+  HBG__GUARD(b->rt, "hbg_bind_wait");
   HBG__RETURN_IF(b->state != HBG__BIND_LAUNCHED, HBG_E_STATE);
   if (b->fatal)
     return b->fatal;
@@ -948,7 +999,10 @@ int hbg_bind_fatal(const hbg_bind *b) { return b ? b->fatal : HBG_E_INVAL; }
 void hbg_bind_end(hbg_bind *b) {
   /* Inside a record callback the bind is mid-submission: ending it would
    * pull the window out from under hbg_submit_graph. */
-  if (!b || b->state == HBG__BIND_IDLE || b->rt->recording)
+  if (!b)
+    return;
+  HBG__GUARD_WAIT(b->rt, "hbg_bind_end");
+  if (b->state == HBG__BIND_IDLE || b->rt->recording)
     return;
   hbg_runtime *rt = b->rt;
   hbg__slot *s = b->slot;

@@ -14,6 +14,10 @@
 #ifndef HBG_CORE_CORE_H
 #define HBG_CORE_CORE_H
 
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
 #include <hbg/hbg.h>
 #include <hbg/hbg_device.h>
 
@@ -21,6 +25,82 @@
 #include "core/map.h"
 #include "device/ranges.h"
 #include "graph/graph.h"
+
+/* ---- one thread at a time (guard.c) ---- */
+
+/* Which thread is inside a public call that changes the runtime: its id
+ * (pthread_self), 0 when none; the name of its outermost call (NULL while
+ * it is being taken or given back); how deeply the owner has re-entered
+ * (a record or trace callback calling back into hbg on the same thread).
+ * depth is read and written by the owner only. */
+typedef struct hbg__guard {
+  _Atomic uintptr_t owner;
+  _Atomic(const char *) call;
+  uint32_t depth;
+} hbg__guard;
+
+/* HBG_E_BUSY, with hbg_last_error() naming `name` and the call the other
+ * thread is in (the error path of hbg__guard_enter). */
+int hbg__guard_busy(const hbg__guard *g, const char *name);
+/* Enter `name`, waiting (sleeping 20 us at a time) while another thread is
+ * inside a call: for the calls that release and cannot fail. */
+void hbg__guard_enter_wait(hbg__guard *g, const char *name);
+
+/* Enter public call `name` on this thread: 1, or 0 (nothing changed) when
+ * another thread is inside a call on the same runtime. The acquire here and
+ * the release in hbg__guard_exit order one thread's use of the runtime
+ * before the next one's, so a runtime may move between threads. */
+static inline int hbg__guard_try(hbg__guard *g, const char *name) {
+  const uintptr_t self = (uintptr_t)pthread_self();
+  /* Nested: only this thread ever stores its own id, so a plain load can
+   * tell, without the compare-and-swap's cost. */
+  if (atomic_load_explicit(&g->owner, memory_order_relaxed) == self) {
+    g->depth++;
+    return 1;
+  }
+  uintptr_t cur = 0;
+  if (atomic_compare_exchange_strong_explicit(
+          &g->owner, &cur, self, memory_order_acquire, memory_order_relaxed)) {
+    atomic_store_explicit(&g->call, name, memory_order_relaxed);
+    return 1;
+  }
+  return 0;
+}
+
+/* hbg__guard_try as 0, or HBG_E_BUSY with the message. */
+static inline int hbg__guard_enter(hbg__guard *g, const char *name) {
+  return hbg__guard_try(g, name) ? 0 : hbg__guard_busy(g, name);
+}
+
+static inline void hbg__guard_exit(hbg__guard *g) {
+  if (g->depth) {
+    g->depth--;
+    return;
+  }
+  atomic_store_explicit(&g->call, NULL, memory_order_relaxed);
+  atomic_store_explicit(&g->owner, 0, memory_order_release);
+}
+
+/* A guard held until the enclosing block is left, on every return path. */
+typedef struct hbg__guard_scope {
+  hbg__guard *g;
+} hbg__guard_scope;
+
+static inline void hbg__guard_scope_end(hbg__guard_scope *s) {
+  if (s->g)
+    hbg__guard_exit(s->g);
+}
+
+/* First statement of a guarded public call (after its NULL checks):
+ * return HBG_E_BUSY when another thread holds rt, else hold it until the
+ * function returns. */
+#define HBG__GUARD_(rt, name, ret)                                               hbg__guard_scope hbg__gs __attribute__((cleanup(hbg__guard_scope_end))) = {        NULL};                                                                     do {                                                                             int hbg__grc = hbg__guard_enter(&(rt)->guard, (name));                         if (hbg__grc < 0)                                                                return ret;                                                                  hbg__gs.g = &(rt)->guard;                                                    } while (0)
+#define HBG__GUARD(rt, name) HBG__GUARD_(rt, name, hbg__grc)
+/* The same for a release that cannot fail: waits for the guard instead. */
+#define HBG__GUARD_WAIT(rt, name)                                              \
+  hbg__guard_scope hbg__gs __attribute__((cleanup(hbg__guard_scope_end))) = {  \
+      &(rt)->guard};                                                           \
+  hbg__guard_enter_wait(&(rt)->guard, (name))
 
 /* ---- small maps ---- */
 
@@ -198,6 +278,7 @@ struct hbg_runtime {
   /* failed releases since hbg_runtime_destroy began (release.c) */
   uint32_t rel_failed;
   char rel_first[256]; /* the first one, in words */
+  hbg__guard guard; /* one thread at a time (guard.c) */
 };
 
 

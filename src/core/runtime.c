@@ -301,6 +301,7 @@ int hbg_runtime_last_native_error(hbg_runtime *rt, int64_t *code,
 
 int hbg_runtime_set_trace(hbg_runtime *rt, hbg_trace_fn fn, void *user) {
   HBG__RETURN_IF(!rt, HBG_E_INVAL);
+  HBG__GUARD(rt, "hbg_runtime_set_trace");
   rt->trace_fn = fn;
   rt->trace_user = fn ? user : NULL;
   hbg_device_set_trace(rt->dev, fn, fn ? user : NULL);
@@ -309,6 +310,7 @@ int hbg_runtime_set_trace(hbg_runtime *rt, hbg_trace_fn fn, void *user) {
 
 int hbg_buffer_alloc(hbg_runtime *rt, uint64_t bytes, uint64_t *out) {
   HBG__RETURN_IF(!rt || !out || bytes == 0, HBG_E_INVAL);
+  HBG__GUARD(rt, "hbg_buffer_alloc");
   HBG__TRY(hbg__rtab_reserve(&rt->bufs, rt->bufs.n + 1));
   hbg_devptr d = 0;
   HBG__TRY(hbg_dev_mem_alloc(rt->dev, (size_t)bytes, &d));
@@ -341,6 +343,7 @@ static int wait_launched(hbg_runtime *rt, const char *call) {
 int hbg_buffer_free(hbg_runtime *rt, uint64_t addr) {
   hbg__error_clear();
   HBG__RETURN_IF(!rt, HBG_E_INVAL);
+  HBG__GUARD(rt, "hbg_buffer_free");
   ptrdiff_t i = hbg__rtab_floor(&rt->bufs, addr);
   if (i < 0 || rt->bufs.v[i].start != addr) {
     if (i >= 0 && addr - rt->bufs.v[i].start < rt->bufs.v[i].len)
@@ -367,6 +370,7 @@ int hbg_buffer_write(hbg_runtime *rt, uint64_t dst, const void *src,
                      uint64_t bytes) {
   hbg__error_clear();
   HBG__RETURN_IF(!rt || !src, HBG_E_INVAL);
+  HBG__GUARD(rt, "hbg_buffer_write");
   HBG__TRY(wait_launched(rt, "hbg_buffer_write"));
   return hbg_dev_copy_h2d(rt->dev, dst, src, (size_t)bytes);
 }
@@ -374,6 +378,7 @@ int hbg_buffer_write(hbg_runtime *rt, uint64_t dst, const void *src,
 int hbg_buffer_read(hbg_runtime *rt, void *dst, uint64_t src, uint64_t bytes) {
   hbg__error_clear();
   HBG__RETURN_IF(!rt || !dst, HBG_E_INVAL);
+  HBG__GUARD(rt, "hbg_buffer_read");
   HBG__TRY(wait_launched(rt, "hbg_buffer_read"));
   return hbg_dev_copy_d2h(rt->dev, dst, src, (size_t)bytes);
 }

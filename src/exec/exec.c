@@ -201,7 +201,7 @@ static int run_kernel(hbg__exec *e, uint32_t kernel, const hbg__ktensor *t,
                       uint32_t nt, const uint64_t *sc, uint32_t ns) {
   if (hbg_img_kernel_is_user(kernel)) {
     HBG__TRY(hbg__kernel_check(kernel, t, nt, ns));
-    return hbg__ukernels_run(e->uk, kernel, t, nt, sc, ns);
+    return hbg__ukernels_run(e->uk, kernel, t, nt, sc, ns, e->lanes);
   }
   return hbg__kernel_run_lanes(kernel, t, nt, sc, ns, e->lanes);
 }

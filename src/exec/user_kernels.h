@@ -24,18 +24,28 @@ void hbg__ukernels_destroy(hbg__ukernels *u); /* accepts NULL */
  * HBG_E_BUSY (already registered), HBG_E_NOMEM. */
 int hbg__ukernels_add(hbg__ukernels *u, uint32_t kernel, hbg_kernel_fn fn,
                       void *user);
+/* Add the lane-model kernels k[0..n) (hbg_kernel_register's sim half:
+ * each needs fn; its fields are checked by the caller), all or none.
+ * @return 0, or HBG_E_BUSY / HBG_E_INVAL (no fn) / HBG_E_NOMEM with
+ * *failed the index of the one that failed (none is added then). */
+int hbg__ukernels_add_lanes(hbg__ukernels *u, const hbg_kernel_impl *k,
+                            uint32_t n, uint32_t *failed);
 /* @return 0 or HBG_E_NOTFOUND. */
 int hbg__ukernels_remove(hbg__ukernels *u, uint32_t kernel);
-/* @return 0 and *fn, *user, or HBG_E_KERNEL (no implementation). */
+/* @return 0 and *fn, *user, or HBG_E_KERNEL (no implementation, or a
+ * lane-model one). */
 int hbg__ukernels_get(hbg__ukernels *u, uint32_t kernel, hbg_kernel_fn *fn,
                       void **user);
 /* @return 1 when kernel has an implementation now. */
 int hbg__ukernels_has(hbg__ukernels *u, uint32_t kernel);
 
-/* Run user kernel `kernel` on t[0..nt) (data set) and the scalars.
- * @return the implementation's result (0 or negative; a positive result
- * is HBG_E_KERNEL), or HBG_E_KERNEL when none is registered. */
+/* Run user kernel `kernel` on t[0..nt) (data set) and the scalars; a
+ * lane-model kernel as n_lanes lanes per phase. @return the
+ * implementation's result (0 or negative; a positive result is
+ * HBG_E_KERNEL), HBG_E_KERNEL when none is registered (or a per-row
+ * phase count names a tensor the call lacks), HBG_E_NOMEM. */
 int hbg__ukernels_run(hbg__ukernels *u, uint32_t kernel, const hbg__ktensor *t,
-                      uint32_t nt, const uint64_t *sc, uint32_t ns);
+                      uint32_t nt, const uint64_t *sc, uint32_t ns,
+                      uint32_t n_lanes);
 
 #endif

@@ -1,3 +1,4 @@
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -98,24 +99,84 @@ err:
   return rc;
 }
 
+static const char *dtype_name(uint32_t d) {
+  static const char *const names[] = {"?", "f32", "f16", "bf16", "i32",
+                                      "i64", "u8"};
+  return d < HBG__ARRAY_LEN(names) ? names[d] : "?";
+}
+
+static const char *mode_name(uint32_t m) {
+  return m == HBG_ACCESS_IN      ? "IN"
+         : m == HBG_ACCESS_OUT   ? "OUT"
+         : m == HBG_ACCESS_INOUT ? "INOUT"
+                                 : "?";
+}
+
+/* "[a, b, c]" of the first n values (n <= HBG_MAX_DIMS). */
+static const char *dims_str(char *buf, size_t cap, const uint32_t *v,
+                            uint32_t n) {
+  size_t k = (size_t)snprintf(buf, cap, "[");
+  for (uint32_t i = 0; i < n && i < HBG_MAX_DIMS && k < cap; i++)
+    k += (size_t)snprintf(buf + k, cap - k, i ? ", %u" : "%u", v[i]);
+  if (k < cap)
+    snprintf(buf + k, cap - k, "]");
+  return buf;
+}
+
+/* The first field of tensor i that differs from its recorded signature, in
+ * hbg_last_error() (the error path only). */
+static void signature_diff(uint32_t i, const hbg_tensor *t,
+                           const hbg_def_bsig *s) {
+  char a[64], b[64];
+  if (t->dtype != s->dtype)
+    hbg__error_set("boundary tensor %u: dtype %s, recorded %s", i,
+                   dtype_name(t->dtype), dtype_name(s->dtype));
+  else if (t->ndim != s->ndim)
+    hbg__error_set("boundary tensor %u: %u dims %s, recorded %u dims %s", i,
+                   t->ndim, dims_str(a, sizeof a, t->shape, t->ndim), s->ndim,
+                   dims_str(b, sizeof b, s->shape, s->ndim));
+  else if (t->mode != s->mode)
+    hbg__error_set("boundary tensor %u: mode %s, recorded %s", i,
+                   mode_name(t->mode), mode_name(s->mode));
+  else if (memcmp(t->shape, s->shape, sizeof s->shape) != 0)
+    hbg__error_set("boundary tensor %u: shape %s, recorded %s", i,
+                   dims_str(a, sizeof a, t->shape, t->ndim),
+                   dims_str(b, sizeof b, s->shape, s->ndim));
+  else
+    hbg__error_set("boundary tensor %u: strides %s, recorded %s", i,
+                   dims_str(a, sizeof a, t->strides, t->ndim),
+                   dims_str(b, sizeof b, s->strides, s->ndim));
+}
+
 int hbg__def_check_boundary(const hbg__def *d, const hbg_tensor *bt,
                             uint32_t nbt, uint32_t nbs) {
   HBG__RETURN_IF(!d, HBG_E_INVAL);
-  HBG__RETURN_IF(nbt != d->n_btensors || nbs != d->n_bscalars,
-                 HBG_E_SIGNATURE);
+  if (nbt != d->n_btensors || nbs != d->n_bscalars) {
+    hbg__error_set("%u boundary tensors and %u scalars, recorded %u and %u",
+                   nbt, nbs, d->n_btensors, d->n_bscalars);
+    return HBG_E_SIGNATURE;
+  }
   HBG__RETURN_IF(nbt && !bt, HBG_E_SIGNATURE);
   for (uint32_t i = 0; i < nbt; i++) {
     const hbg_def_bsig *s = &d->bsig[i];
     const hbg_tensor *t = &bt[i];
     if (t->dtype != s->dtype || t->ndim != s->ndim || t->mode != s->mode ||
         memcmp(t->shape, s->shape, sizeof s->shape) != 0 ||
-        memcmp(t->strides, s->strides, sizeof s->strides) != 0)
+        memcmp(t->strides, s->strides, sizeof s->strides) != 0) {
+      signature_diff(i, t, s);
       return HBG_E_SIGNATURE;
+    }
   }
   /* balign is a power of two (an element size) */
-  for (uint32_t i = 0; i < nbt && d->balign; i++)
-    HBG__RETURN_IF((bt[i].addr + bt[i].offset) & (d->balign[i] - 1u),
-                   HBG_E_INVAL);
+  for (uint32_t i = 0; i < nbt && d->balign; i++) {
+    if ((bt[i].addr + bt[i].offset) & (d->balign[i] - 1u)) {
+      hbg__error_set("boundary tensor %u: element 0 at 0x%llx is not "
+                     "aligned to the %u bytes of the views recorded on it",
+                     i, (unsigned long long)(bt[i].addr + bt[i].offset),
+                     (unsigned)d->balign[i]);
+      return HBG_E_INVAL;
+    }
+  }
   return 0;
 }
 

@@ -65,6 +65,13 @@ int hbg__rec_begin(const hbg_tensor *bt, uint32_t nbt, const uint64_t *bs,
  * (hbg__task_kernel_check). The runtime always asks for it; the graph
  * layer's own tests record structures with placeholder kernels. */
 void hbg__rec_check_kernels(hbg_recorder *r);
+/* With kernel checks on, hbg_record_task also calls fn(ctx, task, who) for
+ * each inner task whose kernel is a user kernel; a negative result fails
+ * the task (the runtime asks its device whether it can run the kernel). */
+void hbg__rec_kernel_hook(hbg_recorder *r,
+                          int (*fn)(void *ctx, const hbg_task *t,
+                                    const char *who),
+                          void *ctx);
 /* Build the Definition from the recorded inner tasks.
  * @return 0, the first error an hbg_record_task call returned (the recording
  * is incomplete), HBG_E_EMPTY (no task), HBG_E_NOMEM, HBG_E_LIMIT. The
@@ -78,7 +85,8 @@ int hbg__def_from_image(const void *img, uint64_t len, hbg__def **out);
 
 /* Check a replay's boundary against the recorded signature (dtype, ndim,
  * mode, shape, strides of each tensor; tensor and scalar counts), then each
- * tensor's element 0 against d->balign.
+ * tensor's element 0 against d->balign. On failure hbg_last_error() says
+ * what differs ("boundary tensor 2: shape [4, 8], recorded [4, 16]").
  * @return 0, HBG_E_SIGNATURE, or HBG_E_INVAL (misaligned). */
 int hbg__def_check_boundary(const hbg__def *d, const hbg_tensor *bt,
                             uint32_t nbt, uint32_t nbs);

@@ -52,6 +52,8 @@ struct hbg_recorder {
   uint64_t heap_top;
   int err; /* first failed hbg_record_task: the recording is never built */
   int check_kernels; /* hbg__rec_check_kernels */
+  int (*uk_hook)(void *ctx, const hbg_task *t, const char *who);
+  void *uk_ctx; /* hbg__rec_kernel_hook */
   char err_msg[256]; /* hbg_last_error() of the first failure */
   uint32_t pad_to; /* hbg_record_pad: the Definition's minimum size */
   uint64_t kscr;   /* the most kernel scratch (floats) one node needs */
@@ -142,6 +144,14 @@ err_nomem:
 void hbg__rec_abort(hbg_recorder *r) { rec_free(r); }
 
 void hbg__rec_check_kernels(hbg_recorder *r) { r->check_kernels = 1; }
+
+void hbg__rec_kernel_hook(hbg_recorder *r,
+                          int (*fn)(void *ctx, const hbg_task *t,
+                                    const char *who),
+                          void *ctx) {
+  r->uk_hook = fn;
+  r->uk_ctx = ctx;
+}
 
 const hbg_tensor *hbg_record_tensors(hbg_recorder *rec, uint32_t *n) {
   if (n)
@@ -343,6 +353,8 @@ static int record_task(hbg_recorder *rec, hbg_task *t, hbg_task_id *out) {
     char who[48]; /* recording is rare: a name for the message is cheap */
     snprintf(who, sizeof who, "hbg_record_task (inner task %u)", rec->n_nodes);
     HBG__TRY(hbg__task_kernel_check(t, who));
+    if (rec->uk_hook && hbg_img_kernel_is_user(t->kernel))
+      HBG__TRY(rec->uk_hook(rec->uk_ctx, t, who));
   }
 
   hbg_recorder *r = rec;
@@ -373,6 +385,11 @@ static int record_task(hbg_recorder *rec, hbg_task *t, hbg_task_id *out) {
     if (p != UINT32_MAX)
       HBG__TRY(push_scratch(r, &n_cand, p));
   }
+  /* Heap outputs carry tagged addresses, boundary tensors device ones:
+   * the two never meet, so the overlap rule can compare raw bytes. */
+  if (r->check_kernels)
+    HBG__TRY(hbg__task_overlap_check(t, NULL, "hbg_record_task",
+                                     "inner task", self));
   for (uint32_t i = 0; i < t->n_scalars; i++) {
     const hbg_scalar *s = &t->scalars[i];
     hbg_def_scalar *ds = &r->scalars[r->n_scalars + i];
@@ -381,14 +398,28 @@ static int record_task(hbg_recorder *rec, hbg_task *t, hbg_task_id *out) {
       ds->kind = HBG_SCALAR_STATIC;
       ds->value = s->value;
     } else {
-      HBG__RETURN_IF(s->kind != HBG_SCALAR_BOUNDARY || s->index >= r->nbs,
-                     HBG_E_INVAL);
+      if (s->kind != HBG_SCALAR_BOUNDARY || s->index >= r->nbs) {
+        if (s->kind != HBG_SCALAR_BOUNDARY)
+          hbg__error_set("hbg_record_task (inner task %u): scalar %u: kind "
+                         "%u is neither static nor boundary",
+                         self, i, s->kind);
+        else
+          hbg__error_set("hbg_record_task (inner task %u): scalar %u: "
+                         "boundary scalar %u, but the graph has %u",
+                         self, i, s->index, r->nbs);
+        return HBG_E_INVAL;
+      }
       ds->kind = HBG_SCALAR_BOUNDARY;
       ds->index = s->index;
     }
   }
   for (uint32_t i = 0; i < t->n_deps; i++) {
-    HBG__RETURN_IF(t->deps[i] >= self, HBG_E_INVAL);
+    if (t->deps[i] >= self) {
+      hbg__error_set("hbg_record_task (inner task %u): dependency %u is "
+                     "inner task %u, not an earlier one",
+                     self, i, t->deps[i]);
+      return HBG_E_INVAL;
+    }
     HBG__TRY(push_scratch(r, &n_cand, t->deps[i]));
   }
   for (uint32_t i = 0; i < t->n_args; i++) {

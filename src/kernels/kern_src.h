@@ -5,9 +5,9 @@
  * common subset of C11, C++17 and CUDA: kernels.c includes it for the sim's
  * workers and the workloads' host reference, and nvcc compiles the same
  * text as device code (tests/kern/ checks all three). Freestanding: it
- * includes <stdint.h>, <stddef.h> and hbg_image.h only and calls no C
- * library function (sqrt is the one hardware operation it names, through
- * HBG__K_SQRTF; exp, sin and cos are its own, below).
+ * includes <stdint.h>, <stddef.h>, hbg_image.h and hbg_kernel.h only and
+ * calls no C library function (sqrt is the one hardware operation it
+ * names, through HBG__K_SQRTF; exp, sin and cos are its own, below).
  *
  * Bit-exact on both sides requires IEEE binary32/64 arithmetic with every
  * operation rounded on its own: host compilers build it with
@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #include <hbg/hbg_image.h>
+#include <hbg/hbg_kernel.h>
 
 /* __host__ __device__ under nvcc, like the image helpers it calls. */
 #define HBG__KFN HBG_IMAGE_FN
@@ -87,13 +88,12 @@ enum {
 #define HBG__K_RMS_PHASES (2u + HBG__K_LEVELS)
 #define HBG__K_SM_PHASES (3u + 2u * HBG__K_LEVELS)
 
-/* A kernel argument: tensor metadata plus the address of element 0. */
-typedef struct hbg__ktensor {
-  void *data;
-  uint32_t dtype, ndim, mode;
-  uint32_t shape[HBG_IMG_MAX_DIMS];
-  uint32_t strides[HBG_IMG_MAX_DIMS];
-} hbg__ktensor;
+/* A kernel argument: tensor metadata plus the address of element 0; the
+ * public struct user kernels get (hbg_kernel.h), so an executor hands its
+ * arguments to a user kernel as they are. */
+typedef hbg_kernel_tensor hbg__ktensor;
+HBG_IMAGE_STATIC_ASSERT(HBG_KERNEL_MAX_DIMS == HBG_IMG_MAX_DIMS,
+                        "one tensor rank for images and kernels");
 
 /* ------------------------------------------------------------------ */
 /* exp, sin, cos                                                       */

@@ -94,21 +94,22 @@ typedef struct kdesc {
   uint32_t nt; /* tensor count; UINT32_MAX = any */
   uint32_t ns_min, ns_max;
   uint32_t out_mask; /* bit i: tensor i is an output */
+  uint32_t in_place; /* the output may be one of the inputs (same layout) */
 } kdesc;
 
 static const kdesc kdescs[HBG_KERNEL__COUNT] = {
-    [HBG_KERNEL_NOP] = {"nop", UINT32_MAX, 0, UINT32_MAX, 0},
-    [HBG_KERNEL_COPY] = {"copy", 2, 0, 0, 1u << 1},
-    [HBG_KERNEL_ADD] = {"add", 3, 0, 0, 1u << 2},
-    [HBG_KERNEL_MUL] = {"mul", 3, 0, 0, 1u << 2},
-    [HBG_KERNEL_SCALE] = {"scale", 2, 1, 1, 1u << 1},
-    [HBG_KERNEL_RMSNORM] = {"rmsnorm", 3, 1, 1, 1u << 2},
-    [HBG_KERNEL_GEMV] = {"gemv", 3, 0, 1, 1u << 2},
-    [HBG_KERNEL_ROPE] = {"rope", 4, 1, 1, 1u << 3},
-    [HBG_KERNEL_SILU_MUL] = {"silu_mul", 3, 0, 0, 1u << 2},
-    [HBG_KERNEL_SOFTMAX] = {"softmax", 2, 0, 0, 1u << 1},
-    [HBG_KERNEL_ATTN] = {"attn", 4, 1, 2, 1u << 3},
-    [HBG_KERNEL_FILL] = {"fill", 1, 1, 1, 1u << 0},
+    [HBG_KERNEL_NOP] = {"nop", UINT32_MAX, 0, UINT32_MAX, 0, 0},
+    [HBG_KERNEL_COPY] = {"copy", 2, 0, 0, 1u << 1, 1},
+    [HBG_KERNEL_ADD] = {"add", 3, 0, 0, 1u << 2, 1},
+    [HBG_KERNEL_MUL] = {"mul", 3, 0, 0, 1u << 2, 1},
+    [HBG_KERNEL_SCALE] = {"scale", 2, 1, 1, 1u << 1, 1},
+    [HBG_KERNEL_RMSNORM] = {"rmsnorm", 3, 1, 1, 1u << 2, 0},
+    [HBG_KERNEL_GEMV] = {"gemv", 3, 0, 1, 1u << 2, 0},
+    [HBG_KERNEL_ROPE] = {"rope", 4, 1, 1, 1u << 3, 1},
+    [HBG_KERNEL_SILU_MUL] = {"silu_mul", 3, 0, 0, 1u << 2, 1},
+    [HBG_KERNEL_SOFTMAX] = {"softmax", 2, 0, 0, 1u << 1, 0},
+    [HBG_KERNEL_ATTN] = {"attn", 4, 1, 2, 1u << 3, 0},
+    [HBG_KERNEL_FILL] = {"fill", 1, 1, 1, 1u << 0, 1},
 };
 
 const char *hbg__kernel_name(uint32_t kernel) {
@@ -234,6 +235,78 @@ int hbg__task_kernel_check(const hbg_task *t, const char *who) {
                  "kernel's rules in hbg.h)",
                  who, d->name);
   return rc;
+}
+
+static int same_tensor(const hbg_tensor *a, const hbg_tensor *b) {
+  return a->addr == b->addr && a->offset == b->offset &&
+         a->dtype == b->dtype && a->ndim == b->ndim &&
+         memcmp(a->shape, b->shape, sizeof a->shape) == 0 &&
+         memcmp(a->strides, b->strides, sizeof a->strides) == 0;
+}
+
+/* Bit masks of a task's output and input arguments (n_args <= 64). */
+static void arg_masks(const hbg_task *t, uint64_t *outs, uint64_t *ins) {
+  if (hbg_img_kernel_is_user(t->kernel)) {
+    *outs = *ins = 0;
+    for (uint32_t i = 0; i < t->n_args; i++) {
+      if (t->args[i].mode & HBG_ACCESS_OUT)
+        *outs |= 1ull << i;
+      else if (t->args[i].mode == HBG_ACCESS_IN)
+        *ins |= 1ull << i;
+    }
+    return;
+  }
+  uint64_t all = t->n_args >= 64 ? ~0ull : (1ull << t->n_args) - 1;
+  *outs = kdescs[t->kernel].out_mask & all;
+  *ins = all & ~*outs;
+}
+
+int hbg__task_overlap_check(const hbg_task *t, const uint64_t *ext,
+                            const char *who, const char *what, uint32_t id) {
+  if (t->kernel == HBG_KERNEL_NOP)
+    return 0; /* touches nothing */
+  uint64_t outs, ins;
+  arg_masks(t, &outs, &ins);
+  const int user = hbg_img_kernel_is_user(t->kernel);
+  for (; outs; outs &= outs - 1) {
+    const uint32_t o = (uint32_t)__builtin_ctzll(outs);
+    const hbg_tensor *out = &t->args[o];
+    if (out->addr == 0)
+      continue; /* a new inner output (addr 0) is placed apart */
+    uint64_t olo = out->addr + out->offset;
+    uint64_t ohi = olo + (ext ? ext[o] : hbg_tensor_extent(out));
+    for (uint64_t m = ins; m; m &= m - 1) {
+      const uint32_t i = (uint32_t)__builtin_ctzll(m);
+      const hbg_tensor *in = &t->args[i];
+      uint64_t ilo = in->addr + in->offset;
+      if (in->addr == 0 || ilo >= ohi)
+        continue;
+      uint64_t ihi = ilo + (ext ? ext[i] : hbg_tensor_extent(in));
+      if (ihi <= olo)
+        continue;
+      if (!user && kdescs[t->kernel].in_place && same_tensor(out, in))
+        continue;
+      const char *rule =
+          user ? "a user kernel may not run in place (pass that tensor "
+                 "once, with mode INOUT)"
+          : kdescs[t->kernel].in_place
+              ? "in place, the output must be the identical tensor: same "
+                "address, offset, dtype, shape and strides"
+              : "only the element-wise kernels and rope may run in place";
+      char kname[24];
+      if (user)
+        snprintf(kname, sizeof kname, "user kernel %#x", t->kernel);
+      else
+        snprintf(kname, sizeof kname, "%s", kdescs[t->kernel].name);
+      hbg__error_set("%s (%s %u): %s: output argument %u overlaps input "
+                     "argument %u in bytes [0x%llx, 0x%llx) (%s)",
+                     who, what, id, kname, o, i,
+                     (unsigned long long)HBG__MAX(olo, ilo),
+                     (unsigned long long)HBG__MIN(ohi, ihi), rule);
+      return HBG_E_KERNEL;
+    }
+  }
+  return 0;
 }
 
 uint64_t hbg__task_scratch_floats(const hbg_task *t) {

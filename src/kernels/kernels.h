@@ -103,6 +103,24 @@ int hbg__kernel_check(uint32_t kernel, const hbg__ktensor *t, uint32_t nt,
  * @return 0 or HBG_E_KERNEL. */
 int hbg__task_kernel_check(const hbg_task *t, const char *who);
 
+/* The rule that outputs do not overlap inputs, on a task whose tensors and
+ * signature passed their checks (the submit and record paths). Outputs and
+ * inputs come from the signature table (kdescs' output positions); a user
+ * kernel's outputs are its arguments with mode OUT or INOUT, its inputs
+ * those with mode IN. Two tensors overlap when the byte ranges [element 0,
+ * extent) intersect (a strided view counts its whole extent, holes
+ * included). A kernel marked in-place capable (the element-wise ones and
+ * ROPE) may have its output be the identical tensor as an input (address,
+ * offset, dtype, shape and strides); a user kernel never. Arguments with
+ * addr 0 (new inner outputs) are skipped; NOP is never checked. ext, when
+ * not NULL, holds each argument's hbg_tensor_extent (the submit path has
+ * computed them already). On failure hbg_last_error() names the call and
+ * the task ("who (what id): "), the kernel, the two argument indices and
+ * the overlapping byte range.
+ * @return 0 or HBG_E_KERNEL. */
+int hbg__task_overlap_check(const hbg_task *t, const uint64_t *ext,
+                            const char *who, const char *what, uint32_t id);
+
 /* The scratch floats one CTA needs to run the task's call (kern_src.h's
  * hbg__k_scratch_floats, from the metadata alone): 0 for a kernel without
  * scratch, a user kernel, or arguments hbg__kernel_check rejects. The

@@ -18,16 +18,19 @@ system's search path.
 Main objects: Runtime, Buffer, HostBuffer, Tensor, Bind (task / graph / graphs),
 Recorder (inside record callbacks), Workload, bench() and BenchResult.
 Errors: HbgError and its families ArgumentError, StateError, DeviceError,
-ImageError.
+ImageError; OutOfRangeError (an ArgumentError and an OverflowError: a
+number its C field cannot hold) and DeviceSideError (an error the device
+reported at Bind.wait, with the failing task and node).
 """
 from ._lib import HAVE_BATCH, LibraryNotFoundError
 from . import _backend
 from . import _lib as _L
-from ._errors import (ArgumentError, DeviceError, HbgError, ImageError,
-                      StateError, err_name, error_class, strerror)
+from ._errors import (ArgumentError, DeviceError, DeviceSideError, HbgError,
+                      ImageError, OutOfRangeError, StateError, err_name,
+                      error_class, strerror)
 from ._core import (Access, Bind, BindStats, Buffer, DeviceStats, DType,
                     HostBuffer, Kernel, Recorder, Runtime, Scalar, Tensor, TensorArray,
-                    TraceEvent,
+                    TraceEvent, UserKernel,
                     Workload, WorkloadInfo, WorkloadNode, devices,
                     dtype_size, f32,
                     image_dump, pack, policies, version, workloads)
@@ -44,10 +47,12 @@ HBG_PY_NATIVE=0); ``hbg._backend.native_error`` says why not native."""
 
 __all__ = [
     "Access", "ArgumentError", "BenchResult", "Bind", "BindStats", "Buffer",
-    "CliNotFoundError", "DType", "DeviceError", "DeviceStats", "HAVE_BATCH",
+    "CliNotFoundError", "DType", "DeviceError", "DeviceSideError",
+    "DeviceStats", "HAVE_BATCH", "OutOfRangeError",
     "HbgError", "HostBuffer", "ImageError", "Kernel", "LibraryNotFoundError", "Peer",
     "PeerStats", "Recorder",
-    "Runtime", "Scalar", "StateError", "Tensor", "TensorArray", "pack", "TraceEvent", "Workload",
+    "Runtime", "Scalar", "StateError", "Tensor", "TensorArray", "pack", "TraceEvent",
+    "UserKernel", "Workload",
     "WorkloadInfo", "WorkloadNode", "bench", "devices", "dtype_size", "err_name",
     "backend", "error_class", "f32", "find_cli", "image_dump", "library_path",
     "peers", "policies", "strerror", "version", "workloads", "__version__",

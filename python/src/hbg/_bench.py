@@ -4,6 +4,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 from . import _lib as L
 from ._core import policies as _policies
@@ -13,13 +14,13 @@ from ._errors import ArgumentError, HbgError
 class CliNotFoundError(HbgError):
     """The hbg CLI binary was not found; ``tried`` lists every path."""
 
-    def __init__(self, tried):
+    def __init__(self, tried: List[str]) -> None:
         self.tried = tried
         HbgError.__init__(self, -6, message="hbg CLI not found; tried: %s "
                           "(set HBG_CLI to build/bin/hbg)" % ", ".join(tried))
 
 
-def find_cli():
+def find_cli() -> str:
     """Path of the `hbg` CLI: HBG_CLI, then bin/hbg beside or above the
     loaded library (build tree, install prefix), then a copy next to the
     package, then PATH."""
@@ -57,41 +58,42 @@ class BenchResult:
 
     PHASES = ("host_orch", "graph_upload", "window_upload")
 
-    def __init__(self, data, table="", argv=()):
+    def __init__(self, data: Dict[str, Any], table: str = "",
+                 argv: Sequence[str] = ()) -> None:
         self._d = data
         self.table = table
         self.argv = list(argv)
 
-    def to_dict(self):
+    def to_dict(self) -> Dict[str, Any]:
         return json.loads(json.dumps(self._d))
 
-    def to_json(self, indent=2):
+    def to_json(self, indent: Optional[int] = 2) -> str:
         return json.dumps(self._d, indent=indent)
 
     @property
-    def policies(self):
+    def policies(self) -> Dict[str, Dict[str, Any]]:
         return {p["name"]: p for p in self._d.get("policies", [])}
 
     @property
-    def arms(self):
+    def arms(self) -> Dict[str, Dict[str, Any]]:
         return {p["name"]: p for p in self._d.get("arms", [])}
 
     @property
-    def devices(self):
+    def devices(self) -> List[Dict[str, Any]]:
         return list(self._d.get("per_device", []))
 
     @property
-    def aggregate(self):
+    def aggregate(self) -> Optional[Dict[str, Any]]:
         return self._d.get("aggregate")
 
     @property
-    def n1(self):
+    def n1(self) -> Optional[Dict[str, Any]]:
         return self._d.get("n1")
 
-    def __getitem__(self, k):
+    def __getitem__(self, k: str) -> Any:
         return self._d[k]
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if self._d.get("mode") == "devices":
             return "<hbg.BenchResult %s on %d devices: %s>" % (
                 self._d.get("workload"), self._d.get("devices"), ", ".join(
@@ -104,7 +106,7 @@ class BenchResult:
                 "%s %.1f us" % (p["name"], p["control_plane_us"]["median"])
                 for p in self._d.get("policies", [])))
 
-    def plot(self, ax=None, path=None):
+    def plot(self, ax: Any = None, path: Optional[str] = None) -> Any:
         """Stacked bars of the median phases per policy (needs
         matplotlib); saves to path when given. Returns the axes."""
         import matplotlib
@@ -131,12 +133,20 @@ class BenchResult:
         return ax
 
 
-def bench(workload="qwen3-14b", policies=None, rounds=60, warmup=5,
-          layers=None, device=None, device_options=None, interleave=None,
-          trim=None, chunk=None, pipeline=False, verify_every=None,
-          host_alloc=None, def_size=None, csv=None, svg=None, trace=None,
-          arms=None, devices=None, device_list=None, cli=None,
-          timeout=None):
+def bench(workload: str = "qwen3-14b",
+          policies: Union[str, Sequence[str], None] = None,
+          rounds: int = 60, warmup: int = 5, layers: Optional[int] = None,
+          device: Optional[str] = None, device_options: Optional[str] = None,
+          interleave: Optional[int] = None, trim: Optional[float] = None,
+          chunk: Union[int, str, None] = None, pipeline: bool = False,
+          verify_every: Union[int, str, None] = None,
+          host_alloc: Optional[str] = None,
+          def_size: Union[int, str, None] = None, csv: Optional[str] = None,
+          svg: Optional[str] = None, trace: Optional[str] = None,
+          arms: Union[str, Sequence[str], None] = None,
+          devices: Optional[int] = None, device_list: Optional[str] = None,
+          cli: Optional[str] = None,
+          timeout: Optional[float] = None) -> "BenchResult":
     """Run the policies side by side on a built-in workload and return a
     BenchResult. Arguments mirror `hbg bench` (see ``hbg bench --help``);
     policies is a list or comma string (default: every policy the library

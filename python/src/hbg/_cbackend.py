@@ -2,22 +2,26 @@
 functions, same names and arguments). Used when the extension is not built
 or when HBG_PY_NATIVE=0 asks for it; the test suite runs under both."""
 import ctypes
+import operator
 import threading
 from ctypes import byref, c_uint32, c_uint64, c_void_p
 
+from . import _convert as _C
 from . import _lib as L
 from ._lib import lib
 
-_F = {}  # error_factory, tensor_cls, recorder_cls (set by init)
+_F = {}  # error_factory, tensor_cls, recorder_cls, scalar_cls (by init)
 
 
-def init(path, error_factory, tensor_cls, recorder_cls):
+def init(path, error_factory, tensor_cls, recorder_cls, scalar_cls,
+         range_error):
     _F.update(error_factory=error_factory, tensor_cls=tensor_cls,
-              recorder_cls=recorder_cls)
+              recorder_cls=recorder_cls, scalar_cls=scalar_cls)
 
 
 def _fail(rc, where, with_msg, rt):
-    msg = lib.hbg_last_error() if with_msg else b""
+    # HBG_E_BUSY (another thread is inside a call) always writes a message
+    msg = lib.hbg_last_error() if with_msg or rc == -21 else b""
     raise _F["error_factory"](rc, where, msg or b"", rt or 0)
 
 
@@ -25,27 +29,40 @@ def _arg_error(text):
     raise _F["error_factory"](-1, "", text.encode(), 0)
 
 
+def _dim(v, what):
+    """A shape dim or stride as a u32; -1 when out of range."""
+    v = _C.u32(v, what) if v.__class__ is not int else v
+    return v if 0 <= v < _C.U32 else -1
+
+
 class TensorBase:
     """An hbg_tensor held in a ctypes struct (``_c``)."""
     __slots__ = ("_c",)
 
     def _set(self, addr, offset, dtype, mode, shape, strides):
-        shape = tuple(int(d) for d in (shape if hasattr(shape, "__len__")
-                                       else (shape,)))
+        """0, HBG_E_INVAL (bad shape), or -2 (a stride outside 0..2**32-1
+        or not one per dim). addr and offset past u64 raise."""
+        if not 0 <= addr < _C.U64:
+            raise _C.out_of_range("tensor addr", addr, "0 .. 2**64-1")
+        if not 0 <= offset < _C.U64:
+            raise _C.out_of_range("tensor offset", offset, "0 .. 2**64-1")
+        shape = tuple(operator.index(d) for d in (
+            shape if hasattr(shape, "__len__") else (shape,)))
         c = L.Tensor_c()
         self._c = c
         if not 0 < len(shape) <= L.MAX_DIMS:
             return -1
         if strides is None:
-            dims = (c_uint32 * len(shape))(*[max(0, d) for d in shape])
+            dims = (c_uint32 * len(shape))(
+                *[d if 0 < d < _C.U32 else 0 for d in shape])
             return lib.hbg_tensor_contig(byref(c), addr, offset, dtype,
                                          len(shape), dims, mode)
-        strides = tuple(int(s) for s in strides)
-        if len(strides) != len(shape):
-            return -1
+        strides = tuple(_dim(s, "stride") for s in strides)
+        if len(strides) != len(shape) or -1 in strides:
+            return -2
         c.addr, c.offset = addr, offset
         for i, (d, s) in enumerate(zip(shape, strides)):
-            c.shape[i], c.strides[i] = max(0, d), max(0, s)
+            c.shape[i], c.strides[i] = d if 0 < d < _C.U32 else 0, s
         c.dtype, c.ndim, c.mode = dtype, len(shape), mode
         return 0
 
@@ -90,31 +107,43 @@ def pack(tensors):
     return arr if n else (L.Tensor_c * 0)()
 
 
+# The per-call paths check an int in range inline and call _convert (and
+# format an argument's name) only for anything else.
+_U32, _U64 = _C.U32, _C.U64
+
+
 def _u32s(v):
-    v = [int(x) for x in (v or ())]
-    if any(x < 0 or x > 0xFFFFFFFF for x in v):
-        _arg_error("task ids must be non-negative 32-bit ints")
+    v = [x if x.__class__ is int and 0 <= x < _U32 else
+         _C.u32(x, "dependency %d" % i) for i, x in enumerate(v or ())]
     return (c_uint32 * max(1, len(v)))(*v), len(v)
 
 
-def _u64s(v):
-    v = [int(x) & 0xFFFFFFFFFFFFFFFF for x in (v or ())]
+def _u64s(v, what):
+    v = [x if x.__class__ is int and 0 <= x < _U64 else
+         _C.scalar_bits(x, "%s %d" % (what, i)) for i, x in enumerate(v or ())]
     return (c_uint64 * max(1, len(v)))(*v), len(v)
 
 
 def _task(kernel, args, scalars, deps):
     """An hbg_task struct and its argument array (for the addresses that
     recording writes back)."""
+    if kernel.__class__ is not int or not 0 <= kernel < _U32:
+        kernel = _C.u32(kernel, "kernel")
     targs, n = _tensors(args)
     sc = []
-    for s in scalars or ():
-        if isinstance(s, int):
-            sc.append(L.Scalar_c(s & 0xFFFFFFFFFFFFFFFF, 0, 0))
+    for i, s in enumerate(scalars or ()):
+        if s.__class__ is int and 0 <= s < _U64:
+            sc.append(L.Scalar_c(s, 0, 0))
+        elif isinstance(s, _F["scalar_cls"]):
+            what = "scalar %d" % i
+            sc.append(L.Scalar_c(_C.int_bits(s.value, what),
+                                 _C.u32(s.kind, what + " kind"),
+                                 _C.u32(s.index, what + " index")))
         else:
-            sc.append(L.Scalar_c(s.value, s.kind, s.index))
+            sc.append(L.Scalar_c(_C.scalar_bits(s, "scalar %d" % i), 0, 0))
     carr = (L.Scalar_c * max(1, len(sc)))(*sc)
     darr, nd = _u32s(deps)
-    t = L.Task_c(int(kernel), n, targs, len(sc), nd, carr if sc else None,
+    t = L.Task_c(kernel, n, targs, len(sc), nd, carr if sc else None,
                  darr if nd else None)
     t._keep = (carr, darr)
     return t, targs
@@ -161,8 +190,12 @@ def submit_graph(b, rt, key, tensors, scalars, record, variant, deps, n,
     tarr, nt = _tensors(tensors)
     if nt % rows:
         _arg_error("every replay needs the same number of boundary tensors")
+    if key.__class__ is not int or not 0 <= key < _U64:
+        key = _C.int_bits(key, "key")
     if n == 0:
-        flat = list(scalars or ())
+        flat = [s if s.__class__ is int and 0 <= s < _U64 else
+                _C.scalar_bits(s, "boundary scalar %d" % i)
+                for i, s in enumerate(scalars or ())]
         ns = len(flat)
     else:
         rs = [list(r) for r in scalars] if scalars is not None else [[]] * n
@@ -172,18 +205,20 @@ def submit_graph(b, rt, key, tensors, scalars, record, variant, deps, n,
         if any(len(r) != ns for r in rs):
             _arg_error("every replay needs the same number of boundary "
                        "scalars")
-        flat = [s for r in rs for s in r]
+        flat = [s if s.__class__ is int and 0 <= s < _U64 else
+                _C.scalar_bits(s, "replay %d, boundary scalar %d" % (r, i))
+                for r, row in enumerate(rs) for i, s in enumerate(row)]
         if not L.HAVE_BATCH:
             _fail(-5, "hbg_submit_graph_n", False, None)
-    sarr, _ = _u64s(flat)
-    varr, nv = _u64s(variant)
+    sarr = (c_uint64 * max(1, len(flat)))(*flat)
+    varr, nv = _u64s(variant, "variant")
     darr, nd = _u32s(deps)
     with _rec_lock:
         tok = _rec_next[0]
         _rec_next[0] += 1
     ctx = {"fn": record, "exc": None}
     _rec_ctx[tok] = ctx
-    g = L.GraphSubmit_c(int(key), varr, nv, nt // rows, tarr, sarr, ns, nd,
+    g = L.GraphSubmit_c(key, varr, nv, nt // rows, tarr, sarr, ns, nd,
                         darr, _record_trampoline, tok)
     out = (c_uint32 * rows)()
     try:

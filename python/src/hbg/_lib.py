@@ -79,6 +79,15 @@ class Task_c(Structure):
 RECORD_FN = CFUNCTYPE(c_int, c_void_p, c_void_p)
 
 
+class KernelImpl_c(Structure):
+    """hbg_kernel_impl (hbg.h): a user kernel for hbg_kernel_register."""
+    _fields_ = [("struct_size", c_uint32), ("kernel", c_uint32),
+                ("phases", c_uint32), ("rows_of", c_uint32),
+                ("scratch_floats", c_uint64), ("fn", c_void_p),
+                ("symbol", c_char_p), ("image", c_void_p),
+                ("image_size", c_size_t)]
+
+
 class GraphSubmit_c(Structure):
     _fields_ = [("key", c_uint64), ("variant", POINTER(c_uint64)),
                 ("n_variant", c_uint32), ("n_tensors", c_uint32),
@@ -230,6 +239,8 @@ _SIGS = {
     "hbg_bind_wait": (c_int, [_P]),
     "hbg_bind_stats_get": (c_int, [_P, _P]),
     "hbg_bind_fatal": (c_int, [_P]),
+    "hbg_bind_error_location": (c_int, [_P, POINTER(c_uint32),
+                                        POINTER(c_uint32)]),
     "hbg_bind_end": (None, [_P]),
     "hbg_runtime_set_trace": (c_int, [_P, TRACE_FN, _P]),
     "hbg_image_dump": (c_int, [_P, c_size_t, c_int, _P]),
@@ -244,6 +255,7 @@ _SIGS = {
     "hbg_workload_nodes": (c_int, [_P, c_uint32, c_uint64,
                                    POINTER(WorkloadNode_c), c_uint32,
                                    POINTER(c_uint32)]),
+    "hbg_kernel_register": (c_int, [_P, POINTER(KernelImpl_c), c_uint32]),
     # hbg_peer.h
     "hbg_peer_name": (c_char_p, [c_int]),
     "hbg_peer_parse": (c_int, [c_char_p, POINTER(c_int)]),
@@ -263,7 +275,7 @@ _SIGS = {
 # Newer entry points: bound when the library has them.
 PEER_FNS = ("hbg_peer_name", "hbg_peer_parse", "hbg_peer_create",
             "hbg_peer_launch", "hbg_peer_wait", "hbg_peer_destroy")
-OPTIONAL = {"hbg_submit_graph_n"} | set(PEER_FNS)
+OPTIONAL = {"hbg_submit_graph_n", "hbg_kernel_register"} | set(PEER_FNS)
 
 
 def declare(lib):
@@ -282,6 +294,7 @@ def declare(lib):
 lib = declare(load())
 HAVE_BATCH = hasattr(lib, "hbg_submit_graph_n")
 HAVE_PEER = all(hasattr(lib, n) for n in PEER_FNS)
+HAVE_KERNEL_REGISTER = hasattr(lib, "hbg_kernel_register")
 
 
 def libc():

@@ -6,6 +6,7 @@ import ctypes
 import dataclasses
 import weakref
 from ctypes import byref, c_int, c_void_p
+from typing import Any, List
 
 from . import _lib as L
 from ._core import _check
@@ -14,7 +15,7 @@ from ._errors import ArgumentError, StateError
 lib = L.lib
 
 
-def peers():
+def peers() -> List[str]:
     """Names of the peer kinds this library has (``hbg_peer_name``), or []
     for a library without peers."""
     if not L.HAVE_PEER:
@@ -53,7 +54,7 @@ class Peer:
     ``run(step)`` does both. Closed before its workload."""
     _order = 0.5
 
-    def __init__(self, workload, kind):
+    def __init__(self, workload: Any, kind: str) -> None:
         if not L.HAVE_PEER:
             raise StateError(-4, message="this libhbg has no peer executors")
         k = c_int()
@@ -80,23 +81,23 @@ class Peer:
             raise StateError(-7, message="peer is closed")
         return self._cell[0]
 
-    def close(self):
+    def close(self) -> None:
         """Wait for a launched step and free the peer. Idempotent."""
         self._release()
 
-    def __enter__(self):
+    def __enter__(self) -> "Peer":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> bool:
         self.close()
         return False
 
-    def launch(self, step):
+    def launch(self, step: int) -> None:
         """Launch decode step `step` (asynchronous)."""
         _check(lib.hbg_peer_launch(self._ptr(), int(step)), "hbg_peer_launch",
                self.workload.runtime)
 
-    def wait(self):
+    def wait(self) -> "PeerStats":
         """Wait for the launched step; returns its PeerStats."""
         st = L.out_struct(L.PeerStats_c)
         st.struct_size = ctypes.sizeof(L.PeerStats_c)
@@ -105,7 +106,7 @@ class Peer:
         return PeerStats(*[getattr(st, f.name)
                            for f in dataclasses.fields(PeerStats)])
 
-    def run(self, step):
+    def run(self, step: int) -> "PeerStats":
         """launch(step) then wait()."""
         self.launch(step)
         return self.wait()

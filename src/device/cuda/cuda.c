@@ -21,6 +21,7 @@
 
 #include "common/util.h"
 #include "device/cuda/cuda_internal.h"
+#include "device/cuda/cuda_link.h"
 #include "device/cuda/devcode/devcode.h"
 #include "device/device_internal.h"
 
@@ -543,6 +544,7 @@ static void cu_close(hbg_device *dev) {
     else
       cu_note(dev, c->f.cuMemHostUnregister(p), "cuMemHostUnregister");
   }
+  hbg__cu_link_free(dev, c);
   hbg__cu_module_unload(dev, c);
   cu_note(dev, c->f.cuDevicePrimaryCtxRelease_v2(c->cudev),
           "cuDevicePrimaryCtxRelease_v2");

@@ -87,10 +87,25 @@
  *                          updates (CUDA 12.0+ for the _v2 pair); without
  *                          them hbg_peer_create(cuda-graph) is
  *                          HBG_E_UNSUPPORTED naming the missing one, and
- *                          the eager peer still runs. */
+ *                          the eager peer still runs.
+ *   cuLinkCreate_v2, cuLinkAddData_v2, cuLinkComplete, cuLinkDestroy
+ *                          linking users' device code with the executor
+ *                          (cuda_link.c); without them hbg_kernel_register
+ *                          is HBG_E_UNSUPPORTED naming the missing one, and
+ *                          everything else runs. */
 #define HBG__CU_OPTIONAL_SYMBOLS(X)                                            \
   X(CUresult, cuEventElapsedTime_v2,                                           \
     (float *pMilliseconds, CUevent hStart, CUevent hEnd))                      \
+  X(CUresult, cuLinkCreate_v2,                                                 \
+    (unsigned int numOptions, CUjit_option *options, void **optionValues,      \
+     CUlinkState *stateOut))                                                   \
+  X(CUresult, cuLinkAddData_v2,                                                \
+    (CUlinkState state, CUjitInputType type, void *data, size_t size,          \
+     const char *name, unsigned int numOptions, CUjit_option *options,         \
+     void **optionValues))                                                     \
+  X(CUresult, cuLinkComplete,                                                  \
+    (CUlinkState state, void **cubinOut, size_t *sizeOut))                     \
+  X(CUresult, cuLinkDestroy, (CUlinkState state))                              \
   X(CUresult, cuGraphGetNodes,                                                 \
     (CUgraph hGraph, CUgraphNode * nodes, size_t * numNodes))                  \
   X(CUresult, cuGraphKernelNodeGetParams_v2,                                   \

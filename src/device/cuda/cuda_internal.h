@@ -110,6 +110,9 @@ typedef struct hbg__cuda {
   hbg__cu_scratch win, img;
   struct hbg__verifier *ver; /* the launch verifier, made at first launch */
   hbg__cu_stats st;
+  /* user kernels linked into the executor (cuda_link.c), made at the
+   * first hbg_kernel_register, freed at close */
+  struct hbg__cu_link *_Atomic link;
 } hbg__cuda;
 
 #define HBG__CU_ADD(c, field, v)                                               \

@@ -13,6 +13,7 @@
 
 #include "common/util.h"
 #include "device/cuda/cuda_internal.h"
+#include "device/cuda/cuda_link.h"
 #include "device/cuda/devcode/devcode.h"
 #include "device/cuda/devcode/exec_layout.h"
 
@@ -372,7 +373,8 @@ int hbg__cu_exec_launch(hbg_device *dev, hbg_dev_queue *q,
     hbg_dc_exec_layout lay;
     hbg_dc_exec_layout_of(HBG_DC_EXEC_CACHE_SLOTS, pool, l->window_bytes,
                           l->n_tasks, c->dmem.n, l->n_deps, l->n_nodes,
-                          l->n_btensors, l->n_bscalars, l->kernel_scratch,
+                          l->n_btensors, l->n_bscalars,
+                          hbg__cu_link_floats(c, l->kernel_scratch),
                           (uint64_t)c->ctas * (c->lanes / c->worker_lanes),
                           &lay);
     q->xneed = lay.need;
@@ -393,8 +395,8 @@ int hbg__cu_exec_launch(hbg_device *dev, hbg_dev_queue *q,
                         .pool_bytes = q->xpool,
                         .worker_lanes = c->worker_lanes};
   void *params[] = {&a};
-  CUresult e = c->f.cuLaunchKernel(c->fn_exec, c->ctas, 1, 1, c->lanes, 1, 1,
-                                   0, q->s, params, NULL);
+  CUresult e = c->f.cuLaunchKernel(hbg__cu_link_exec(c, c->fn_exec), c->ctas,
+                                   1, 1, c->lanes, 1, 1, 0, q->s, params, NULL);
   if (e != CUDA_SUCCESS)
     return hbg__cu_err(dev, e, "cuLaunchKernel", HBG_E_DEVICE);
   q->xgen++;

@@ -28,12 +28,15 @@
  *      enters the cache: later launches compare, copy nothing, validate
  *      nothing;
  *   5. every entry is checked against its Definition's verdict and copy:
- *      the validator's code, built-in kernels only, the Submission against
- *      the Definition (counts, addresses that wrap, alignment by mask),
- *      the heap block and every boundary tensor inside a live allocation
- *      and apart, no write over an image (the window, a Submission, a
- *      Definition or the status); its dispatch state is set (dependency
- *      links, fan-in counters);
+ *      the validator's code, every kernel one this module runs (built-in,
+ *      or a user kernel the module was linked with: user.h; a
+ *      Definition's nodes from its first user kernel on are asked of the
+ *      module at every launch, spread over the grid, since registrations
+ *      are not the bytes'), the Submission against the Definition (counts,
+ *      addresses that wrap, alignment by mask), the heap block and every
+ *      boundary tensor inside a live allocation and apart, no write over
+ *      an image (the window, a Submission, a Definition or the status);
+ *      its dispatch state is set (dependency links, fan-in counters);
  *   6. the counters and the queue are cleared, the entries without
  *      dependencies made ready.
  * The first error of set-up is the least key of every failing check
@@ -45,12 +48,14 @@
  * (src/exec/sched_src.h's dispatch core), resolves the item's arguments
  * from the private copies (every tensor was placed inside a checked range
  * at set-up, so an item does no range check), runs the kernel's phases
- * with a barrier of the worker between them, and counts its consumers
+ * with a barrier of the worker between them (a user kernel's error ends
+ * the call after the phase it failed in), and counts its consumers
  * (split over its lanes). The last CTA to leave writes the status.
  */
 #include "devcode.h"
 
 #include "device/cuda/devcode/exec_layout.h"
+#include "device/cuda/devcode/user.h"
 #include "exec/sched_src.h"
 #include "kernels/kern_src.h"
 
@@ -93,9 +98,18 @@
 #define DX_MAX_WPC 8u
 
 /* The one place that decides what this executor runs itself: built-in
- * kernel ids. Anything else (a user kernel id: no device implementation
- * here) is HBG_E_KERNEL at its entry and node. */
+ * kernel ids. A user kernel id runs when the module was linked with its
+ * registration (user.h; asked at every launch, in dx_runs: registrations
+ * are the module's, not the bytes', so no verdict caches the answer);
+ * anything else is HBG_E_KERNEL at its entry and node. */
 HBG_DC_FN int dx_builtin(uint32_t k) { return k <= HBG__K_FILL; }
+
+/* 0 when this module runs call c's kernel, else its error. */
+HBG_DC_FN int dx_runs(const hbg__kcall *c) {
+  if (hbg_img_kernel_is_user(c->kernel))
+    return dcu_check(c);
+  return dx_builtin(c->kernel) ? 0 : HBG_IMG_E_KERNEL;
+}
 
 /* ---- atomics the set-up needs beyond the core's ---- */
 
@@ -168,7 +182,7 @@ enum {
   DX_S_SUB,       /* the Submission's validator */
   DX_S_DEF_LOC,   /* where the Definition is */
   DX_S_DEFV,      /* the Definition's validator */
-  DX_S_USER,      /* sub: the first node without a built-in kernel */
+  DX_S_USER,      /* sub: the first node whose kernel does not run here */
   DX_S_SUBDEF,    /* Submission against Definition: counts, hash */
   DX_S_WRAP,      /* sub: a boundary tensor whose addresses wrap */
   DX_S_ALIGN,     /* a boundary tensor or a view of one misaligned */
@@ -358,7 +372,7 @@ HBG_DC_FN uint64_t dx_bump(dx_x *x, uint32_t i, uint64_t bytes) {
   return at;
 }
 
-/* Ordinary task i: a built-in kernel, every tensor inside a live
+/* Ordinary task i: a kernel this module runs, every tensor inside a live
  * allocation; the scratch its call needs. */
 HBG_DC_FN void dx_check_task(dx_x *x, uint32_t i, const hbg_win_task *wt) {
   hbg_dc_exec_ctl *ctl = x->ctl;
@@ -367,20 +381,9 @@ HBG_DC_FN void dx_check_task(dx_x *x, uint32_t i, const hbg_win_task *wt) {
     return;
   x->xe[i].links = at / 8;
   x->dent[i].pending = wt->n_deps;
-  if (!dx_builtin(wt->kernel)) {
-    dx_err(ctl, DX_KEY(DX_P_ENTRY, i, DX_S_KERNEL, 0, HBG_IMG_E_KERNEL));
-    return;
-  }
   const hbg_sub_tensor *ts = hbg_img_win_task_tensors(wt);
   hbg__ktensor t[HBG_IMG_MAX_ARGS_PER_NODE];
   for (uint32_t k = 0; k < wt->n_tensors; k++) {
-    /* extent non-zero and element 0 aligned: the window validator's */
-    uint64_t ext = hbg_img_extent(ts[k].dtype, ts[k].ndim, ts[k].mode,
-                                  ts[k].shape, ts[k].strides);
-    if (!dx_live(x->r, x->a->n_ranges, ts[k].addr, ts[k].offset, ext)) {
-      dx_err(ctl, DX_KEY(DX_P_ENTRY, i, DX_S_TENSOR, k, HBG_IMG_E_RANGE));
-      return;
-    }
     t[k].data = NULL;
     t[k].dtype = ts[k].dtype;
     t[k].ndim = ts[k].ndim;
@@ -396,7 +399,22 @@ HBG_DC_FN void dx_check_task(dx_x *x, uint32_t i, const hbg_win_task *wt) {
   c.ns = wt->n_scalars;
   c.t = t;
   c.sc = hbg_img_win_task_scalars(wt);
-  dx_max64(&ctl->kscr, hbg__k_scratch_floats(&c));
+  int rc = dx_runs(&c); /* a user kernel's phases may count a tensor's
+                           rows: the call's shapes first */
+  if (rc) {
+    dx_err(ctl, DX_KEY(DX_P_ENTRY, i, DX_S_KERNEL, 0, rc));
+    return;
+  }
+  for (uint32_t k = 0; k < wt->n_tensors; k++) {
+    /* extent non-zero and element 0 aligned: the window validator's */
+    uint64_t ext = hbg_img_extent(ts[k].dtype, ts[k].ndim, ts[k].mode,
+                                  ts[k].shape, ts[k].strides);
+    if (!dx_live(x->r, x->a->n_ranges, ts[k].addr, ts[k].offset, ext)) {
+      dx_err(ctl, DX_KEY(DX_P_ENTRY, i, DX_S_TENSOR, k, HBG_IMG_E_RANGE));
+      return;
+    }
+  }
+  dx_max64(&ctl->kscr, dcu_floats(&c));
   x->xe[i].ok = 1;
 }
 
@@ -730,10 +748,11 @@ HBG_DC_FN int dx_finish_graph(dx_x *x, uint32_t i, const hbg_win_task *wt,
     DX_FAIL(DX_S_DEFV, 0, hbg_img_key_code(key));
   if (go && r->state == DX_D_INPLACE)
     DX_FAIL(DX_S_POOL, 0, HBG_DC_E_DEVMEM);
-  if (first_user != DC_NONE)
-    DX_FAIL(DX_S_USER, first_user, HBG_IMG_E_KERNEL);
   const uint8_t *p = x->pool + pool_off;
   hbg_img_def_view_trusted(p, (const hbg_def_hdr *)(const void *)p, &e->v);
+  /* nodes without a built-in kernel: against the linked module, at 5b
+   * (keyed at this stage, whatever is found after it) */
+  e->user_from = first_user;
   const hbg_img_def_view *v = &e->v;
   const hbg_def_hdr *dh = v->hdr;
   const hbg_sub_hdr *sh = &e->sh;
@@ -788,6 +807,40 @@ HBG_DC_FN void dx_bound_unit(dx_x *x, uint32_t i, uint32_t k) {
   }
   if (m & 0x100u)
     dx_write(x, i, lo, ext);
+}
+
+/* Node j of graph entry i's Definition, from its first node without a
+ * built-in kernel (phase 5b, any thread): a user kernel the linked module
+ * runs, and the scratch its call needs (the registration's, not the
+ * bytes'). */
+HBG_DC_FN void dx_user_unit(dx_x *x, uint32_t i, uint32_t j) {
+  const hbg_img_def_view *v = &x->xe[i].v;
+  const hbg_def_node *nd = &v->nodes[j];
+  if (dx_builtin(nd->kernel))
+    return;
+  hbg__ktensor t[HBG_IMG_MAX_ARGS_PER_NODE];
+  for (uint32_t k = 0; k < nd->n_tensors; k++) {
+    const hbg_def_tensor *dt = &v->tensors[nd->first_tensor + k];
+    t[k].data = NULL;
+    t[k].dtype = dt->dtype;
+    t[k].ndim = dt->ndim;
+    t[k].mode = dt->mode;
+    for (uint32_t d = 0; d < HBG_IMG_MAX_DIMS; d++) {
+      t[k].shape[d] = dt->shape[d];
+      t[k].strides[d] = dt->strides[d];
+    }
+  }
+  hbg__kcall c;
+  c.kernel = nd->kernel;
+  c.nt = nd->n_tensors;
+  c.ns = nd->n_scalars;
+  c.t = t;
+  c.sc = NULL;
+  int rc = dx_runs(&c);
+  if (rc)
+    dx_err(x->ctl, DX_KEY(DX_P_ENTRY, i, DX_S_USER, j, rc));
+  else
+    dx_max64(&x->ctl->kscr, dcu_floats(&c));
 }
 
 /* ---- the status ---- */
@@ -869,6 +922,7 @@ typedef struct dx_wk {
   uint64_t item, cont;
   hbg_def_node nd;
   int rc, state; /* state: 0 run, 1 drop, 2 leave */
+  int urc;       /* a user kernel's lanes' error (user.h) */
 } dx_wk;
 
 /* Lane 0: the item's call without its tensors and scalars. */
@@ -976,6 +1030,7 @@ HBG_DC_FN void dx_clear(dx_x *x) {
     for (uint64_t k = g; k < n; k += G) {
       x->xe[k].ok = 0;
       x->xe[k].bound_ok = 0;
+      x->xe[k].user_from = DC_NONE;
       x->xe[k].differs = 0;
       x->xe[k].def = DC_NONE;
       x->xe[k].def_ptr = NULL;
@@ -1148,21 +1203,38 @@ HBG_DC_FN void dx_finish(dx_x *x, int go) {
   }
 }
 
-/* 5b: every boundary tensor of every entry that got so far, spread over
- * the grid (entry i's tensor k on thread (k + i * 2654435761) mod grid:
- * the entries' tensors start on different threads). */
+/* 5b: every boundary tensor of every entry that got so far, and the
+ * nodes from the first without a built-in kernel of each Definition that
+ * has one (its group leader's entry, or an entry whose bytes differ:
+ * members share the leader's bytes, and the leader is the least of them),
+ * spread over the grid (entry i's units start on thread
+ * (i * 2654435761) mod grid: the entries' units start on different
+ * threads). */
 HBG_DC_FN void dx_bounds(dx_x *x) {
   const uint64_t G = DX_GRID;
   DX_EACH_THREAD(t) {
     const uint64_t g = DX_GTID(t);
+    uint64_t nodes = 0;
     for (uint32_t i = 0; i < x->n_tasks; i++) {
-      if (!x->xe[i].bound_ok)
-        continue;
+      const hbg_dc_xent *e = &x->xe[i];
       const uint64_t start = ((uint64_t)i * 2654435761u) % G;
-      const uint32_t nb = x->xe[i].v.hdr->n_btensors;
-      for (uint64_t k = (g + G - start) % G; k < nb; k += G)
-        dx_bound_unit(x, i, (uint32_t)k);
+      const uint64_t first = (g + G - start) % G;
+      if (e->bound_ok) {
+        const uint32_t nb = e->v.hdr->n_btensors;
+        for (uint64_t k = first; k < nb; k += G)
+          dx_bound_unit(x, i, (uint32_t)k);
+      }
+      if (e->user_from != DC_NONE &&
+          (e->differs || x->xd[e->def].leader == i)) {
+        const uint32_t from = e->user_from, nn = e->v.hdr->n_nodes;
+        for (uint64_t k = first; k < (uint64_t)(nn - from); k += G) {
+          dx_user_unit(x, i, from + (uint32_t)k);
+          nodes++;
+        }
+      }
     }
+    if (nodes)
+      HBG__SA_ADD64(&x->ctl->setup_nodes, nodes);
   }
 }
 
@@ -1247,11 +1319,11 @@ HBG_DC_FN uint64_t dx_run(dx_x *x, dx_wk *wk, float *kscr, uint32_t dx_w
     DX_LANE0 {
       if (wk->rc == 0)
         wk->rc = hbg__k_values_check(&wk->call);
-      if (wk->rc == 0 &&
-          hbg__k_scratch_floats(&wk->call) > x->ctl->kscr_floats)
+      if (wk->rc == 0 && dcu_floats(&wk->call) > x->ctl->kscr_floats)
         wk->rc = HBG_DC_E_DEVMEM;
       if (wk->rc == 0)
         hbg__k_prepare(&wk->call);
+      DCU_RESET(wk->urc);
     }
     DX_WSYNC();
     if (wk->rc) {
@@ -1260,10 +1332,18 @@ HBG_DC_FN uint64_t dx_run(dx_x *x, dx_wk *wk, float *kscr, uint32_t dx_w
       DX_WSYNC();
       continue;
     }
-    const uint64_t np = hbg__k_phases(&wk->call);
+    const uint64_t np = dcu_phases(&wk->call);
     for (uint64_t ph = 0; ph < np; ph++) {
-      DX_EACH_LANE(l) { hbg__k_phase(&wk->call, ph, l, dx_w, kscr); }
+      DX_EACH_LANE(l) { dcu_phase(&wk->call, ph, l, dx_w, kscr, &wk->urc); }
       DX_WSYNC();
+      if (DCU_STOP(wk->urc)) /* a lane failed: the call ends */
+        break;
+    }
+    if (DCU_STOP(wk->urc)) {
+      DX_LANE0 hbg__disp_fail(x->d, wk->urc, (uint32_t)(wk->item >> 32),
+                              (uint32_t)wk->item);
+      DX_WSYNC();
+      continue;
     }
     const uint32_t i = (uint32_t)(wk->item >> 32), j = (uint32_t)wk->item;
     if (j != HBG__D_NONE)

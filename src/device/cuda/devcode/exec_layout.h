@@ -44,7 +44,8 @@ typedef struct hbg_dc_centry {
   uint64_t pool_off;  /* the copy, from the pool's start */
   uint64_t kscr;      /* scratch floats its largest node needs */
   uint32_t first_user; /* first node whose kernel is not built in, or
-                          UINT32_MAX */
+                          UINT32_MAX (a user kernel's: asked of the
+                          linked module at each launch) */
   uint32_t n_nodes;
 } hbg_dc_centry;
 
@@ -57,7 +58,9 @@ typedef struct hbg_dc_xent {
                         UINT32_MAX */
   uint32_t bound_ok; /* graph: its boundary may be checked tensor by
                         tensor (its copy's counts match the Submission) */
-  uint32_t reserved;
+  uint32_t user_from; /* graph: its Definition's first node without a
+                         built-in kernel (checked against the linked
+                         module at every launch), or UINT32_MAX */
   uint64_t def_addr; /* graph: where its Definition is (inline or not) */
   uint64_t def_size;
   const uint8_t *def_ptr; /* the executor's pointer to those bytes */

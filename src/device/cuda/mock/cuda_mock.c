@@ -43,13 +43,27 @@
  * CUDA_ERROR_INVALID_HANDLE for an event never recorded or created with
  * CU_EVENT_DISABLE_TIMING).
  *
+ * Linking (cuLinkCreate_v2 / cuLinkAddData_v2 / cuLinkComplete /
+ * cuLinkDestroy, the JIT log and wall-time options): each input's symbols
+ * are read (PTX text, a CUDA ELF's symbol table, a fatbin's entry for the
+ * device, zstd-compressed ones through libzstd.so.1); a symbol defined twice
+ * or referenced and never defined fails cuLinkComplete with nvlink's wording
+ * in the error log; hbg's generated dispatch is parsed into id -> (phases,
+ * rows_of, scratch, function). The linked image is this library's own text
+ * format, which cuModuleLoadData turns into a module whose entry points are
+ * the device module's HBG_DC_USER host build (devcode_user.c) and whose
+ * dispatch calls the host build of each user function, found by name in the
+ * shared objects HBG_MOCK_USER_LIB lists (':'-separated): a test-only
+ * convention standing for the device code itself.
+ *
  * Fault injection for the tests: hbgmock_fail(name, code, nth) makes the
  * nth next call (0 = the next one) of the entry point called name return
  * code, once; name NULL disarms. Built with HBGMOCK_OMIT_MEMCPY_HTOD_ASYNC
  * it lacks cuMemcpyHtoDAsync_v2 (the missing-symbol test); with
  * HBGMOCK_OMIT_GRAPH_UPDATE the three kernel-node calls above, with
- * HBGMOCK_OMIT_ELAPSED_V2 / _V1 either cuEventElapsedTime symbol (the
- * missing optional-symbol tests). hbgmock_poke(nth, offset, value)
+ * HBGMOCK_OMIT_ELAPSED_V2 / _V1 either cuEventElapsedTime symbol, with
+ * HBGMOCK_OMIT_LINK the four cuLink* calls (the missing optional-symbol
+ * tests). hbgmock_poke(nth, offset, value)
  * overwrites 4 bytes of the argument struct of the nth next kernel a
  * stream is handed (cuLaunchKernel or cuGraphLaunch; 0 = the next one):
  * a kernel call the device code rejects, for the device-error tests.
@@ -64,12 +78,15 @@
  * kernels that have run, hbgmock_modules() the modules loaded now,
  * hbgmock_defs_validated() the Definitions the device code has validated.
  *
- * Environment: HBG_MOCK_CUDA_NDEV (default 1; 0 = no device),
+ * Environment: HBG_MOCK_USER_LIB (above), HBG_MOCK_CUDA_NDEV (default 1;
+ * 0 = no device),
  * HBG_MOCK_CUDA_DELAY_US (per queued op, default 50), HBG_MOCK_CUDA_CC
  * (compute capability as major * 10 + minor, default 90).
  */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -80,6 +97,7 @@
 #include <cuda.h>
 
 #include "device/cuda/devcode/devcode.h"
+#include "device/cuda/devcode/user.h"
 
 #define MOCK_EXPORT __attribute__((visibility("default")))
 
@@ -101,11 +119,14 @@ typedef struct hreg {
 
 #define ARGS_MAX 1024 /* bytes of a kernel's argument struct */
 
-/* An entry point of the device module, built for the host. */
+/* An entry point of the device module, built for the host; mod is the
+ * linked module an entry of the user-kernel build belongs to (its
+ * dispatch), NULL for the plain build's. */
 struct CUfunc_st {
   const char *name;
   void (*run)(const void *args);
   size_t args_size;
+  struct CUmod_st *mod;
 };
 
 /* A kernel launch: the entry, its grid and a copy of its arguments. */
@@ -129,8 +150,28 @@ typedef struct op {
   struct op *next;
 } op;
 
+/* A user kernel of a linked module: what the dispatch said, and the host
+ * build of its function. */
+typedef struct mock_uk {
+  uint32_t kernel, phases, rows_of;
+  uint64_t scratch_floats;
+  hbg_kernel_lane_fn fn;
+} mock_uk;
+
+#define MOCK_N_ENTRIES 3 /* HBG_DC_ENTRIES */
+
 struct CUmod_st {
   int loaded;
+  /* from cuLinkComplete's image: the user-kernel build of the device
+   * module's entries (ufn[0..n_ufn)), its dispatch (uk, ascending ids) and
+   * the host libraries holding the users' functions */
+  int linked;
+  struct CUfunc_st ufn[MOCK_N_ENTRIES];
+  size_t n_ufn;
+  mock_uk *uk;
+  size_t n_uk;
+  void **libs;
+  size_t n_libs;
   struct CUmod_st *next; /* every loaded module, like the driver's table */
 };
 
@@ -184,12 +225,14 @@ static uint64_t next_addr = DEV_BASE, in_use;
 static _Atomic int inited;
 static struct CUctx_st primary[8];
 static _Thread_local CUcontext cur_ctx;
+/* The module of the kernel the calling grid thread runs (its dispatch). */
+static _Thread_local const struct CUmod_st *cur_mod;
 
 /* The armed failure: the nth next call of fail_name returns fail_code. */
 static char fail_name[64];
 static CUresult fail_code;
 static int fail_nth;
-static long n_streams, n_events, n_modules, n_graphs, n_execs;
+static long n_streams, n_events, n_modules, n_graphs, n_execs, n_links;
 static long kernels_run;
 static int held;
 static int gate_pending, gate_closed; /* hbgmock_gate */
@@ -323,7 +366,9 @@ static void *cta_main(void *arg) {
   cur_dim.cta = c->cta;
   cur_dim.ctas = c->k->gx;
   cur_dim.lanes = c->k->bx;
+  cur_mod = c->k->fn->mod; /* the module hbg_dcu_* resolve in */
   c->k->fn->run(c->k->args);
+  cur_mod = NULL;
   return NULL;
 }
 
@@ -346,6 +391,60 @@ static void run_grid(const kcall *k) {
   for (unsigned i = 1; i < k->gx; i++)
     pthread_join(c[i].th, NULL);
   free(c);
+}
+
+/* The same entry points built with HBG_DC_USER (devcode_user.c, names
+ * prefixed hbgmock_u_): the executor a link with user kernels produces,
+ * calling hbg_dcu_info / hbg_dcu_call below for the module it runs in. */
+#define MOCK_U_RUNNER(name, args)                                              \
+  void hbgmock_u_##name(args a);                                               \
+  static void run_u_##name(const void *p) {                                    \
+    args a;                                                                    \
+    memcpy(&a, p, sizeof a);                                                   \
+    hbgmock_u_##name(a);                                                       \
+  }
+HBG_DC_ENTRIES(MOCK_U_RUNNER)
+#undef MOCK_U_RUNNER
+
+static const struct CUfunc_st ufuncs[] = {
+#define MOCK_U_FUNC(name, args) {#name, run_u_##name, sizeof(args), NULL},
+    HBG_DC_ENTRIES(MOCK_U_FUNC)
+#undef MOCK_U_FUNC
+};
+_Static_assert(sizeof ufuncs / sizeof ufuncs[0] == MOCK_N_ENTRIES,
+               "every entry point has a user-kernel build");
+
+/* A linked module's user kernel, or NULL. */
+static const mock_uk *uk_find(const struct CUmod_st *m, uint32_t kernel) {
+  size_t lo = 0, hi = m ? m->n_uk : 0;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (m->uk[mid].kernel < kernel)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return m && lo < m->n_uk && m->uk[lo].kernel == kernel ? &m->uk[lo] : NULL;
+}
+
+/* The generated dispatch (devcode/user.h), as the linked module in which
+ * the calling stream thread runs a kernel resolved it. */
+int hbg_dcu_info(uint32_t kernel, hbg_dcu_kinfo *out) {
+  const mock_uk *u = uk_find(cur_mod, kernel);
+  if (!u)
+    return HBG_IMG_E_KERNEL;
+  out->phases = u->phases;
+  out->rows_of = u->rows_of;
+  out->scratch_floats = u->scratch_floats;
+  return 0;
+}
+
+int hbg_dcu_call(uint32_t kernel, const hbg_kernel_call *call, uint64_t phase,
+                 uint32_t lane, uint32_t n_lanes, float *scratch) {
+  const mock_uk *u = uk_find(cur_mod, kernel);
+  if (!u)
+    return HBG_IMG_E_KERNEL;
+  return u->fn(call, phase, lane, n_lanes, scratch);
 }
 
 static void *worker(void *arg) {
@@ -456,7 +555,7 @@ MOCK_EXPORT long hbgmock_live(void) {
     n++;
   for (hreg *h = hregs; h; h = h->next)
     n++;
-  n += n_streams + n_events + n_modules + n_graphs + n_execs;
+  n += n_streams + n_events + n_modules + n_graphs + n_execs + n_links;
   for (int i = 0; i < 8; i++)
     n += primary[i].refs;
   pthread_mutex_unlock(&mu);
@@ -1224,16 +1323,878 @@ static CUresult fatbin_check(const uint8_t *b) {
   return ok ? CUDA_SUCCESS : CUDA_ERROR_NO_BINARY_FOR_GPU;
 }
 
+/* ---- the linker: cuLinkCreate_v2 / cuLinkAddData_v2 / cuLinkComplete /
+ * cuLinkDestroy ----
+ *
+ * Each input's symbols are read as the real linker sees them: PTX text
+ * (.visible/.weak .func and .entry are definitions, .extern .func
+ * references), a CUDA ELF's symbol table (defined and undefined
+ * functions), a fatbin's PTX entry or else its ELF for this device
+ * (compressed entries through libzstd.so.1, loaded on first need). The
+ * link fails as nvlink does on a symbol defined twice or referenced and
+ * never defined, with nvlink's wording in the error log. The input that
+ * defines hbg_dcu_call is hbg's generated dispatch: its PTX is parsed into
+ * id -> (phases, rows_of, scratch, symbol). The output is this stand-in's
+ * own image (LINKED_MAGIC, then text lines), which cuModuleLoadData turns
+ * into a module whose entry points are the HBG_DC_USER build and whose
+ * dispatch calls the host builds of the users' functions, found by name
+ * in the shared objects HBG_MOCK_USER_LIB lists (colon-separated; the
+ * test-only convention that stands for the device code's own bytes). */
+
+#define LINKED_MAGIC "HBGMOCK-LINKED 1\n"
+#define ZSTD_MAGIC 0xFD2FB528u
+
+static void *grow(void *v, size_t *cap, size_t need, size_t elem) {
+  if (need <= *cap)
+    return v;
+  size_t c = *cap ? *cap * 2 : 16;
+  while (c < need)
+    c *= 2;
+  void *n = realloc(v, c * elem);
+  if (n)
+    *cap = c;
+  return n;
+}
+
+#ifndef HBGMOCK_OMIT_LINK
+typedef struct msym {
+  char *name;
+  int entry; /* a kernel (.entry / STO_CUDA_ENTRY) */
+} msym;
+
+typedef struct minput {
+  char *name;
+  msym *defs;
+  size_t n_defs, cap_defs;
+  char **refs;
+  size_t n_refs, cap_refs;
+  char *dispatch; /* the PTX text of hbg's dispatch, when this input is it */
+} minput;
+
+struct CUlinkState_st {
+  char *elog, *ilog;
+  size_t elog_cap, ilog_cap;
+  void **elog_n, **ilog_n, **wall; /* the caller's option slots */
+  uint64_t t0;
+  minput *in;
+  size_t n_in, cap_in;
+  char *out;
+  size_t out_n;
+  struct CUlinkState_st *next;
+};
+
+static struct CUlinkState_st *links;
+
+
+/* Append to a log the caller gave (and say how many bytes it holds). */
+static void lg(char *buf, size_t cap, void **n_slot, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void lg(char *buf, size_t cap, void **n_slot, const char *fmt, ...) {
+  if (!buf || cap == 0)
+    return;
+  size_t n = strnlen(buf, cap - 1);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf + n, cap - n, fmt, ap);
+  va_end(ap);
+  if (n_slot)
+    *n_slot = (void *)(uintptr_t)strnlen(buf, cap - 1);
+}
+#define ELOG(st, ...) lg((st)->elog, (st)->elog_cap, (st)->elog_n, __VA_ARGS__)
+#define ILOG(st, ...) lg((st)->ilog, (st)->ilog_cap, (st)->ilog_n, __VA_ARGS__)
+
+static int add_def(minput *in, const char *s, size_t n, int entry) {
+  for (size_t i = 0; i < in->n_defs; i++)
+    if (strlen(in->defs[i].name) == n && !memcmp(in->defs[i].name, s, n))
+      return 0; /* the same input listing it twice (PTX and ELF entries) */
+  msym *v = grow(in->defs, &in->cap_defs, in->n_defs + 1, sizeof *v);
+  char *name = strndup(s, n);
+  if (!v || !name) {
+    free(name);
+    in->defs = v ? v : in->defs;
+    return -1;
+  }
+  in->defs = v;
+  in->defs[in->n_defs++] = (msym){name, entry};
+  return 0;
+}
+
+static int add_ref(minput *in, const char *s, size_t n) {
+  for (size_t i = 0; i < in->n_refs; i++)
+    if (strlen(in->refs[i]) == n && !memcmp(in->refs[i], s, n))
+      return 0;
+  char **v = grow(in->refs, &in->cap_refs, in->n_refs + 1, sizeof *v);
+  char *name = strndup(s, n);
+  if (!v || !name) {
+    free(name);
+    in->refs = v ? v : in->refs;
+    return -1;
+  }
+  in->refs = v;
+  in->refs[in->n_refs++] = name;
+  return 0;
+}
+
+static void input_free(minput *in) {
+  for (size_t i = 0; i < in->n_defs; i++)
+    free(in->defs[i].name);
+  for (size_t i = 0; i < in->n_refs; i++)
+    free(in->refs[i]);
+  free(in->defs);
+  free(in->refs);
+  free(in->dispatch);
+  free(in->name);
+}
+
+/* PTX tokens: words (letters, digits, _ $ % .), string literals, single
+ * punctuation; comments skipped. */
+typedef struct ptok {
+  const char *p, *end;
+} ptok;
+
+static int pword(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+         (c >= '0' && c <= '9') || c == '_' || c == '$' || c == '%' ||
+         c == '.';
+}
+
+static int ptok_next(ptok *x, const char **s, size_t *n) {
+  for (;;) {
+    while (x->p < x->end && (*x->p == ' ' || *x->p == '\t' || *x->p == '\n' ||
+                             *x->p == '\r'))
+      x->p++;
+    if (x->end - x->p >= 2 && x->p[0] == '/' && x->p[1] == '/') {
+      while (x->p < x->end && *x->p != '\n')
+        x->p++;
+    } else if (x->end - x->p >= 2 && x->p[0] == '/' && x->p[1] == '*') {
+      const char *e = x->p + 2;
+      while (x->end - e >= 2 && !(e[0] == '*' && e[1] == '/'))
+        e++;
+      x->p = x->end - e >= 2 ? e + 2 : x->end;
+    } else {
+      break;
+    }
+  }
+  if (x->p >= x->end)
+    return 0;
+  *s = x->p;
+  if (*x->p == '"') {
+    for (x->p++; x->p < x->end && *x->p != '"'; x->p++) {
+    }
+    x->p += x->p < x->end;
+  } else if (pword(*x->p)) {
+    while (x->p < x->end && pword(*x->p))
+      x->p++;
+  } else {
+    x->p++;
+  }
+  *n = (size_t)(x->p - *s);
+  return 1;
+}
+
+static int is_tok(const char *s, size_t n, const char *w) {
+  return n == strlen(w) && memcmp(s, w, n) == 0;
+}
+
+/* PTX well enough formed for this stand-in: .version first, a .target
+ * this device can run (sm_N with N <= its compute capability). @return 0,
+ * or -1 with the reason logged the way ptxas words it. */
+static int ptx_check(struct CUlinkState_st *st, const char *name,
+                     const char *p, size_t n) {
+  ptok x = {p, p + n};
+  const char *s;
+  size_t len;
+  if (!ptok_next(&x, &s, &len) || !is_tok(s, len, ".version")) {
+    ELOG(st, "ptxas application ptx input, line 1; fatal   : Parsing error "
+             "near '%.*s': syntax error (%s)\n",
+         (int)(len < 32 ? len : 32), s, name);
+    return -1;
+  }
+  while (ptok_next(&x, &s, &len))
+    if (is_tok(s, len, ".target")) {
+      if (!ptok_next(&x, &s, &len) || len < 4 || memcmp(s, "sm_", 3) != 0)
+        break;
+      if (atoi(s + 3) > cc()) {
+        ELOG(st, "ptxas fatal   : SM version specified by .target (%.*s) "
+                 "is higher than this device's (sm_%d) (%s)\n",
+             (int)len, s, cc(), name);
+        return -1;
+      }
+      return 0;
+    }
+  ELOG(st, "ptxas application ptx input; fatal   : no .target directive "
+           "(%s)\n",
+       name);
+  return -1;
+}
+
+/* Definitions and references of PTX text. @return 0 or -1 (memory). */
+static int ptx_symbols(minput *in, const char *p, size_t n) {
+  ptok x = {p, p + n};
+  const char *s, *prev = "";
+  size_t len, prev_n = 0;
+  while (ptok_next(&x, &s, &len)) {
+    int func = is_tok(s, len, ".func"), entry = is_tok(s, len, ".entry");
+    int def = is_tok(prev, prev_n, ".visible") || is_tok(prev, prev_n, ".weak");
+    int ext = is_tok(prev, prev_n, ".extern");
+    prev = s;
+    prev_n = len;
+    if (!(func || entry) || !(def || ext))
+      continue;
+    if (!ptok_next(&x, &s, &len))
+      break;
+    if (func && is_tok(s, len, "(")) {
+      while (ptok_next(&x, &s, &len) && !is_tok(s, len, ")")) {
+      }
+      if (!ptok_next(&x, &s, &len))
+        break;
+    }
+    if ((def ? add_def(in, s, len, entry) : add_ref(in, s, len)) < 0)
+      return -1;
+    prev = s;
+    prev_n = len;
+  }
+  return 0;
+}
+
+static uint64_t rdn(const uint8_t *p, int n) {
+  uint64_t v = 0;
+  for (int i = n; i-- > 0;)
+    v = v << 8 | p[i];
+  return v;
+}
+
+/* A CUDA ELF's functions: defined ones, and undefined ones referenced.
+ * @return 0, -1 (memory) or -2 (not a well-formed CUDA ELF). */
+static int elf_symbols(minput *in, const uint8_t *p, size_t n) {
+  if (n < 64 || memcmp(p, "\x7f" "ELF", 4) || p[4] != 2 ||
+      rdn(p + 18, 2) != 190)
+    return -2;
+  uint64_t shoff = rdn(p + 0x28, 8), shent = rdn(p + 0x3a, 2),
+           shnum = rdn(p + 0x3c, 2);
+  if (shent < 64 || shoff > n || shnum > (n - shoff) / shent)
+    return -2;
+  for (uint64_t i = 0; i < shnum; i++) {
+    const uint8_t *sh = p + shoff + i * shent;
+    if (rdn(sh + 4, 4) != 2) /* SHT_SYMTAB */
+      continue;
+    uint64_t off = rdn(sh + 0x18, 8), size = rdn(sh + 0x20, 8),
+             link = rdn(sh + 0x28, 4), ent = rdn(sh + 0x38, 8);
+    if (ent < 24 || off > n || size > n - off || link >= shnum)
+      return -2;
+    const uint8_t *str = p + shoff + link * shent;
+    uint64_t soff = rdn(str + 0x18, 8), ssize = rdn(str + 0x20, 8);
+    if (soff > n || ssize > n - soff)
+      return -2;
+    for (uint64_t k = 0; k < size / ent; k++) {
+      const uint8_t *y = p + off + k * ent;
+      uint64_t name = rdn(y, 4), shndx = rdn(y + 6, 2);
+      if ((y[4] & 0xf) != 2 || (y[4] >> 4) == 0 || name >= ssize)
+        continue; /* functions with global or weak binding only */
+      const char *nm = (const char *)p + soff + name;
+      size_t len = strnlen(nm, ssize - name);
+      if (len == ssize - name)
+        return -2;
+      int rc = shndx ? add_def(in, nm, len, (y[5] & 0x10) != 0)
+                     : add_ref(in, nm, len);
+      if (rc < 0)
+        return -1;
+    }
+  }
+  return 0;
+}
+
+/* libzstd, for compressed fatbin entries. */
+static struct {
+  pthread_once_t once;
+  size_t (*dec)(void *, size_t, const void *, size_t);
+  unsigned (*is_err)(size_t);
+  unsigned long long (*content)(const void *, size_t);
+  size_t (*csize)(const void *, size_t);
+} zs = {PTHREAD_ONCE_INIT, NULL, NULL, NULL, NULL};
+
+static void zs_load(void) {
+  void *h = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!h)
+    return;
+  void *d = dlsym(h, "ZSTD_decompress"), *e = dlsym(h, "ZSTD_isError"),
+       *c = dlsym(h, "ZSTD_getFrameContentSize"),
+       *f = dlsym(h, "ZSTD_findFrameCompressedSize");
+  if (!d || !e || !c || !f)
+    return;
+  memcpy(&zs.dec, &d, sizeof d);
+  memcpy(&zs.is_err, &e, sizeof e);
+  memcpy(&zs.content, &c, sizeof c);
+  memcpy(&zs.csize, &f, sizeof f);
+}
+
+/* An entry's payload, decompressed when it is a zstd frame. *own says
+ * whether the result was allocated. NULL: not readable here. */
+static const uint8_t *entry_payload(const uint8_t *p, uint64_t n, size_t *out,
+                                    int *own) {
+  *own = 0;
+  if (n < 4 || rdn(p, 4) != ZSTD_MAGIC) {
+    *out = (size_t)n;
+    return p;
+  }
+  pthread_once(&zs.once, zs_load);
+  if (!zs.dec)
+    return NULL;
+  size_t cs = zs.csize(p, (size_t)n);
+  unsigned long long full = zs.content(p, (size_t)n);
+  if (zs.is_err(cs) || full == 0 || full > (1ull << 30))
+    return NULL;
+  uint8_t *d = malloc((size_t)full + 1);
+  if (!d)
+    return NULL;
+  size_t got = zs.dec(d, (size_t)full, p, cs);
+  if (zs.is_err(got)) {
+    free(d);
+    return NULL;
+  }
+  d[got] = '\0';
+  *out = got;
+  *own = 1;
+  return d;
+}
+
+/* A fatbin's symbols, from its PTX entry for this device (or, without
+ * one, its ELF). @return 0, -1 (memory), -2 (nothing readable). */
+static int fatbin_symbols(minput *in, const uint8_t *b) {
+  uint64_t hs = (uint16_t)(b[6] | b[7] << 8), body = rd64(b + 8);
+  const uint8_t *ptx = NULL, *elf = NULL;
+  uint64_t ptx_n = 0, elf_n = 0;
+  for (uint64_t off = hs; off < hs + body;) {
+    const uint8_t *e = b + off;
+    uint32_t kind = (uint32_t)(e[0] | e[1] << 8), ehs = rd32(e + 4);
+    uint64_t size = rd64(e + 8);
+    uint32_t arch = rd32(e + 28);
+    if (kind == 1 && (int)arch <= cc() && !ptx) {
+      ptx = e + ehs;
+      ptx_n = size;
+    } else if (kind == 2 && (int)arch == cc() && !elf) {
+      elf = e + ehs;
+      elf_n = size;
+    }
+    off += ehs + size;
+  }
+  size_t n = 0;
+  int own = 0, rc = -2;
+  const uint8_t *p = ptx ? entry_payload(ptx, ptx_n, &n, &own) : NULL;
+  if (p) {
+    rc = ptx_symbols(in, (const char *)p, strnlen((const char *)p, n));
+  } else if (elf && (p = entry_payload(elf, elf_n, &n, &own)) != NULL) {
+    rc = elf_symbols(in, p, n);
+  }
+  if (own)
+    free((void *)(uintptr_t)p);
+  return rc;
+}
+
+MOCK_EXPORT CUresult cuLinkCreate_v2(unsigned int n, CUjit_option *opt,
+                                     void **val, CUlinkState *out) {
+  ENTER_CTX("cuLinkCreate_v2");
+  if (!out || (n && (!opt || !val)))
+    return CUDA_ERROR_INVALID_VALUE;
+  struct CUlinkState_st *st = calloc(1, sizeof *st);
+  if (!st)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  for (unsigned i = 0; i < n; i++) {
+    switch (opt[i]) {
+    case CU_JIT_ERROR_LOG_BUFFER:
+      st->elog = val[i];
+      break;
+    case CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES:
+      st->elog_cap = (size_t)(uintptr_t)val[i];
+      st->elog_n = &val[i];
+      break;
+    case CU_JIT_INFO_LOG_BUFFER:
+      st->ilog = val[i];
+      break;
+    case CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES:
+      st->ilog_cap = (size_t)(uintptr_t)val[i];
+      st->ilog_n = &val[i];
+      break;
+    case CU_JIT_WALL_TIME:
+      st->wall = &val[i];
+      break;
+    case CU_JIT_LOG_VERBOSE:
+    case CU_JIT_OPTIMIZATION_LEVEL:
+    case CU_JIT_TARGET_FROM_CUCONTEXT:
+      break;
+    default:
+      free(st);
+      return CUDA_ERROR_INVALID_VALUE; /* one this stand-in does not know */
+    }
+  }
+  if ((st->elog && !st->elog_cap) || (st->ilog && !st->ilog_cap)) {
+    free(st);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (st->elog)
+    st->elog[0] = '\0';
+  if (st->ilog)
+    st->ilog[0] = '\0';
+  st->t0 = now_ns();
+  pthread_mutex_lock(&mu);
+  n_links++;
+  st->next = links;
+  links = st;
+  pthread_mutex_unlock(&mu);
+  *out = st;
+  return CUDA_SUCCESS;
+}
+
+MOCK_EXPORT CUresult cuLinkAddData_v2(CUlinkState st, CUjitInputType type,
+                                      void *data, size_t size,
+                                      const char *name, unsigned int nopt,
+                                      CUjit_option *opt, void **val) {
+  ENTER_CTX("cuLinkAddData_v2");
+  (void)opt;
+  (void)val;
+  if (!st)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (!data || !size || nopt)
+    return CUDA_ERROR_INVALID_VALUE;
+  char shown[80];
+  snprintf(shown, sizeof shown, "%s", name ? name : "(unnamed)");
+  minput in;
+  memset(&in, 0, sizeof in);
+  const uint8_t *p = data;
+  CUresult r = CUDA_SUCCESS;
+  int rc = 0;
+  switch (type) {
+  case CU_JIT_INPUT_PTX:
+    if (p[size - 1] != '\0') /* the driver wants it NUL-terminated */
+      return CUDA_ERROR_INVALID_VALUE;
+    if (ptx_check(st, shown, data, size - 1) < 0)
+      return CUDA_ERROR_INVALID_PTX;
+    rc = ptx_symbols(&in, data, size - 1);
+    break;
+  case CU_JIT_INPUT_CUBIN:
+    rc = elf_symbols(&in, p, size);
+    if (rc == -2 || rdn(p + 16, 2) != 1) {
+      ELOG(st, "nvlink error   : '%s' is not a relocatable CUDA ELF\n",
+           shown);
+      r = CUDA_ERROR_INVALID_IMAGE;
+    }
+    break;
+  case CU_JIT_INPUT_FATBINARY:
+    r = fatbin_check(p);
+    if (r == CUDA_SUCCESS) {
+      rc = fatbin_symbols(&in, p);
+      if (rc == -2) {
+        ELOG(st, "stand-in: no readable PTX or ELF entry in fatbin '%s' "
+                 "(a compressed one needs libzstd.so.1)\n",
+             shown);
+        r = CUDA_ERROR_NOT_SUPPORTED;
+      }
+    } else {
+      ELOG(st, "nvlink error   : fatbin '%s' holds no code for sm_%d\n",
+           shown, cc());
+    }
+    break;
+  default:
+    ELOG(st, "stand-in: input type %d of '%s' not supported\n", (int)type,
+         shown);
+    r = CUDA_ERROR_NOT_SUPPORTED;
+  }
+  if (rc == -1)
+    r = CUDA_ERROR_OUT_OF_MEMORY;
+  if (r == CUDA_SUCCESS) {
+    in.name = strdup(shown);
+    for (size_t i = 0; i < in.n_defs && in.name; i++)
+      if (strcmp(in.defs[i].name, "hbg_dcu_call") == 0 &&
+          type == CU_JIT_INPUT_PTX && !(in.dispatch = strdup(data)))
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    minput *v = grow(st->in, &st->cap_in, st->n_in + 1, sizeof *v);
+    if (!in.name || !v)
+      r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (v)
+      st->in = v;
+  }
+  if (r != CUDA_SUCCESS) {
+    input_free(&in);
+    return r;
+  }
+  st->in[st->n_in++] = in;
+  return CUDA_SUCCESS;
+}
+
+/* The dispatch's PTX as kernels: hbg_dcu_info's compare chain and label
+ * blocks (phases, rows_of, scratch floats, in that order) and
+ * hbg_dcu_call's (the function each label calls). @return the count, or
+ * -1 with the reason logged. */
+typedef struct dlabel {
+  char fn; /* 'i' hbg_dcu_info, 'c' hbg_dcu_call */
+  char label[48];
+  uint32_t kernel;
+  uint64_t vals[4];
+  int n_vals;
+  char sym[256];
+} dlabel;
+
+static int tok_u64(const char *s, size_t n, uint64_t *v) {
+  if (n == 0 || n > 20)
+    return -1;
+  char b[24];
+  memcpy(b, s, n);
+  b[n] = '\0';
+  char *end;
+  *v = strtoull(b, &end, 10);
+  return *end ? -1 : 0;
+}
+
+static dlabel *dl_find(dlabel *v, size_t n, char fn, const char *s,
+                       size_t len) {
+  for (size_t i = 0; i < n; i++)
+    if (v[i].fn == fn && strlen(v[i].label) == len &&
+        !memcmp(v[i].label, s, len))
+      return &v[i];
+  return NULL;
+}
+
+static long dispatch_parse(struct CUlinkState_st *st, const char *ptx,
+                           mock_uk **out, char ***syms) {
+  dlabel *v = NULL;
+  size_t n = 0, cap = 0;
+  ptok x = {ptx, ptx + strlen(ptx)};
+  const char *s, *t[12];
+  size_t len, tl[12];
+  char fn = 0;
+  dlabel *cur = NULL;
+  long rc = -1;
+  while (ptok_next(&x, &s, &len)) {
+    if (is_tok(s, len, "hbg_dcu_info") || is_tok(s, len, "hbg_dcu_call")) {
+      fn = s[8] == 'i' ? 'i' : 'c';
+      cur = NULL;
+    } else if (is_tok(s, len, "setp.eq.u32")) {
+      /* setp.eq.u32 %p1, %r1, ID; @%p1 bra LABEL; */
+      int k = 0;
+      while (k < 11 && ptok_next(&x, &t[k], &tl[k]))
+        k++;
+      uint64_t id;
+      if (k < 11 || !is_tok(t[5], tl[5], ";") || !is_tok(t[6], tl[6], "@") ||
+          !is_tok(t[8], tl[8], "bra") || tl[9] >= 48 ||
+          tok_u64(t[4], tl[4], &id) < 0 || id > UINT32_MAX || !fn)
+        goto bad;
+      dlabel *d = grow(v, &cap, n + 1, sizeof *v);
+      if (!d)
+        goto bad;
+      v = d;
+      memset(&v[n], 0, sizeof v[n]);
+      v[n].fn = fn;
+      memcpy(v[n].label, t[9], tl[9]);
+      v[n++].kernel = (uint32_t)id;
+    } else if (len > 0 && s[0] == '$' && fn) {
+      const char *c;
+      size_t cl;
+      const char *save = x.p;
+      if (ptok_next(&x, &c, &cl) && is_tok(c, cl, ":"))
+        cur = dl_find(v, n, fn, s, len);
+      else
+        x.p = save;
+    } else if (cur && (is_tok(s, len, "mov.u32") || is_tok(s, len, "mov.u64"))) {
+      int k = 0;
+      while (k < 4 && ptok_next(&x, &t[k], &tl[k]))
+        k++;
+      uint64_t val;
+      if (k == 4 && tok_u64(t[2], tl[2], &val) == 0 && cur->n_vals < 4)
+        cur->vals[cur->n_vals++] = val;
+    } else if (cur && is_tok(s, len, "call.uni")) {
+      /* call.uni (ret), SYMBOL, (args); */
+      int k = 0;
+      while (k < 5 && ptok_next(&x, &t[k], &tl[k]))
+        k++;
+      if (k < 5 || !is_tok(t[3], tl[3], ",") || tl[4] >= sizeof cur->sym)
+        goto bad;
+      memcpy(cur->sym, t[4], tl[4]);
+    }
+  }
+  size_t nk = 0;
+  for (size_t i = 0; i < n; i++)
+    nk += v[i].fn == 'c';
+  mock_uk *uk = calloc(nk ? nk : 1, sizeof *uk);
+  char **sy = calloc(nk ? nk : 1, sizeof *sy);
+  if (!uk || !sy) {
+    free(uk);
+    free(sy);
+    goto bad;
+  }
+  size_t j = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (v[i].fn != 'c')
+      continue;
+    const dlabel *in = NULL;
+    for (size_t k = 0; k < n && !in; k++)
+      if (v[k].fn == 'i' && v[k].kernel == v[i].kernel)
+        in = &v[k];
+    if (!in || in->n_vals < 3 || !v[i].sym[0] ||
+        (j && uk[j - 1].kernel >= v[i].kernel)) {
+      ELOG(st, "stand-in: the dispatch's kernel %u has no info block, no "
+               "call or is out of order\n",
+           v[i].kernel);
+      for (size_t k = 0; k < j; k++)
+        free(sy[k]);
+      free(uk);
+      free(sy);
+      free(v);
+      return -1;
+    }
+    uk[j] = (mock_uk){.kernel = v[i].kernel,
+                      .phases = (uint32_t)in->vals[0],
+                      .rows_of = (uint32_t)in->vals[1],
+                      .scratch_floats = in->vals[2]};
+    sy[j++] = strdup(v[i].sym);
+  }
+  *out = uk;
+  *syms = sy;
+  free(v);
+  return (long)j;
+bad:
+  ELOG(st, "stand-in: cannot read hbg's dispatch PTX\n");
+  free(v);
+  return rc;
+}
+
+/* Host library paths (HBG_MOCK_USER_LIB, ':'-separated) as a list. */
+static size_t user_libs(char ***out) {
+  const char *env = getenv("HBG_MOCK_USER_LIB");
+  *out = NULL;
+  if (!env || !*env)
+    return 0;
+  size_t n = 0, cap = 0;
+  char **v = NULL;
+  for (const char *p = env; *p;) {
+    const char *e = strchr(p, ':');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (len) {
+      char **g = grow(v, &cap, n + 1, sizeof *v);
+      if (!g)
+        break;
+      v = g;
+      if (!(v[n] = strndup(p, len)))
+        break;
+      n++;
+    }
+    p += len + (e != NULL);
+  }
+  *out = v;
+  return n;
+}
+
+MOCK_EXPORT CUresult cuLinkComplete(CUlinkState st, void **cubin,
+                                    size_t *size) {
+  ENTER_CTX("cuLinkComplete");
+  if (!st)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (!cubin)
+    return CUDA_ERROR_INVALID_VALUE;
+  int bad = 0;
+  /* nvlink: each symbol defined once, each reference defined somewhere */
+  for (size_t i = 0; i < st->n_in; i++)
+    for (size_t d = 0; d < st->in[i].n_defs; d++)
+      for (size_t j = 0; j < i; j++)
+        for (size_t e = 0; e < st->in[j].n_defs; e++)
+          if (!strcmp(st->in[i].defs[d].name, st->in[j].defs[e].name)) {
+            ELOG(st, "nvlink error   : Multiple definition of '%s' in '%s', "
+                     "first defined in '%s'\n",
+                 st->in[i].defs[d].name, st->in[i].name, st->in[j].name);
+            bad = 1;
+          }
+  for (size_t i = 0; i < st->n_in; i++)
+    for (size_t r = 0; r < st->in[i].n_refs; r++) {
+      int found = 0;
+      for (size_t j = 0; j < st->n_in && !found; j++)
+        for (size_t e = 0; e < st->in[j].n_defs && !found; e++)
+          found = !strcmp(st->in[i].refs[r], st->in[j].defs[e].name);
+      if (!found) {
+        ELOG(st, "nvlink error   : Undefined reference to '%s' in '%s'\n",
+             st->in[i].refs[r], st->in[i].name);
+        bad = 1;
+      }
+    }
+  if (bad)
+    return CUDA_ERROR_INVALID_IMAGE;
+  /* The image: hbg's entries the link defines, the host libraries, the
+   * dispatch; each user function must have a host build. */
+  char *text = NULL;
+  size_t tn = 0;
+  FILE *f = open_memstream(&text, &tn);
+  if (!f)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  fputs(LINKED_MAGIC, f);
+  for (size_t i = 0; i < st->n_in; i++)
+    for (size_t d = 0; d < st->in[i].n_defs; d++)
+      for (size_t k = 0; k < MOCK_N_ENTRIES; k++)
+        if (st->in[i].defs[d].entry &&
+            !strcmp(st->in[i].defs[d].name, ufuncs[k].name))
+          fprintf(f, "entry %s\n", ufuncs[k].name);
+  char **libs = NULL;
+  size_t n_libs = user_libs(&libs);
+  void **h = calloc(n_libs ? n_libs : 1, sizeof *h);
+  for (size_t i = 0; i < n_libs && h; i++) {
+    h[i] = dlopen(libs[i], RTLD_NOW | RTLD_LOCAL);
+    if (!h[i]) {
+      const char *why = dlerror();
+      ELOG(st, "stand-in: HBG_MOCK_USER_LIB: %s\n", why ? why : libs[i]);
+      bad = 1;
+    }
+    fprintf(f, "lib %s\n", libs[i]);
+  }
+  for (size_t i = 0; i < st->n_in && !bad; i++) {
+    if (!st->in[i].dispatch)
+      continue;
+    mock_uk *uk = NULL;
+    char **sy = NULL;
+    long nk = dispatch_parse(st, st->in[i].dispatch, &uk, &sy);
+    if (nk < 0) {
+      bad = 1;
+      break;
+    }
+    for (long k = 0; k < nk; k++) {
+      void *fnp = NULL;
+      for (size_t l = 0; l < n_libs && h && !fnp; l++)
+        fnp = h[l] ? dlsym(h[l], sy[k]) : NULL;
+      if (!fnp) {
+        ELOG(st, "stand-in: no host build of '%s' in HBG_MOCK_USER_LIB "
+                 "(the test-only stand-in for its device code)\n",
+             sy[k]);
+        bad = 1;
+      }
+      fprintf(f, "k %u %u %u %llu %s\n", uk[k].kernel, uk[k].phases,
+              uk[k].rows_of, (unsigned long long)uk[k].scratch_floats, sy[k]);
+      free(sy[k]);
+    }
+    free(uk);
+    free(sy);
+  }
+  for (size_t i = 0; i < n_libs; i++) {
+    if (h && h[i])
+      dlclose(h[i]);
+    free(libs[i]);
+  }
+  free(h);
+  free(libs);
+  int ferr = fclose(f) != 0;
+  if (bad || ferr) {
+    free(text);
+    return ferr ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_IMAGE;
+  }
+  free(st->out);
+  st->out = text;
+  st->out_n = tn + 1; /* with its NUL */
+  ILOG(st, "stand-in: linked %zu input(s) into %zu bytes\n", st->n_in,
+       st->out_n);
+  if (st->wall) {
+    float ms = (float)(now_ns() - st->t0) / 1e6f;
+    memcpy(st->wall, &ms, sizeof ms);
+  }
+  *cubin = st->out;
+  if (size)
+    *size = st->out_n;
+  return CUDA_SUCCESS;
+}
+
+MOCK_EXPORT CUresult cuLinkDestroy(CUlinkState st) {
+  ENTER("cuLinkDestroy");
+  if (!st)
+    return CUDA_ERROR_INVALID_HANDLE;
+  pthread_mutex_lock(&mu);
+  int found = 0;
+  for (struct CUlinkState_st **pp = &links; *pp; pp = &(*pp)->next)
+    if (*pp == st) {
+      *pp = st->next;
+      found = 1;
+      n_links--;
+      break;
+    }
+  pthread_mutex_unlock(&mu);
+  if (!found)
+    return CUDA_ERROR_INVALID_HANDLE;
+  for (size_t i = 0; i < st->n_in; i++)
+    input_free(&st->in[i]);
+  free(st->in);
+  free(st->out);
+  free(st);
+  return CUDA_SUCCESS;
+}
+#endif
+
+/* Make m the module of a linked image (LINKED_MAGIC text). */
+static CUresult linked_load(struct CUmod_st *m, const char *img) {
+  const char *p = img + strlen(LINKED_MAGIC);
+  size_t cap_uk = 0, cap_libs = 0;
+  char line[512];
+  while (*p) {
+    const char *e = strchr(p, '\n');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (len >= sizeof line)
+      return CUDA_ERROR_INVALID_IMAGE;
+    memcpy(line, p, len);
+    line[len] = '\0';
+    p += len + (e != NULL);
+    char name[256];
+    unsigned kernel, phases, rows;
+    unsigned long long scr;
+    if (sscanf(line, "entry %255s", name) == 1) {
+      for (size_t k = 0; k < MOCK_N_ENTRIES; k++)
+        if (!strcmp(name, ufuncs[k].name) && m->n_ufn < MOCK_N_ENTRIES) {
+          m->ufn[m->n_ufn] = ufuncs[k];
+          m->ufn[m->n_ufn++].mod = m;
+        }
+    } else if (!strncmp(line, "lib ", 4)) {
+      void **v = grow(m->libs, &cap_libs, m->n_libs + 1, sizeof *v);
+      if (!v)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+      m->libs = v;
+      if (!(m->libs[m->n_libs] = dlopen(line + 4, RTLD_NOW | RTLD_LOCAL)))
+        return CUDA_ERROR_INVALID_IMAGE;
+      m->n_libs++;
+    } else if (sscanf(line, "k %u %u %u %llu %255s", &kernel, &phases, &rows,
+                      &scr, name) == 5) {
+      mock_uk *v = grow(m->uk, &cap_uk, m->n_uk + 1, sizeof *v);
+      if (!v)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+      m->uk = v;
+      void *fnp = NULL;
+      for (size_t l = 0; l < m->n_libs && !fnp; l++)
+        fnp = dlsym(m->libs[l], name);
+      if (!fnp)
+        return CUDA_ERROR_INVALID_IMAGE;
+      mock_uk u = {kernel, phases, rows, scr, NULL};
+      memcpy(&u.fn, &fnp, sizeof fnp);
+      m->uk[m->n_uk++] = u;
+    } else if (line[0]) {
+      return CUDA_ERROR_INVALID_IMAGE;
+    }
+  }
+  m->linked = 1;
+  return CUDA_SUCCESS;
+}
+
+static void mod_free(struct CUmod_st *m) {
+  for (size_t i = 0; i < m->n_libs; i++)
+    dlclose(m->libs[i]);
+  free(m->libs);
+  free(m->uk);
+  free(m);
+}
+
 MOCK_EXPORT CUresult cuModuleLoadData(CUmodule *m, const void *image) {
   ENTER_CTX("cuModuleLoadData");
   if (!m || !image)
     return CUDA_ERROR_INVALID_VALUE;
-  CUresult r = fatbin_check(image);
-  if (r != CUDA_SUCCESS)
-    return r;
   struct CUmod_st *mod = calloc(1, sizeof *mod);
   if (!mod)
     return CUDA_ERROR_OUT_OF_MEMORY;
+  CUresult r = strncmp(image, LINKED_MAGIC, strlen(LINKED_MAGIC)) == 0
+                   ? linked_load(mod, image)
+                   : fatbin_check(image);
+  if (r != CUDA_SUCCESS) {
+    mod_free(mod);
+    return r;
+  }
   mod->loaded = 1;
   pthread_mutex_lock(&mu);
   n_modules++;
@@ -1256,7 +2217,7 @@ MOCK_EXPORT CUresult cuModuleUnload(CUmodule m) {
       break;
     }
   pthread_mutex_unlock(&mu);
-  free(m);
+  mod_free(m);
   return CUDA_SUCCESS;
 }
 
@@ -1267,6 +2228,14 @@ MOCK_EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule m,
     return CUDA_ERROR_INVALID_HANDLE;
   if (!f || !name)
     return CUDA_ERROR_INVALID_VALUE;
+  if (m->linked) {
+    for (size_t i = 0; i < m->n_ufn; i++)
+      if (strcmp(m->ufn[i].name, name) == 0) {
+        *f = &m->ufn[i];
+        return CUDA_SUCCESS;
+      }
+    return CUDA_ERROR_NOT_FOUND;
+  }
   for (size_t i = 0; i < sizeof funcs / sizeof funcs[0]; i++)
     if (strcmp(funcs[i].name, name) == 0) {
       *f = (CUfunction)&funcs[i];

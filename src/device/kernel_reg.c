@@ -1,0 +1,137 @@
+/* hbg_kernel_register: the checks every backend shares, then the sim's
+ * or the cuda backend's half (see kernel_reg.h). */
+#include "device/kernel_reg.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "device/device_internal.h"
+#include "device/sim/sim_internal.h"
+#include "exec/user_kernels.h"
+#include "graph/image.h"
+#ifdef HBG_HAVE_CUDA
+#include "device/cuda/cuda_link.h"
+#endif
+
+/* The fields of k every device checks; why names the culprit. */
+static int impl_generic(const hbg_kernel_impl *k, char *why, size_t len) {
+  if (k->kernel < HBG_KERNEL_USER_MIN) {
+    snprintf(why, len, "kernel %u is not a user kernel id (they start at "
+                       "%#x)",
+             k->kernel, HBG_KERNEL_USER_MIN);
+    return HBG_E_INVAL;
+  }
+  if (k->phases == 0 || k->phases > HBG__UK_MAX_PHASES) {
+    snprintf(why, len, "phases %u: want 1..%u", k->phases,
+             HBG__UK_MAX_PHASES);
+    return HBG_E_INVAL;
+  }
+  if (k->rows_of > HBG_IMG_MAX_ARGS_PER_NODE) {
+    snprintf(why, len, "rows_of %u: want 0 (phases per call) or a tensor "
+                       "index + 1 up to %u",
+             k->rows_of, HBG_IMG_MAX_ARGS_PER_NODE);
+    return HBG_E_INVAL;
+  }
+  if (k->scratch_floats > HBG__UK_MAX_SCRATCH) {
+    snprintf(why, len, "scratch_floats %llu: at most %llu",
+             (unsigned long long)k->scratch_floats,
+             (unsigned long long)HBG__UK_MAX_SCRATCH);
+    return HBG_E_INVAL;
+  }
+  return 0;
+}
+
+int hbg_kernel_register(struct hbg_device *dev, const hbg_kernel_impl *impls,
+                        uint32_t n) {
+  hbg__error_clear();
+  if (!dev || !impls || n == 0) {
+    hbg__error_set("hbg_kernel_register: %s", !dev     ? "NULL device"
+                                              : !impls ? "NULL impls"
+                                                       : "no kernel (n 0)");
+    return HBG_E_INVAL;
+  }
+  /* Every element is impls[0].struct_size bytes: a newer caller's array
+   * strides by its own size, and fields past ours read as 0. */
+  const size_t v1 = sizeof(hbg_kernel_impl);
+  size_t stride = impls->struct_size;
+  if (stride < v1) {
+    hbg__error_set("hbg_kernel_register: struct_size %zu, want at least "
+                   "%zu (sizeof(hbg_kernel_impl))",
+                   stride, v1);
+    return HBG_E_INVAL;
+  }
+  hbg_kernel_impl *k = calloc(n, sizeof *k);
+  HBG__RETURN_IF(!k, HBG_E_NOMEM);
+  char why[256];
+  int rc = 0;
+  for (uint32_t i = 0; i < n && rc == 0; i++) {
+    const hbg_kernel_impl *in =
+        (const hbg_kernel_impl *)(const void *)((const char *)impls +
+                                                i * stride);
+    memcpy(&k[i], in, v1);
+    if (in->struct_size != stride) {
+      snprintf(why, sizeof why, "struct_size %u differs from impls[0]'s",
+               in->struct_size);
+      rc = HBG_E_INVAL;
+    } else {
+      rc = impl_generic(&k[i], why, sizeof why);
+    }
+    if (rc < 0)
+      hbg__error_set("hbg_kernel_register: impls[%u]: %s", i, why);
+  }
+  if (rc < 0)
+    goto out;
+  hbg__sim *sim = hbg__sim_from(dev);
+  if (sim) {
+    uint32_t bad = 0;
+    hbg__ukernels *u = sim->exec ? hbg__exec_ukernels(sim->exec) : NULL;
+    rc = u ? hbg__ukernels_add_lanes(u, k, n, &bad) : HBG_E_UNSUPPORTED;
+    if (rc == HBG_E_BUSY)
+      hbg__error_set("hbg_kernel_register: impls[%u]: kernel %#x is "
+                     "registered already on this device (or twice in this "
+                     "call)",
+                     bad, k[bad].kernel);
+    else if (rc == HBG_E_INVAL)
+      hbg__error_set("hbg_kernel_register: impls[%u] (kernel %#x): the sim "
+                     "runs fn, the host build, and it is NULL",
+                     bad, k[bad].kernel);
+    goto out;
+  }
+#ifdef HBG_HAVE_CUDA
+  if (hbg__cu_from(dev)) {
+    hbg_device *cu = dev;
+    while (cu->ops != &hbg__cuda_ops)
+      cu = hbg_fault_inner(cu);
+    rc = hbg__cu_kernel_register(cu, k, n);
+    goto out;
+  }
+#endif
+  hbg__error_set("hbg_kernel_register: device '%s' runs no user kernel "
+                 "(sim and cuda exec=device do)",
+                 hbg_device_name(dev));
+  rc = HBG_E_UNSUPPORTED;
+out:
+  free(k);
+  return rc;
+}
+
+int hbg__dev_user_kernel_check(hbg_device *dev, const hbg_task *t,
+                               const char *who) {
+  if (!hbg_img_kernel_is_user(t->kernel))
+    return 0;
+#ifdef HBG_HAVE_CUDA
+  hbg__cuda *c = hbg__cu_from(dev);
+  if (c) {
+    char why[256] = "";
+    int rc = hbg__cu_link_check(c, t, why, sizeof why);
+    if (rc < 0)
+      hbg__error_set("%s: %s", who, why);
+    return rc;
+  }
+#else
+  (void)dev;
+  (void)who;
+#endif
+  return 0;
+}
