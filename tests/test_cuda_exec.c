@@ -1061,6 +1061,70 @@ static void test_steady(int policy) {
   hbg_runtime_destroy(rt);
 }
 
+/* ---- user kernels: asked of the module at every launch ---- */
+
+/* The Definition whose node 2 is user kernel 0x1000, on a queue of its
+ * own: refused at set-up (the built-in module runs no user kernel), and
+ * again from the cached verdict (validated once; nodes 2 and 3, from the
+ * first user kernel on, asked of the module each time). Then the device
+ * links the example's uk_axpby under that id, and the same bytes, still
+ * cached, pass set-up and run up to node 2, whose kernel fails the item
+ * itself (uk_axpby is given no scalars): a verdict keeps what the bytes
+ * say, never what a module runs. Needs the example's PTX
+ * (HBG_TEST_UK_PTX) and, on the stand-in, its host build
+ * (HBG_MOCK_USER_LIB); the registration lasts as long as the device. */
+static void test_user_asked(scene *s) {
+  /* the stand-in's host build of the example, where the test names it
+   * (as test_cuda_user does) */
+  if (mocked && !getenv("HBG_MOCK_USER_LIB") && getenv("HBG_TEST_HOST_OBJECT"))
+    setenv("HBG_MOCK_USER_LIB", getenv("HBG_TEST_HOST_OBJECT"), 1);
+  const char *path = getenv("HBG_TEST_UK_PTX");
+  FILE *fp = path && *path && (!mocked || getenv("HBG_MOCK_USER_LIB"))
+                 ? fopen(path, "rb")
+                 : NULL;
+  if (!fp) {
+    printf("  user kernels: skipped (no HBG_TEST_UK_PTX, or on the "
+           "stand-in no HBG_MOCK_USER_LIB)\n");
+    return;
+  }
+  static char ptx[1 << 20];
+  size_t ptx_n = fread(ptx, 1, sizeof ptx - 1, fp);
+  fclose(fp);
+  ASSERT(ptx_n > 0 && ptx_n < sizeof ptx - 1);
+  hbg_device *d = s->f.dev;
+  uint64_t bytes, W = build(s, HBG_KERNEL_COPY, s->udef, 1, &bytes);
+  hbg_dev_queue *q = NULL;
+  ASSERT_OK(hbg_dev_queue_create(d, &q));
+  hbg_dev_launch_desc l = hints(s, W, bytes, 1, 1);
+  hbg_dev_status st = launch_on(s, q, &l);
+  expect("user node, built-in module", &st, HBG_E_KERNEL, 1, 2);
+  ASSERT_UEQ(st.nodes_done, 0);
+  ASSERT_UEQ(st.defs_verified, 1);
+  st = launch_on(s, q, &l);
+  expect("user node, cached verdict", &st, HBG_E_KERNEL, 1, 2);
+  ASSERT_UEQ(st.nodes_done, 0);
+  ASSERT_UEQ(st.defs_verified, 0);
+  ASSERT_UEQ(st.setup_nodes, 2); /* nodes 2 and 3 asked of the module */
+
+  hbg_kernel_impl k;
+  memset(&k, 0, sizeof k);
+  k.struct_size = sizeof k;
+  k.kernel = UK;
+  k.phases = 1;
+  k.symbol = "uk_axpby";
+  k.image = ptx;
+  k.image_size = ptx_n;
+  ASSERT_OK(hbg_kernel_register(d, &k, 1));
+  st = launch_on(s, q, &l);
+  expect("user node, linked module", &st, HBG_E_KERNEL, 1, 2);
+  ASSERT_UEQ(st.defs_verified, 0);
+  ASSERT_UEQ(st.setup_nodes, 2);
+  /* the COPY task and nodes 0 and 1 ran before node 2 failed */
+  ASSERT(st.nodes_done >= 3);
+  ASSERT_OK(hbg_dev_queue_destroy(d, q));
+  ASSERT_OK(hbg_dev_mem_free(d, W));
+}
+
 /* ---- two launches at once ---- */
 
 /* Two queues, each a window of G graph entries writing its own output;
@@ -1170,6 +1234,7 @@ int main(void) {
   test_hints(&s);
   test_defs_once(&s);
   test_two_at_once(&s);
+  test_user_asked(&s); /* last on this device: it links a module */
   scene_close(&s);
   test_bind_errors();
   test_grow_fails();
