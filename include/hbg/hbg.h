@@ -670,9 +670,19 @@ typedef struct hbg_graph_submit {
  * Definition; later submissions only build a Submission. Boundary tensors
  * are checked as hbg_submit_task checks its arguments; a replay also needs
  * element 0 of each boundary tensor aligned to the largest element size of
- * the views recorded on it. A recording in which any hbg_record_task call
+ * the views recorded on it. Boundary tensors may share bytes only where
+ * the recorded inner tasks that touch them are ordered by the graph's
+ * dependencies (a task writing a new KV row, then attention reading the
+ * cache that holds it), or where one in-place task's output is exactly
+ * its input: two inner tasks nothing orders may not both touch shared
+ * bytes with one writing them (HBG_E_INVAL, naming both boundary tensors
+ * and the bytes; in a recording of more than 4096 inner tasks, or where
+ * two overlapping boundary tensors have more than 65536 pairs of
+ * accesses, such an overlap is refused whatever the order). A recording
+ * in which any hbg_record_task call
  * failed is never kept: the next submission of the key records again.
- * @return 0, HBG_E_INVAL (bad or misaligned boundary tensor), HBG_E_RANGE
+ * @return 0, HBG_E_INVAL (bad, misaligned or aliasing boundary tensors),
+ * HBG_E_RANGE
  * (a boundary tensor outside its live buffer), HBG_E_NESTED, HBG_E_RECORD
  * (callback returned non-zero; its code is not kept), the first error an
  * hbg_record_task call of the callback returned (when the callback itself

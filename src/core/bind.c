@@ -642,9 +642,10 @@ int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
   HBG__RETURN_IF(g->n_tensors > HBG_IMG_MAX_BOUNDARY ||
                      g->n_scalars > HBG_IMG_MAX_BOUNDARY,
                  HBG_E_LIMIT);
+  HBG__TRY(HBG__RESERVE(b->bext, b->bext_cap, 3ull * g->n_tensors));
   for (uint32_t i = 0; i < g->n_tensors; i++)
     HBG__TRY(check_tensor(b->rt, &g->tensors[i], i,
-                          "hbg_submit_graph: boundary tensor", NULL));
+                          "hbg_submit_graph: boundary tensor", &b->bext[i]));
   HBG__TRY(check_deps(b, g->deps, g->n_deps, "hbg_submit_graph"));
 
   hbg_runtime *rt = b->rt;
@@ -653,6 +654,17 @@ int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
   hbg__graph *gr = NULL;
   HBG__TRY(graph_lookup(b, g, fk, &gr));
   const hbg__def *def = gr->def;
+  /* The same Definition may be replayed over any addresses: two boundary
+   * tensors its nodes do not order may not alias. */
+  int arc = hbg__def_check_alias(gr->def, g->tensors, b->bext,
+                                 b->bext + g->n_tensors);
+  if (arc < 0) {
+    char why[400];
+    snprintf(why, sizeof why, "%s", hbg_last_error());
+    hbg__error_set("hbg_submit_graph: key %llu: %s",
+                   (unsigned long long)g->key, why);
+    return arc;
+  }
   const hbg_task_id *deps = g->deps;
   uint32_t n_deps = g->n_deps;
   HBG__TRY(infer_deps(b, g->tensors, g->n_tensors, def->bmode,

@@ -218,6 +218,10 @@ struct hbg_bind {
   uint64_t sz_deps, sz_nodes, sz_kscr;
   uint64_t sz_def_bytes, sz_defs, sz_btensors, sz_bscalars;
   hbg__deps deps; /* HBG_DEPS_INFERRED: the live reads and writes */
+  uint64_t *bext;    /* a graph submission's boundary extents, then the
+                        alias check's scratch (2 u64 per tensor); kept for
+                        the next submission */
+  uint32_t bext_cap;
 
   /* timing and counters */
   uint64_t t_begin, t_launch_start, nested_upload_ns;

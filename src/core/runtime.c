@@ -135,6 +135,7 @@ void hbg__slot_fini(hbg_runtime *rt, hbg__slot *s) {
     rt->ops->fini(rt, s);
   free(b->win.p && !b->win.pinned ? b->win.p : NULL);
   free(b->index);
+  free(b->bext);
   free(b->pend);
   hbg__map_free(&b->occ);
   hbg__deps_free(&b->deps);

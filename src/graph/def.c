@@ -32,6 +32,8 @@ void hbg__def_free(hbg__def *d) {
   free(d->image);
   free(d->balign);
   free(d->bmode);
+  free(d->order);
+  hbg__def_alias_free(d->alias);
   free(d);
 }
 
@@ -55,9 +57,16 @@ int hbg__def_init_align(hbg__def *d) {
       d->bmode[t[i].ref] |= t[i].mode;
     }
   }
-  for (uint32_t i = 0; i < h.n_btensors; i++)
+  d->order = malloc((size_t)(h.n_btensors ? h.n_btensors : 1) *
+                    sizeof *d->order);
+  HBG__RETURN_IF(!d->order, HBG_E_NOMEM);
+  d->bwritten = 0;
+  for (uint32_t i = 0; i < h.n_btensors; i++) {
     if (!d->bmode[i])
       d->bmode[i] = bs[i].mode;
+    d->bwritten |= (d->bmode[i] & HBG_ACCESS_OUT) != 0;
+    d->order[i] = i;
+  }
   return 0;
 }
 
@@ -91,9 +100,11 @@ int hbg__def_from_image(const void *img, uint64_t len, hbg__def **out) {
   return 0;
 
 err:
-  if (d)
+  if (d) {
     free(d->balign);
-  free(d->bmode);
+    free(d->bmode);
+    free(d->order);
+  }
   free(d);
   free(copy);
   return rc;

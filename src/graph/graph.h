@@ -48,12 +48,36 @@ typedef struct hbg__def {
                       HBG_ACCESS_* bits of every inner tensor on it or on a
                       view of it); its signature's mode when none does;
                       owned */
+  /* Replays over aliasing boundary tensors (races.c): bwritten, some node
+   * writes a boundary tensor; order, the boundary tensors by start
+   * address at the last replay (a sorting hint); alias, per-boundary
+   * access lists and the closure of the dependencies, built by the first
+   * replay with two overlapping boundary tensors, one written. */
+  int bwritten;
+  uint32_t *order;
+  struct hbg__def_alias *alias;
 } hbg__def;
 
+typedef struct hbg__def_alias hbg__def_alias;
+void hbg__def_alias_free(hbg__def_alias *a); /* accepts NULL */
+
 void hbg__def_free(hbg__def *d); /* accepts NULL */
-/* Fill d->balign and d->bmode from the image (tensors and bsig tables).
- * @return 0 or HBG_E_NOMEM. */
+/* Fill d->balign, d->bmode, d->bwritten and d->order from the image
+ * (tensors and bsig tables). @return 0 or HBG_E_NOMEM. */
 int hbg__def_init_align(hbg__def *d);
+
+/* Check a replay's boundary tensors (bt[i] of extent ext[i]): no bytes
+ * that two nodes the recorded dependencies do not order access (one
+ * writing), or that one node reads and writes under two names (unless it
+ * runs in place on the identical tensor), may be shared by two of them.
+ * scratch: room for 2 * n_btensors u64. Costs one pass over the tensors
+ * in address order when their order is the last replay's (d->order), and
+ * per overlapping pair, one written, a look at their accesses (past 4096
+ * nodes, or 65536 access pairs, such an overlap is refused).
+ * @return 0, HBG_E_NOMEM, or HBG_E_INVAL with hbg_last_error() naming both
+ * tensors and the shared bytes. */
+int hbg__def_check_alias(hbg__def *d, const hbg_tensor *bt,
+                         const uint64_t *ext, uint64_t *scratch);
 
 /* ---- recording ---- */
 

@@ -660,6 +660,11 @@ int hbg__rec_finish(hbg_recorder *r, hbg__def **out) {
   return 0;
 
 err_alloc:
+  if (d) {
+    free(d->balign);
+    free(d->bmode);
+    free(d->order);
+  }
   free(d);
   free(cursor);
   free(img);

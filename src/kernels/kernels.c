@@ -261,6 +261,10 @@ static void arg_masks(const hbg_task *t, uint64_t *outs, uint64_t *ins) {
   *ins = all & ~*outs;
 }
 
+int hbg__kernel_in_place(uint32_t kernel) {
+  return kernel < HBG_KERNEL__COUNT && kdescs[kernel].in_place;
+}
+
 int hbg__task_overlap_check(const hbg_task *t, const uint64_t *ext,
                             const char *who, const char *what, uint32_t id) {
   if (t->kernel == HBG_KERNEL_NOP)

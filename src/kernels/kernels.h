@@ -120,6 +120,9 @@ int hbg__task_kernel_check(const hbg_task *t, const char *who);
  * @return 0 or HBG_E_KERNEL. */
 int hbg__task_overlap_check(const hbg_task *t, const uint64_t *ext,
                             const char *who, const char *what, uint32_t id);
+/* @return non-zero for a built-in kernel whose output may be one of its
+ * inputs (the identical tensor): the element-wise kernels and ROPE. */
+int hbg__kernel_in_place(uint32_t kernel);
 
 /* The scratch floats one CTA needs to run the task's call (kern_src.h's
  * hbg__k_scratch_floats, from the metadata alone): 0 for a kernel without
