@@ -98,8 +98,8 @@ static inline void hbg__guard_scope_end(hbg__guard_scope *s) {
 #define HBG__GUARD(rt, name) HBG__GUARD_(rt, name, hbg__grc)
 /* The same for a release that cannot fail: waits for the guard instead. */
 #define HBG__GUARD_WAIT(rt, name)                                              \
-  hbg__guard_scope hbg__gs __attribute__((cleanup(hbg__guard_scope_end))) = {  \
-      &(rt)->guard};                                                           \
+  hbg__guard_scope hbg__gs                                                     \
+      __attribute__((cleanup(hbg__guard_scope_end), unused)) = {&(rt)->guard}; \
   hbg__guard_enter_wait(&(rt)->guard, (name))
 
 /* ---- small maps ---- */
