@@ -99,6 +99,13 @@ head -1 "$tmp/b.csv" | cut -d, -f8,9 | grep -qx 'exec_ns,device_ns' || fail "ben
 awk -F, 'NR > 1 && !($9 > 0 && $9 <= $8) { bad = 1 } END { exit bad }' "$tmp/b.csv" ||
   fail "bench: a policy bind without device time inside its exec time"
 grep -q '"device_us"' "$tmp/b.json" || fail "bench: no device_us in JSON"
+# the sim's executor reports its own set-up time and counters per policy
+[ "$(grep -Ec '"exec_setup_nodes_per_bind":[[:space:]]*[0-9]' "$tmp/b.json")" = 4 ] ||
+  fail "bench: not every policy row has the executor's set-up nodes"
+[ "$(grep -c '"exec_defs_validated_per_bind"' "$tmp/b.json")" = 4 ] ||
+  fail "bench: not every policy row has the Definitions validated"
+grep -A1 '"device_setup_us"' "$tmp/b.json" | grep -Eq '"median":[[:space:]]*[0-9]' ||
+  fail "bench: no device_setup_us in JSON"
 grep -Eq '"arms":[[:space:]]*\[\]' "$tmp/b.json" || fail "bench: JSON lacks the empty arms list"
 grep -Eq "host allocator ${arm_re//\"/}" "$tmp/b.svg" || fail "bench: svg arm"
 if command -v xmllint >/dev/null; then

@@ -52,6 +52,12 @@ static void make_result(bench_result *r) {
       x->max_abs_err = x->verified == 0 ? 0.5 : 0.0;
       /* policy 2 has a bind without a fault count */
       x->minflt = a == 2 && i == 4 ? UINT64_MAX : (uint64_t)a * 100 + i;
+      /* the executor's split: every bind of policy 0, the even binds of
+       * policy 1, none of policy 2 (a verifier) */
+      x->defs_validated = a + (i == 0);
+      x->split = a == 0 || (a == 1 && i % 2 == 0);
+      x->dev_setup_ns = x->split ? 3000 + 1000 * i : 0;
+      x->setup_nodes = x->split ? 40 + i : 0;
     }
   r->workload = "qwen3-14b";
   r->device = "sim";
@@ -107,6 +113,17 @@ static void t_compute(void) {
   ASSERT_EQ(pol[0].verified, 1);
   ASSERT_UEQ(pol[2].mismatched, 1);
   ASSERT_EQ(pol[2].verified, 0);
+  /* the executor's split, over the binds that reported it */
+  ASSERT_UEQ(pol[0].split_binds, ROUNDS);
+  ASSERT(fabs(pol[0].dev_setup.median - 6000.0) < 1e-9);
+  ASSERT(fabs(pol[0].setup_nodes - 43.0) < 1e-9);
+  ASSERT(fabs(pol[0].defs_validated - 1.0 / ROUNDS) < 1e-9);
+  ASSERT_UEQ(pol[1].split_binds, 4); /* i = 0, 2, 4, 6 */
+  ASSERT(fabs(pol[1].dev_setup.median - 6000.0) < 1e-9);
+  ASSERT(fabs(pol[1].setup_nodes - 43.0) < 1e-9);
+  ASSERT_UEQ(pol[2].split_binds, 0);
+  ASSERT(isnan(pol[2].dev_setup.median) && isnan(pol[2].setup_nodes));
+  ASSERT(fabs(pol[2].defs_validated - (2.0 + 1.0 / ROUNDS)) < 1e-9);
 
   bench_result bad = r;
   bad.n_recs = ROUNDS; /* policies 1 and 2 have no binds */
@@ -193,6 +210,15 @@ static void t_json(void) {
   ASSERT(cJSON_IsArray(get(root, "arms")));
   ASSERT_EQ(cJSON_GetArraySize(get(root, "arms")), 0);
   ASSERT(fabs(num(p1, "h2d_bytes_per_bind") - (5310080.0 / 2 + 4096)) < 1e-6);
+  /* the executor's account: null for the policy whose device gave none */
+  ASSERT(fabs(num(get(p1, "device_setup_us"), "median") - 6.0) < 1e-9);
+  ASSERT(fabs(num(p1, "exec_setup_nodes_per_bind") - 43.0) < 1e-9);
+  ASSERT(fabs(num(p1, "exec_defs_validated_per_bind") - (1 + 1.0 / ROUNDS)) <
+         1e-9);
+  const cJSON *p2 = cJSON_GetArrayItem(ps, 2);
+  ASSERT(cJSON_IsNull(get(get(p2, "device_setup_us"), "median")));
+  ASSERT(cJSON_IsNull(get(p2, "exec_setup_nodes_per_bind")));
+  num(p2, "exec_defs_validated_per_bind");
   cJSON_Delete(root);
   free(s);
 

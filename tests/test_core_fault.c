@@ -760,6 +760,7 @@ static void create_names(int op) {
       {HBG_DEV_OP_QUEUE_CREATE, "queue of pipeline slot"},
       {HBG_DEV_OP_EVENT_CREATE, "event of pipeline slot"},
       {HBG_DEV_OP_MEM_ALLOC, "device status word of pipeline slot"},
+      {HBG_DEV_OP_COPY_H2D, "device status word of pipeline slot"},
       {HBG_DEV_OP_HOST_ALLOC, "pinned staging arena"},
   };
   const char *msg = hbg_last_error();

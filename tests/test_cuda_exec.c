@@ -81,6 +81,12 @@ static void test_options(void) {
   ASSERT(strstr(hbg_last_error(), "scratch=") != NULL);
   ASSERT_OK(hbg_device_open("cuda", "exec=verify", &d));
   hbg_device_close(d);
+  ASSERT_ERR(hbg_device_open("cuda", "exec=device,worker=lane", &d),
+             HBG_E_INVAL);
+  printf("  worker=lane: %s\n", hbg_last_error());
+  ASSERT(strstr(hbg_last_error(), "worker=") != NULL);
+  ASSERT_OK(hbg_device_open("cuda", "exec=device,worker=cta", &d));
+  hbg_device_close(d);
 }
 
 typedef struct scene {
@@ -88,6 +94,7 @@ typedef struct scene {
   hbg__def *d;
   uint64_t def, udef, sub, heap, x, b, y, z;
   uint32_t sub_size;
+  uint32_t graphs; /* graph entries of the last window built */
   float hx[N], hb[N];
 } scene;
 
@@ -132,16 +139,40 @@ static void scene_close(scene *s) {
   xf_close(&s->f);
 }
 
-/* COPY x -> z (kernel k), then `graphs` graph entries after it. */
+/* The true sizing of a window of a COPY and `graphs` graph entries over
+ * the scene's graph naming `defs` distinct Definitions. */
+static hbg_dev_launch_desc hints(scene *s, uint64_t W, uint64_t bytes,
+                                 uint32_t graphs, uint32_t defs) {
+  hbg_dev_launch_desc l = {
+      .struct_size = sizeof l,
+      .flags = HBG_DEV_LAUNCH_SIZED | HBG_DEV_LAUNCH_SIZED_IMAGES,
+      .window = W,
+      .window_bytes = bytes,
+      .status = s->f.status,
+      .n_tasks = graphs + 1,
+      .n_deps = graphs,
+      .n_nodes = (uint64_t)graphs * s->d->n_nodes,
+      .kernel_scratch = s->d->kscr_floats,
+      .def_bytes = (uint64_t)defs * s->d->size,
+      .n_defs = defs,
+      .n_btensors = (uint64_t)graphs * s->d->n_btensors,
+      .n_bscalars = (uint64_t)graphs * s->d->n_bscalars};
+  return l;
+}
+
+/* COPY x -> z (kernel k), then `graphs` graph entries after it, each
+ * after the one before (they share their heap block and output). */
 static uint64_t build(scene *s, uint32_t k, uint64_t def, uint32_t graphs,
                       uint64_t *bytes) {
+  s->graphs = graphs;
   hbg_tensor cp[2] = {xg_vec(s->x, 0, N, HBG_ACCESS_IN),
                       xg_vec(s->z, 0, N, HBG_ACCESS_OUT)};
   wb b;
   wb_init(&b);
-  uint32_t t0 = wb_task(&b, k, cp, 2, NULL, 0, NULL, 0);
+  uint32_t prev = wb_task(&b, k, cp, 2, NULL, 0, NULL, 0);
   for (uint32_t g = 0; g < graphs; g++)
-    wb_graph(&b, s->sub, s->sub_size, def, s->d->size, s->heap, &t0, 1);
+    prev = wb_graph(&b, s->sub, s->sub_size, def, s->d->size, s->heap, &prev,
+                    1);
   return wb_upload(&b, &s->f, bytes);
 }
 
@@ -155,9 +186,14 @@ static void expect(const char *what, const hbg_dev_status *st, int err,
            (int)st->task, (int)st->node, err, (int)task, (int)node);
 }
 
+static hbg_dev_status launch_on(scene *s, hbg_dev_queue *q,
+                                const hbg_dev_launch_desc *l);
+
+/* The window the scene built last, with its true sizing. */
 static void run_window(scene *s, uint64_t W, uint64_t bytes,
                        hbg_dev_status *st) {
-  (void)xf_launch(&s->f, W, bytes, st);
+  hbg_dev_launch_desc l = hints(s, W, bytes, s->graphs, s->graphs ? 1 : 0);
+  *st = launch_on(s, s->f.q, &l);
 }
 
 static void test_runs(scene *s) {
@@ -316,7 +352,7 @@ static void test_bad_addresses(scene *s) {
   uint64_t old = poke64(s, b0, wild);
   run_window(s, W, bytes, &st);
   expect("Submission: wild tensor address", &st, HBG_E_RANGE, 1, 0);
-  ASSERT_UEQ(st.tasks_done, 1); /* the COPY before it ran */
+  ASSERT_UEQ(st.nodes_done, 0); /* found at set-up: nothing ran */
   poke64(s, b0 + 8, N * 4 - 8); /* x's offset: straddles its end */
   (void)poke64(s, b0, old);
   run_window(s, W, bytes, &st);
@@ -392,8 +428,9 @@ static hbg_runtime *rt_open(int policy, const char *opts) {
   return rt;
 }
 
-static void run_workload(const char *name, int policy) {
-  hbg_runtime *rt = rt_open(policy, "exec=device");
+static void run_workload_opts(const char *name, int policy,
+                              const char *opts) {
+  hbg_runtime *rt = rt_open(policy, opts);
   hbg_workload_config wc;
   hbg_workload_config_init(&wc);
   wc.name = name;
@@ -424,6 +461,10 @@ static void run_workload(const char *name, int policy) {
   }
   hbg_workload_destroy(w);
   hbg_runtime_destroy(rt);
+}
+
+static void run_workload(const char *name, int policy) {
+  run_workload_opts(name, policy, "exec=device");
 }
 
 /* n0 t = x + x; n1 y = user(t); *(int *)user gets n1's record result. */
@@ -512,15 +553,7 @@ static void test_hints(scene *s) {
   hbg_dev_queue *q = NULL;
   ASSERT_OK(hbg_dev_queue_create(d, &q));
   ASSERT_UEQ(q->xbytes, HBG_DC_EXEC_MIN_SCRATCH);
-  hbg_dev_launch_desc truth = {.struct_size = sizeof truth,
-                               .flags = HBG_DEV_LAUNCH_SIZED,
-                               .window = W,
-                               .window_bytes = bytes,
-                               .status = s->f.status,
-                               .n_tasks = G + 1,
-                               .n_deps = G,
-                               .n_nodes = (uint64_t)G * s->d->n_nodes,
-                               .kernel_scratch = s->d->kscr_floats};
+  hbg_dev_launch_desc truth = hints(s, W, bytes, G, 1);
   hbg_dev_stats d0 = dstats(d);
 
   /* A caller built before the sizing fields: whatever follows its struct
@@ -530,23 +563,35 @@ static void test_hints(scene *s) {
   hbg_dev_status st = launch_on(s, q, &old);
   expect("first-version descriptor, 4K block", &st, HBG_E_DEVMEM, NONE, NONE);
   hbg_dc_exec_ctl ctl = read_ctl(d, q);
-  printf("  the window needs %llu bytes (device)\n",
+  printf("  the window needs more than %llu bytes (device)\n",
          (unsigned long long)ctl.need);
   ASSERT(ctl.need > HBG_DC_EXEC_MIN_SCRATCH);
   ASSERT_UEQ(q->xbytes, HBG_DC_EXEC_MIN_SCRATCH);
   old.struct_size = HBG_DEV_LAUNCH_DESC_SIZE_V1 - 8;
   ASSERT_ERR(hbg_dev_launch(d, q, &old), HBG_E_INVAL);
+  /* A caller built before the images' sizing: its sizing grows the block
+   * but gives no pool for private Definition copies; the kernel refuses
+   * the first graph entry whose Definition finds no room. */
+  old = truth;
+  old.struct_size = HBG_DEV_LAUNCH_DESC_SIZE_V2;
+  st = launch_on(s, q, &old);
+  expect("second-version descriptor", &st, HBG_E_DEVMEM, 1, NONE);
+  ASSERT_UEQ(q->xpool, 0);
 
-  /* Hints too small: no growth; the kernel's own check holds (and writes
+  /* Hints too small (no node, dependency or Definition): the block grows
+   * to what they claim and the kernel's own checks hold (it writes
    * nothing past the block: ASan watches the stand-in's memory). */
   hbg_dev_launch_desc lie = truth;
-  lie.n_deps = lie.n_nodes = 0;
+  lie.n_deps = lie.n_nodes = lie.n_btensors = lie.n_bscalars = 0;
+  lie.def_bytes = lie.n_defs = 0;
   lie.n_tasks = 1;
   st = launch_on(s, q, &lie);
-  expect("hints too small", &st, HBG_E_DEVMEM, NONE, NONE);
-  ASSERT(q->xneed <= HBG_DC_EXEC_MIN_SCRATCH);
-  ASSERT_UEQ(read_ctl(d, q).need, ctl.need);
-  ASSERT_UEQ(q->xbytes, HBG_DC_EXEC_MIN_SCRATCH);
+  printf("  hints too small: error %s at entry %d\n", hbg_err_name(st.error),
+         (int)st.task);
+  ASSERT_EQ(st.error, HBG_E_DEVMEM);
+  ASSERT_EQ(st.nodes_done, 0);
+  const uint64_t lie_bytes = q->xbytes;
+  const hbg_dev_stats dl = dstats(d);
 
   /* Hints too large: the growth fails before anything is queued. */
   uint64_t launches = dstats(d).launches;
@@ -562,11 +607,15 @@ static void test_hints(scene *s) {
   lie.n_nodes = 1;
   lie.kernel_scratch = UINT64_MAX;
   ASSERT_ERR(hbg_dev_launch(d, q, &lie), HBG_E_DEVMEM);
+  lie = truth;
+  lie.def_bytes = 1ull << 41; /* a pool past the limits */
+  ASSERT_ERR(hbg_dev_launch(d, q, &lie), HBG_E_DEVMEM);
   ASSERT_UEQ(dstats(d).launches, launches);
-  ASSERT_UEQ(q->xbytes, HBG_DC_EXEC_MIN_SCRATCH);
-  ASSERT_UEQ(dstats(d).scratch_allocs, d0.scratch_allocs);
+  ASSERT_UEQ(q->xbytes, lie_bytes);
+  ASSERT_UEQ(dstats(d).scratch_allocs, dl.scratch_allocs);
 
-  /* The truth: one growth, to what the kernel computes it needs. */
+  /* The truth: grown (at most once more), to what the kernel computes it
+   * needs, and runs. */
   st = launch_on(s, q, &truth);
   expect("true hints: grown, runs", &st, 0, NONE, NONE);
   ASSERT_EQ(st.nodes_done, 1 + (uint64_t)G * s->d->n_nodes);
@@ -577,23 +626,22 @@ static void test_hints(scene *s) {
   ASSERT_UEQ(q->xneed, ctl.need);
   ASSERT(q->xbytes >= ctl.need);
   hbg_dev_stats d1 = dstats(d);
-  ASSERT_UEQ(d1.scratch_allocs, d0.scratch_allocs + 1);
-  ASSERT_UEQ(d1.scratch_in_use, d0.scratch_in_use + q->xbytes); /* both */
-  /* Again: retained, and the replaced block is freed now that the work
-   * queued before the growth has completed. */
+  ASSERT_ULE(d1.scratch_allocs, dl.scratch_allocs + 1);
+  /* Again: retained, and every replaced block is freed now that the work
+   * queued before its replacement has completed. */
   uint64_t xb = q->xblock;
   st = launch_on(s, q, &truth);
   expect("true hints again", &st, 0, NONE, NONE);
   hbg_dev_stats d2 = dstats(d);
   ASSERT_UEQ(q->xblock, xb);
   ASSERT_UEQ(d2.scratch_allocs, d1.scratch_allocs);
-  ASSERT_UEQ(d2.scratch_frees, d1.scratch_frees + 1);
   ASSERT_UEQ(d2.scratch_in_use,
              d0.scratch_in_use - HBG_DC_EXEC_MIN_SCRATCH + q->xbytes);
   ASSERT_OK(hbg_dev_queue_destroy(d, q));
   hbg_dev_stats d3 = dstats(d);
-  ASSERT_UEQ(d3.scratch_frees, d2.scratch_frees + 1);
   ASSERT_UEQ(d3.scratch_in_use, d0.scratch_in_use - HBG_DC_EXEC_MIN_SCRATCH);
+  ASSERT_UEQ(d3.scratch_frees, d3.scratch_allocs - d0.scratch_allocs +
+                                   d0.scratch_frees + 1);
   ASSERT_OK(hbg_dev_mem_free(d, W));
 }
 
@@ -771,11 +819,12 @@ static void test_grow_fails(void) {
   ASSERT(found);
 }
 
-/* ---- each Definition validated once per launch ---- */
+/* ---- each distinct Definition validated once, its verdict kept ---- */
 
-/* COPY x -> z, then `graphs` graph entries after it, each naming
- * Submission sub, graph entry g (window entry g + 1) naming defs[g] (0:
- * the Submission's inline one). */
+/* COPY x -> z, then `graphs` graph entries after it (each after the one
+ * before: they share their heap block and output), each naming Submission
+ * sub, graph entry g (window entry g + 1) naming defs[g] (0: the
+ * Submission's inline one). */
 static uint64_t build_defs(scene *s, uint64_t sub, uint32_t sub_size,
                            const uint64_t *defs, uint32_t graphs,
                            uint64_t *bytes) {
@@ -783,117 +832,387 @@ static uint64_t build_defs(scene *s, uint64_t sub, uint32_t sub_size,
                       xg_vec(s->z, 0, N, HBG_ACCESS_OUT)};
   wb b;
   wb_init(&b);
-  uint32_t t0 = wb_task(&b, HBG_KERNEL_COPY, cp, 2, NULL, 0, NULL, 0);
+  uint32_t prev = wb_task(&b, HBG_KERNEL_COPY, cp, 2, NULL, 0, NULL, 0);
   for (uint32_t g = 0; g < graphs; g++)
-    wb_graph(&b, sub, sub_size, defs[g], s->d->size, s->heap, &t0, 1);
+    prev = wb_graph(&b, sub, sub_size, defs[g], s->d->size, s->heap, &prev,
+                    1);
   return wb_upload(&b, &s->f, bytes);
 }
 
-/* Launch it with true sizing hints; @return the status. The stand-in's
- * validator runs during it in *validated (0 on a GPU). */
-static hbg_dev_status run_defs_sub(scene *s, uint64_t sub, uint32_t sub_size,
-                                   const uint64_t *defs, uint32_t graphs,
-                                   long *validated) {
+/* Launch it on q with true sizing hints (`distinct` Definitions); @return
+ * the status. The stand-in's validator runs during it in *validated (0 on
+ * a GPU). */
+static hbg_dev_status run_defs_on(scene *s, hbg_dev_queue *q, uint64_t sub,
+                                  uint32_t sub_size, const uint64_t *defs,
+                                  uint32_t graphs, uint32_t distinct,
+                                  long *validated) {
   float zero[N] = {0};
   xf_write(&s->f, s->y, zero, sizeof zero);
   xf_write(&s->f, s->z, zero, sizeof zero);
   uint64_t bytes, W = build_defs(s, sub, sub_size, defs, graphs, &bytes);
-  hbg_dev_launch_desc l = {.struct_size = sizeof l,
-                           .flags = HBG_DEV_LAUNCH_SIZED,
-                           .window = W,
-                           .window_bytes = bytes,
-                           .status = s->f.status,
-                           .n_tasks = graphs + 1,
-                           .n_deps = graphs,
-                           .n_nodes = (uint64_t)graphs * s->d->n_nodes,
-                           .kernel_scratch = s->d->kscr_floats};
+  hbg_dev_launch_desc l = hints(s, W, bytes, graphs, distinct);
   long v0 = mocked ? mock_defs_validated() : 0;
-  hbg_dev_status st = launch_on(s, s->f.q, &l);
+  hbg_dev_status st = launch_on(s, q, &l);
   *validated = mocked ? mock_defs_validated() - v0 : 0;
   ASSERT_OK(hbg_dev_mem_free(s->f.dev, W));
   return st;
 }
 
-static hbg_dev_status run_defs(scene *s, const uint64_t *defs,
-                               uint32_t graphs, long *validated) {
-  return run_defs_sub(s, s->sub, s->sub_size, defs, graphs, validated);
-}
-
-/* z == x and y == the host reference, bit for bit. */
-static void expect_outputs(scene *s, const char *what) {
+/* z == x and y == the host reference (or, with alt, the reference of the
+ * graph whose node 2 adds instead of multiplying), bit for bit. */
+static void expect_outputs_of(scene *s, const char *what, int alt) {
   float y[N], z[N], ref[N];
   xf_read(&s->f, y, s->y, sizeof y);
   xf_read(&s->f, z, s->z, sizeof z);
   xg_ref(s->hx, s->hb, 1.5f, ref);
+  if (alt) /* y[:N/2] = t1[:N/2] + t0[N/2:] */
+    for (uint32_t i = 0; i < N / 2; i++) {
+      float t0 = s->hx[N / 2 + i] + s->hb[N / 2 + i];
+      float t1 = (s->hx[i] + s->hb[i]) * 1.5f;
+      ref[i] = t1 + t0;
+    }
   if (memcmp(z, s->hx, sizeof z) || memcmp(y, ref, sizeof y))
     T_FAIL("%s: outputs differ from the host reference", what);
 }
 
+static void expect_outputs(scene *s, const char *what) {
+  expect_outputs_of(s, what, 0);
+}
+
+/* Byte offset of node j's kernel field in the scene's Definition. */
+static uint64_t kernel_field(const scene *s, uint32_t j) {
+  hbg_def_hdr h;
+  memcpy(&h, s->d->image, sizeof h);
+  return h.off_nodes + (uint64_t)j * sizeof(hbg_def_node) +
+         offsetof(hbg_def_node, kernel);
+}
+
 static void test_defs_once(scene *s) {
-  enum { G = 8, M = 17 }; /* M distinct: one past what a launch keeps */
+  enum { G = 8, M = 17 };
   uint64_t defs[M + 2];
   long validated;
-  char what[64];
+  char what[96];
+  hbg_dev_queue *q = NULL; /* a fresh block: an empty verdict cache */
+  ASSERT_OK(hbg_dev_queue_create(s->f.dev, &q));
 
-  /* G entries over one resident Definition: validated once. */
+  /* G entries over one resident Definition: validated once by the whole
+   * grid; the next launch keeps the verdict and validates nothing. */
   for (uint32_t g = 0; g < G; g++)
     defs[g] = s->def;
-  hbg_dev_status st = run_defs(s, defs, G, &validated);
-  snprintf(what, sizeof what, "%u entries, one Definition", (unsigned)G);
-  expect(what, &st, 0, NONE, NONE);
-  printf("  defs_verified %llu, validator runs %ld\n",
-         (unsigned long long)st.defs_verified, validated);
-  ASSERT_UEQ(st.defs_verified, 1);
-  ASSERT_EQ(st.nodes_done, 1 + (uint64_t)G * s->d->n_nodes);
-  if (mocked)
-    ASSERT_EQ(validated, 1);
-  expect_outputs(s, what);
+  for (int again = 0; again < 2; again++) {
+    hbg_dev_status st =
+        run_defs_on(s, q, s->sub, s->sub_size, defs, G, 1, &validated);
+    snprintf(what, sizeof what, "%u entries, one Definition%s", (unsigned)G,
+             again ? ", again" : "");
+    expect(what, &st, 0, NONE, NONE);
+    printf("  defs_verified %llu, validator runs %ld, set-up nodes %llu, "
+           "set-up %.1f us\n",
+           (unsigned long long)st.defs_verified, validated,
+           (unsigned long long)st.setup_nodes, st.setup_ns / 1e3);
+    ASSERT_UEQ(st.flags & HBG_DEV_STATUS_SPLIT, HBG_DEV_STATUS_SPLIT);
+    ASSERT_UEQ(st.defs_verified, again ? 0 : 1);
+    ASSERT_UEQ(st.setup_nodes, again ? 0 : s->d->n_nodes);
+    ASSERT_EQ(st.nodes_done, 1 + (uint64_t)G * s->d->n_nodes);
+    if (mocked)
+      ASSERT_EQ(validated, again ? 0 : 1);
+    expect_outputs(s, what);
+  }
 
-  /* Entry 4 (graph entry 3) names a second Definition, corrupt: it is
-   * still validated, and fails there; entries 2 and 3 reused the first. */
+  /* Entry 4 (graph entry 3) names a second copy, corrupt (same header):
+   * its bytes differ from its group's, so it alone is validated, and
+   * fails there; the others keep the cached verdict. */
   uint8_t *img = malloc(s->d->size);
   ASSERT(img);
   memcpy(img, s->d->image, s->d->size);
   img[s->d->size - 8] ^= 0x10; /* the last node record: a bad field */
   uint64_t bad = xf_upload(&s->f, img, s->d->size);
-  free(img);
   defs[3] = bad;
-  st = run_defs(s, defs, G, &validated);
-  expect("entry 4 names a corrupt Definition", &st, HBG_E_IMG_FIELD, 4,
-         NONE);
+  hbg_dev_status st = /* two distinct Definitions: the pool holds both */
+      run_defs_on(s, q, s->sub, s->sub_size, defs, G, 2, &validated);
+  expect("entry 4 names a corrupt copy", &st, HBG_E_IMG_FIELD, 4, NONE);
+  ASSERT_EQ(st.nodes_done, 0); /* nothing ran */
+  ASSERT_UEQ(st.defs_verified, 1);
   if (mocked)
-    ASSERT_EQ(validated, 2);
+    ASSERT_EQ(validated, 1);
   ASSERT_OK(hbg_dev_mem_free(s->f.dev, bad));
+  defs[3] = s->def;
 
-  /* M distinct copies, then the first and third again: the first was
-   * forgotten (validated again, never skipped), the third is still kept. */
+  /* The resident Definition changed between launches (its header, hash
+   * included, left as it was): the cached copy no longer matches, so the
+   * new bytes are validated before anything runs. Broken: refused at the
+   * first entry, nothing ran. Valid but different (node 2 adds instead of
+   * multiplying): validated, and the outputs are the new graph's, not the
+   * cached one's. Restored: the cached verdict again. (The hints claim
+   * room for four distinct Definitions: the pool keeps every copy.) */
+  uint8_t v0b, v1b;
+  const uint64_t at = s->def + s->d->size - 8;
+  xf_read(&s->f, &v0b, at, 1);
+  v1b = (uint8_t)(v0b ^ 0x10);
+  xf_write(&s->f, at, &v1b, 1);
+  st = run_defs_on(s, q, s->sub, s->sub_size, defs, G, 4, &validated);
+  expect("resident Definition broken", &st, HBG_E_IMG_FIELD, 1, NONE);
+  ASSERT_EQ(st.nodes_done, 0);
+  ASSERT_UEQ(st.defs_verified, 1);
+  float zero_y[N], y[N];
+  memset(zero_y, 0, sizeof zero_y);
+  xf_read(&s->f, y, s->y, sizeof y);
+  ASSERT(memcmp(y, zero_y, sizeof y) == 0); /* never ran */
+  xf_write(&s->f, at, &v0b, 1);
+  uint32_t k_mul = HBG_KERNEL_MUL, k_add = HBG_KERNEL_ADD, k_now;
+  xf_read(&s->f, &k_now, s->def + kernel_field(s, 2), 4);
+  ASSERT_EQ(k_now, k_mul);
+  xf_write(&s->f, s->def + kernel_field(s, 2), &k_add, 4);
+  st = run_defs_on(s, q, s->sub, s->sub_size, defs, G, 4, &validated);
+  expect("resident Definition changed, valid", &st, 0, NONE, NONE);
+  ASSERT_UEQ(st.defs_verified, 1);
+  expect_outputs_of(s, "resident Definition changed, valid", 1);
+  xf_write(&s->f, s->def + kernel_field(s, 2), &k_mul, 4);
+  st = run_defs_on(s, q, s->sub, s->sub_size, defs, G, 4, &validated);
+  expect("resident Definition restored", &st, 0, NONE, NONE);
+  ASSERT_UEQ(st.defs_verified, 0);
+  expect_outputs(s, "resident Definition restored");
+
+  /* M copies at M addresses, the same bytes, then two of them again: one
+   * content, one verdict (kept), nothing validated. */
   for (uint32_t g = 0; g < M; g++)
     defs[g] = xf_upload(&s->f, s->d->image, s->d->size);
   defs[M] = defs[0];
   defs[M + 1] = defs[2];
-  st = run_defs(s, defs, M + 2, &validated);
-  expect("17 Definitions, then two again", &st, 0, NONE, NONE);
-  printf("  defs_verified %llu, validator runs %ld\n",
-         (unsigned long long)st.defs_verified, validated);
-  ASSERT_UEQ(st.defs_verified, M + 1);
+  st = run_defs_on(s, q, s->sub, s->sub_size, defs, M + 2, 1, &validated);
+  expect("17 copies, then two again", &st, 0, NONE, NONE);
+  ASSERT_UEQ(st.defs_verified, 0);
   if (mocked)
-    ASSERT_EQ(validated, M + 1);
-  expect_outputs(s, "17 Definitions, then two again");
+    ASSERT_EQ(validated, 0);
+  expect_outputs(s, "17 copies, then two again");
   for (uint32_t g = 0; g < M; g++)
     ASSERT_OK(hbg_dev_mem_free(s->f.dev, defs[g]));
 
-  /* G entries naming one Submission with its Definition inline. */
+  /* G entries naming one Submission with its Definition inline: the same
+   * content again, nothing validated. */
   uint32_t isize;
   uint64_t isub = xg_sub(&s->f, s->d, s->x, s->b, s->y, 1.5f, 0, 1, &isize);
   for (uint32_t g = 0; g < G; g++)
     defs[g] = 0;
-  st = run_defs_sub(s, isub, isize, defs, G, &validated);
+  st = run_defs_on(s, q, isub, isize, defs, G, 1, &validated);
   expect("inline Definition, 8 entries", &st, 0, NONE, NONE);
-  ASSERT_UEQ(st.defs_verified, 1);
+  ASSERT_UEQ(st.defs_verified, 0);
   if (mocked)
-    ASSERT_EQ(validated, 1);
+    ASSERT_EQ(validated, 0);
   expect_outputs(s, "inline Definition, 8 entries");
+
+  /* A fresh block: its cache starts empty, one validation for all. */
+  hbg_dev_queue *q2 = NULL;
+  ASSERT_OK(hbg_dev_queue_create(s->f.dev, &q2));
+  st = run_defs_on(s, q2, isub, isize, defs, G, 1, &validated);
+  expect("inline Definition, a fresh queue", &st, 0, NONE, NONE);
+  ASSERT_UEQ(st.defs_verified, 1);
+  ASSERT_OK(hbg_dev_queue_destroy(s->f.dev, q2));
   ASSERT_OK(hbg_dev_mem_free(s->f.dev, isub));
+  ASSERT_OK(hbg_dev_queue_destroy(s->f.dev, q));
+  free(img);
+}
+
+/* ---- the executor's own account, in steady state ---- */
+
+/* qwen3-14b at its 40 layers (45 entries per bind) under each policy:
+ * once every pipeline slot has run its first bind, a bind validates no
+ * Definition (a resident one, or the 40 identical inline copies, keep
+ * their verdict), its set-up reads no more node records than the bind has
+ * entries, and it reports its set-up time; outputs bit-exact. */
+static void test_steady(int policy) {
+  hbg_runtime *rt = rt_open(policy, "exec=device");
+  hbg_workload_config wc;
+  hbg_workload_config_init(&wc);
+  wc.name = "qwen3-14b";
+  hbg_workload *w = NULL;
+  ASSERT_OK(hbg_workload_create(rt, &wc, &w));
+  const uint32_t warm = rt->cfg.pipeline_depth; /* each slot's first bind */
+  for (uint32_t step = 1; step <= warm + 3; step++) {
+    hbg_bind *b = NULL;
+    ASSERT_OK(hbg_bind_begin(rt, &b));
+    ASSERT_OK(hbg_workload_submit(w, b, step));
+    ASSERT_OK(hbg_bind_launch(b));
+    ASSERT_OK(hbg_bind_wait(b));
+    hbg_bind_stats st;
+    st.struct_size = sizeof st;
+    ASSERT_OK(hbg_bind_stats_get(b, &st));
+    hbg_bind_end(b);
+    double err = -1;
+    int rc = hbg_workload_verify(w, step, &err);
+    printf("  %-12s step %u: %u entries, set-up %.1f us (nodes %llu, "
+           "Definitions validated %llu), run %.1f us, verify %s\n",
+           hbg_policy_name(policy), step, st.n_tasks,
+           st.device_setup_ns / 1e3,
+           (unsigned long long)st.exec_setup_nodes,
+           (unsigned long long)st.exec_defs_validated,
+           st.device_run_ns / 1e3, hbg_err_name(rc));
+    ASSERT_OK(rc);
+    ASSERT_UEQ(st.exec_split, 1);
+    ASSERT(st.device_setup_ns > 0 && st.device_run_ns > 0);
+    ASSERT_UEQ(st.n_tasks, 45);
+    if (step <= warm) {
+      ASSERT_UEQ(st.exec_defs_validated, 1); /* one content, this slot */
+      continue;
+    }
+    ASSERT_UEQ(st.exec_defs_validated, 0);
+    ASSERT_ULE(st.exec_setup_nodes, st.n_tasks);
+  }
+  hbg_workload_destroy(w);
+  hbg_runtime_destroy(rt);
+}
+
+/* ---- user kernels: asked of the module at every launch ---- */
+
+/* The Definition whose node 2 is user kernel 0x1000, on a queue of its
+ * own: refused at set-up (the built-in module runs no user kernel), and
+ * again from the cached verdict (validated once; nodes 2 and 3, from the
+ * first user kernel on, asked of the module each time). Then the device
+ * links the example's uk_axpby under that id, and the same bytes, still
+ * cached, pass set-up and run up to node 2, whose kernel fails the item
+ * itself (uk_axpby is given no scalars): a verdict keeps what the bytes
+ * say, never what a module runs. Needs the example's PTX
+ * (HBG_TEST_UK_PTX) and, on the stand-in, its host build
+ * (HBG_MOCK_USER_LIB); the registration lasts as long as the device. */
+static void test_user_asked(scene *s) {
+  /* the stand-in's host build of the example, where the test names it
+   * (as test_cuda_user does) */
+  if (mocked && !getenv("HBG_MOCK_USER_LIB") && getenv("HBG_TEST_HOST_OBJECT"))
+    setenv("HBG_MOCK_USER_LIB", getenv("HBG_TEST_HOST_OBJECT"), 1);
+  const char *path = getenv("HBG_TEST_UK_PTX");
+  FILE *fp = path && *path && (!mocked || getenv("HBG_MOCK_USER_LIB"))
+                 ? fopen(path, "rb")
+                 : NULL;
+  if (!fp) {
+    printf("  user kernels: skipped (no HBG_TEST_UK_PTX, or on the "
+           "stand-in no HBG_MOCK_USER_LIB)\n");
+    return;
+  }
+  static char ptx[1 << 20];
+  size_t ptx_n = fread(ptx, 1, sizeof ptx - 1, fp);
+  fclose(fp);
+  ASSERT(ptx_n > 0 && ptx_n < sizeof ptx - 1);
+  hbg_device *d = s->f.dev;
+  uint64_t bytes, W = build(s, HBG_KERNEL_COPY, s->udef, 1, &bytes);
+  hbg_dev_queue *q = NULL;
+  ASSERT_OK(hbg_dev_queue_create(d, &q));
+  hbg_dev_launch_desc l = hints(s, W, bytes, 1, 1);
+  hbg_dev_status st = launch_on(s, q, &l);
+  expect("user node, built-in module", &st, HBG_E_KERNEL, 1, 2);
+  ASSERT_UEQ(st.nodes_done, 0);
+  ASSERT_UEQ(st.defs_verified, 1);
+  st = launch_on(s, q, &l);
+  expect("user node, cached verdict", &st, HBG_E_KERNEL, 1, 2);
+  ASSERT_UEQ(st.nodes_done, 0);
+  ASSERT_UEQ(st.defs_verified, 0);
+  ASSERT_UEQ(st.setup_nodes, 2); /* nodes 2 and 3 asked of the module */
+
+  hbg_kernel_impl k;
+  memset(&k, 0, sizeof k);
+  k.struct_size = sizeof k;
+  k.kernel = UK;
+  k.phases = 1;
+  k.symbol = "uk_axpby";
+  k.image = ptx;
+  k.image_size = ptx_n;
+  ASSERT_OK(hbg_kernel_register(d, &k, 1));
+  st = launch_on(s, q, &l);
+  expect("user node, linked module", &st, HBG_E_KERNEL, 1, 2);
+  ASSERT_UEQ(st.defs_verified, 0);
+  ASSERT_UEQ(st.setup_nodes, 2);
+  /* the COPY task and nodes 0 and 1 ran before node 2 failed */
+  ASSERT(st.nodes_done >= 3);
+  ASSERT_OK(hbg_dev_queue_destroy(d, q));
+  ASSERT_OK(hbg_dev_mem_free(d, W));
+}
+
+/* ---- two launches at once ---- */
+
+/* Two queues, each a window of G graph entries writing its own output;
+ * both launched while the stand-in holds its streams, then released: the
+ * two executors run at once (their kernels' intervals overlap, by the
+ * streams' events) and each gives the host reference. */
+static void test_two_at_once(scene *s) {
+  if (!mocked)
+    return;
+  enum { G = 120 };
+  xf *f = &s->f;
+  uint64_t y2 = xf_alloc(f, N * 4), heap2 = xf_alloc(f, s->d->heap_size + 64);
+  uint32_t sub2_size;
+  uint64_t sub2 = xg_sub(f, s->d, s->x, s->b, y2, 1.5f, 0, 0, &sub2_size);
+  hbg_dev_queue *q[2] = {NULL, NULL};
+  hbg_dev_event *ev[2][2];
+  uint64_t st_dev[2] = {f->status, xf_alloc(f, sizeof(hbg_dev_status))};
+  hbg_dev_launch_desc l[2];
+  uint64_t W[2];
+  for (int k = 0; k < 2; k++) {
+    ASSERT_OK(hbg_dev_queue_create(f->dev, &q[k]));
+    ASSERT_OK(hbg_dev_event_create(f->dev, &ev[k][0]));
+    ASSERT_OK(hbg_dev_event_create(f->dev, &ev[k][1]));
+    hbg_tensor cp[2] = {xg_vec(s->x, 0, N, HBG_ACCESS_IN),
+                        xg_vec(k ? y2 : s->z, 0, N, HBG_ACCESS_OUT)};
+    wb b;
+    wb_init(&b);
+    uint32_t prev = wb_task(&b, HBG_KERNEL_COPY, cp, 2, NULL, 0, NULL, 0);
+    for (uint32_t g = 0; g < G; g++) /* a chain: each after the last */
+      prev = wb_graph(&b, k ? sub2 : s->sub, k ? sub2_size : s->sub_size,
+                      s->def, s->d->size, k ? heap2 : s->heap, &prev, 1);
+    uint64_t bytes;
+    W[k] = wb_upload(&b, f, &bytes);
+    l[k] = hints(s, W[k], bytes, G, 1);
+    l[k].status = st_dev[k];
+  }
+  /* Overlap is up to the test machine's scheduler (a stream thread may
+   * not run until the other has finished); executors that exclude each
+   * other never overlap, so a few tries tell the two apart. */
+  uint64_t ab = 0, ba = 0;
+  for (int tries = 0; tries < 8 && !(ab > 0 && ba > 0); tries++) {
+    float zero[N] = {0};
+    xf_write(f, s->y, zero, sizeof zero);
+    xf_write(f, y2, zero, sizeof zero);
+    mock_hold(1);
+    for (int k = 0; k < 2; k++) {
+      ASSERT_OK(hbg_dev_event_record(f->dev, ev[k][0], q[k]));
+      ASSERT_OK(hbg_dev_launch(f->dev, q[k], &l[k]));
+      ASSERT_OK(hbg_dev_event_record(f->dev, ev[k][1], q[k]));
+    }
+    mock_hold(0);
+    for (int k = 0; k < 2; k++)
+      ASSERT_OK(hbg_dev_event_wait(f->dev, ev[k][1]));
+    /* [start, end) of each by the host clock the stand-in stamps events
+     * with: elapsed from A's start to B's end and from B's start to A's
+     * end are both longer than nothing only if neither ended before the
+     * other began */
+    uint64_t a_len = 0, b_len = 0;
+    ASSERT_OK(hbg_dev_event_elapsed(f->dev, ev[0][0], ev[1][1], &ab));
+    ASSERT_OK(hbg_dev_event_elapsed(f->dev, ev[1][0], ev[0][1], &ba));
+    ASSERT_OK(hbg_dev_event_elapsed(f->dev, ev[0][0], ev[0][1], &a_len));
+    ASSERT_OK(hbg_dev_event_elapsed(f->dev, ev[1][0], ev[1][1], &b_len));
+    printf("  two at once, try %d: %.1f and %.1f ms (A start to B end "
+           "%.1f ms, B start to A end %.1f ms)\n",
+           tries + 1, a_len / 1e6, b_len / 1e6, ab / 1e6, ba / 1e6);
+  }
+  ASSERT(ab > 0 && ba > 0);
+  for (int k = 0; k < 2; k++) {
+    hbg_dev_status st;
+    xf_read(f, &st, st_dev[k], sizeof st);
+    expect(k ? "second queue" : "first queue", &st, 0, NONE, NONE);
+    ASSERT_EQ(st.nodes_done, 1 + (uint64_t)G * s->d->n_nodes);
+  }
+  float y[N], ref[N];
+  xg_ref(s->hx, s->hb, 1.5f, ref);
+  xf_read(f, y, s->y, sizeof y);
+  ASSERT(memcmp(y, ref, sizeof y) == 0);
+  xf_read(f, y, y2, sizeof y);
+  ASSERT(memcmp(y, ref, sizeof y) == 0);
+  for (int k = 0; k < 2; k++) {
+    ASSERT_OK(hbg_dev_event_destroy(f->dev, ev[k][0]));
+    ASSERT_OK(hbg_dev_event_destroy(f->dev, ev[k][1]));
+    ASSERT_OK(hbg_dev_queue_destroy(f->dev, q[k]));
+    ASSERT_OK(hbg_dev_mem_free(f->dev, W[k]));
+  }
+  uint64_t fr[] = {y2, heap2, sub2, st_dev[1]};
+  for (size_t i = 0; i < sizeof fr / sizeof fr[0]; i++)
+    ASSERT_OK(hbg_dev_mem_free(f->dev, fr[i]));
 }
 
 int main(void) {
@@ -914,6 +1233,8 @@ int main(void) {
   test_errors(&s);
   test_hints(&s);
   test_defs_once(&s);
+  test_two_at_once(&s);
+  test_user_asked(&s); /* last on this device: it links a module */
   scene_close(&s);
   test_bind_errors();
   test_grow_fails();
@@ -923,6 +1244,11 @@ int main(void) {
     run_workload("qwen3-14b", p);
     run_workload("dsv4", p);
   }
+  /* a whole CTA per worker (on a GPU; the stand-in's CTA is one worker
+   * either way) */
+  run_workload_opts("dsv4", HBG_POLICY_COALESCED, "exec=device,worker=cta");
+  for (int p = 0; p < HBG_POLICY__COUNT; p++)
+    test_steady(p);
   test_teardown_in_flight(HBG_POLICY_DEFERRED);
   test_teardown_in_flight(HBG_POLICY_COALESCED);
   /* Last: on a GPU without the device's range check, a wild address is a
@@ -932,6 +1258,7 @@ int main(void) {
   test_bad_addresses(&s);
   scene_close(&s);
   (void)xf_open;
+  (void)xf_launch;
   printf("cuda exec: ok\n");
   return 0;
 }

@@ -4,7 +4,11 @@
  * passes the op through and a failed start record or elapsed read leaves
  * the bind untimed but intact; an ops table built against the first ABI
  * (shorter struct_size) opens, reads the op as NULL and binds with
- * device_ns 0. */
+ * device_ns 0. The sim's executor reports its own split of the launch
+ * (set-up and run by its clock, inside device_ns; node records set-up
+ * read; Definitions validated), a caller built before the split gets its
+ * struct and nothing past it, and a backend that writes only the first
+ * version of the status leaves the split unreported. */
 #include <hbg/hbg.h>
 #include <hbg/hbg_device.h>
 
@@ -13,6 +17,7 @@
 #include <string.h>
 
 #include "chain_fixture.h"
+#include "core/core.h"
 #include "test.h"
 
 #define MODEL_US 2000u
@@ -82,6 +87,19 @@ static void test_bind_device_ns(const char *name, const char *opts) {
       ASSERT_OK(chain_bind(&c, step, &st));
       ASSERT(st.device_ns > 0);
       ASSERT_ULE(st.device_ns, st.exec_ns);
+      /* the sim's executor times its own set-up and run inside that */
+      ASSERT_UEQ(st.exec_split, 1);
+      ASSERT(st.device_setup_ns > 0 && st.device_run_ns > 0);
+      ASSERT_ULE(st.device_setup_ns + st.device_run_ns, st.device_ns);
+      /* at most one per graph submission; a resident Definition's verdict
+       * is kept after its first bind; set-up reads node records only to
+       * validate a Definition (no walk of every node) */
+      ASSERT_ULE(st.exec_defs_validated, st.n_graphs);
+      ASSERT_EQ(st.exec_setup_nodes > 0, st.exec_defs_validated > 0);
+      if (p == HBG_POLICY_COALESCED && step > 0) {
+        ASSERT_UEQ(st.exec_defs_validated, 0);
+        ASSERT_UEQ(st.exec_setup_nodes, 0);
+      }
     }
     chain_destroy(&c);
     hbg_runtime_destroy(rt);
@@ -111,11 +129,21 @@ static void test_v1_bind_stats(void) {
   ASSERT(old->control_plane_ns > 0);
   for (size_t k = HBG_BIND_STATS_SIZE_V1; k < sizeof raw; k++)
     ASSERT_EQ(raw[k], 0xA5);
+  /* built before the executor's split: device_ns and nothing after */
+  memset(raw, 0xA5, sizeof raw);
+  old->struct_size = HBG_BIND_STATS_SIZE_V2;
+  ASSERT_OK(hbg_bind_stats_get(b, old));
+  ASSERT_UEQ(old->struct_size, HBG_BIND_STATS_SIZE_V2);
+  ASSERT(old->device_ns > 0);
+  for (size_t k = HBG_BIND_STATS_SIZE_V2; k < sizeof raw; k++)
+    ASSERT_EQ(raw[k], 0xA5);
   hbg_bind_stats st;
   st.struct_size = sizeof st;
   ASSERT_OK(hbg_bind_stats_get(b, &st));
   ASSERT_UEQ(st.struct_size, sizeof st);
   ASSERT(st.device_ns > 0);
+  ASSERT_UEQ(st.device_ns, old->device_ns);
+  ASSERT_UEQ(st.exec_split, 1);
   ASSERT_UEQ(st.control_plane_ns, old->control_plane_ns);
   hbg_bind_end(b);
   chain_destroy(&c);
@@ -214,8 +242,38 @@ static void test_v1_ops(void) {
   free(blk);
 }
 
+/* The status word's fields past the first version read 0 until a backend
+ * writes them, whatever the allocation held: the memory the sim hands the
+ * runtime's status word is first filled with 0xff and freed. */
+static void test_status_zeroed(void) {
+  hbg_device *dev = NULL;
+  ASSERT_OK(hbg_device_open("sim", NULL, &dev));
+  hbg_devptr junk = 0;
+  unsigned char ff[sizeof(hbg_dev_status)];
+  memset(ff, 0xff, sizeof ff);
+  ASSERT_OK(hbg_dev_mem_alloc(dev, sizeof ff, &junk));
+  ASSERT_OK(hbg_dev_copy_h2d(dev, junk, ff, sizeof ff));
+  ASSERT_OK(hbg_dev_mem_free(dev, junk));
+  hbg_config cfg;
+  hbg_config_init(&cfg);
+  cfg.device_handle = dev;
+  cfg.policy = HBG_POLICY_DEFERRED; /* no arena: the status comes first */
+  cfg.pipeline_depth = 1;
+  hbg_runtime *rt = NULL;
+  ASSERT_OK(hbg_runtime_create(&cfg, &rt));
+  ASSERT_UEQ(rt->slots[0].status_dev, junk); /* the sim's first fit */
+  hbg_dev_status st;
+  memset(&st, 0xab, sizeof st);
+  ASSERT_OK(hbg_dev_copy_d2h(dev, &st, rt->slots[0].status_dev, sizeof st));
+  ASSERT_UEQ(st.flags, 0);
+  ASSERT_UEQ(st.setup_nodes, 0);
+  hbg_runtime_destroy(rt);
+  hbg_device_close(dev);
+}
+
 int main(void) {
   test_sim_elapsed();
+  test_status_zeroed();
   test_v1_bind_stats();
   test_bind_device_ns("sim", NULL);
   test_bind_device_ns("fault", "inner=sim");

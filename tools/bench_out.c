@@ -55,6 +55,11 @@ static int compute_policy(bench_result *r, uint32_t arm, uint64_t *scratch) {
     p->minflt += x->minflt == UINT64_MAX ? NAN : (double)x->minflt;
     p->launches += (double)x->launches;
     p->updates += (double)x->updates;
+    p->defs_validated += (double)x->defs_validated;
+    if (x->split) {
+      p->split_binds++;
+      p->setup_nodes += (double)x->setup_nodes;
+    }
     if (x->arena_high_water > p->arena_high_water)
       p->arena_high_water = x->arena_high_water;
     if (x->verified >= 0) {
@@ -70,9 +75,19 @@ static int compute_policy(bench_result *r, uint32_t arm, uint64_t *scratch) {
                      &p->window_copies, &p->def_bytes, &p->h2d_bytes,
                      &p->h2d_copies, &p->leftover, &p->fallback,
                      &p->dev_allocs, &p->minflt, &p->launches,
-                     &p->updates};
+                     &p->updates, &p->defs_validated};
   for (size_t i = 0; i < sizeof means / sizeof means[0]; i++)
     *means[i] /= (double)n;
+  p->setup_nodes = p->split_binds ? p->setup_nodes / p->split_binds : NAN;
+  p->dev_setup.median = p->dev_setup.min = p->dev_setup.tmean = NAN;
+  if (p->split_binds) {
+    size_t k = 0;
+    for (size_t i = 0; i < r->n_recs; i++)
+      if (r->recs[i].arm == arm && r->recs[i].split)
+        scratch[k++] = r->recs[i].dev_setup_ns;
+    if (bench_summarize(scratch, k, r->trim, &p->dev_setup) < 0)
+      return -1;
+  }
   p->binds = (uint32_t)n;
   p->verified = p->checked > 0 && p->mismatched == 0;
   for (int ph = 0; ph < BENCH_PH__COUNT; ph++) {
@@ -318,6 +333,10 @@ static int json_policy(cJSON *arr, const bench_policy_res *p) {
     bad |= jnum(o, "dev_allocs_per_bind", p->dev_allocs);
     bad |= jnum(o, "minor_faults_per_bind", p->minflt);
     bad |= jnum(o, "arena_high_water_bytes", (double)p->arena_high_water);
+    /* the executor's own account: null where the device gives none */
+    bad |= jsum(o, "device_setup_us", &p->dev_setup);
+    bad |= jnum(o, "exec_defs_validated_per_bind", p->defs_validated);
+    bad |= jnum(o, "exec_setup_nodes_per_bind", p->setup_nodes);
   }
   bad |= jnum(o, "binds", p->binds);
   bad |= jnum(o, "verified_binds", p->checked);

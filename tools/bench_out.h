@@ -42,6 +42,11 @@ typedef struct bench_rec {
   double max_abs_err;
   uint64_t launches, updates; /* peer arms: launch calls, kernel nodes
                                  updated (cuda-graph) in the step */
+  /* The device executor's own account (hbg_bind_stats' exec_*): set-up
+   * time by the device's clock, node records its set-up read, Definitions
+   * it validated; split 0 where the device gives no set-up figures. */
+  uint64_t dev_setup_ns, setup_nodes, defs_validated;
+  uint8_t split;
 } bench_rec;
 
 typedef struct bench_policy_res {
@@ -68,6 +73,12 @@ typedef struct bench_policy_res {
    * reported): how a bind's entries are ordered ("explicit", "inferred")
    * and when Definitions are recorded ("once", "per-bind"). */
   const char *deps, *record;
+  /* The device executor's account (computed; policies only): the set-up
+   * time's summary (ns) and mean set-up node records over the binds that
+   * reported them (split_binds), mean Definitions validated per bind. */
+  bench_summary dev_setup;
+  double setup_nodes, defs_validated;
+  uint32_t split_binds;
 } bench_policy_res;
 
 /* bench_result.verify_every: verify the last measured bind of each block. */

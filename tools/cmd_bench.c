@@ -175,6 +175,10 @@ static int finish(bench *B, bench_arm *a, hbg_bind *b, const bench_slot *s) {
   x->fallback = st.fallback;
   x->dev_allocs = st.dev_allocs;
   x->n_recorded = st.n_recorded;
+  x->defs_validated = st.exec_defs_validated;
+  x->split = st.exec_split != 0;
+  x->dev_setup_ns = st.device_setup_ns;
+  x->setup_nodes = st.exec_setup_nodes;
   return 0;
 }
 

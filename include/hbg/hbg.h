@@ -823,15 +823,32 @@ typedef struct hbg_bind_stats {
                                 clock; 0 where the device keeps no event
                                 timer (hbg_dev_ops.event_elapsed) or the
                                 timer could not be read */
+  /* The device executor's own account of the launch (after
+   * hbg_bind_wait), where the device gives one (exec_split 1: the sim, and
+   * cuda with exec=device); 0 elsewhere. */
+  uint64_t device_setup_ns;    /* the device's clock from the executor's
+                                  start to the end of its set-up */
+  uint64_t device_run_ns;      /* from there to the end of the run */
+  uint64_t exec_setup_nodes;   /* graph node records its set-up read,
+                                  summed over its threads */
+  uint64_t exec_defs_validated; /* Definitions the device structurally
+                                   validated for this bind (every backend
+                                   that validates; a verdict kept from an
+                                   earlier bind is not counted) */
+  uint32_t exec_split;         /* 1: the first three were reported */
+  uint32_t reserved;
 } hbg_bind_stats;
 
 /* sizeof(hbg_bind_stats) before device_ns was added. */
 #define HBG_BIND_STATS_SIZE_V1 152u
+/* sizeof(hbg_bind_stats) before device_setup_ns was added. */
+#define HBG_BIND_STATS_SIZE_V2 160u
 
 /* *out receives the bind's statistics. Set out->struct_size to
  * sizeof(hbg_bind_stats) first: a caller built before device_ns has
- * HBG_BIND_STATS_SIZE_V1 there and gets nothing written past that; any
- * other value gets the whole struct (a struct grows only at its end).
+ * HBG_BIND_STATS_SIZE_V1 there, one built before device_setup_ns
+ * HBG_BIND_STATS_SIZE_V2, and gets nothing written past that; any other
+ * value gets the whole struct (a struct grows only at its end).
  * @return 0 and *out, or HBG_E_INVAL. */
 HBG_API int hbg_bind_stats_get(const hbg_bind *b, hbg_bind_stats *out);
 /* @return the latched fatal error of the bind, 0 if none. */

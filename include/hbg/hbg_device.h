@@ -50,14 +50,15 @@ typedef struct hbg_dev_caps {
 
 /* hbg_dev_launch_desc.flags */
 enum {
-  HBG_DEV_LAUNCH_SIZED = 1u << 0 /* the sizing fields are filled */
+  HBG_DEV_LAUNCH_SIZED = 1u << 0,       /* the sizing fields are filled */
+  HBG_DEV_LAUNCH_SIZED_IMAGES = 1u << 1 /* and the images' (def_bytes on) */
 };
 
 /* Launch descriptor: the task window the device executes (or verifies).
  * struct_size is the caller's sizeof: hbg_dev_launch accepts any size from
  * HBG_DEV_LAUNCH_DESC_SIZE_V1 (a caller built before the sizing fields) on
  * and hands the backend a whole current struct, the fields the caller did
- * not have zero. */
+ * not have zero (and their flags cleared). */
 typedef struct hbg_dev_launch_desc {
   uint32_t struct_size;
   uint32_t flags;           /* HBG_DEV_LAUNCH_* */
@@ -75,20 +76,53 @@ typedef struct hbg_dev_launch_desc {
   uint64_t n_nodes;         /* graph nodes of every graph entry */
   uint64_t kernel_scratch;  /* the most scratch (4-byte floats) one built-in
                                kernel call of the window needs */
+  /* With HBG_DEV_LAUNCH_SIZED_IMAGES (the core fills them too): for an
+   * executor that keeps private copies of what it runs (cuda, exec=device:
+   * each distinct Definition, each Submission's boundary and scalars). */
+  uint64_t def_bytes;       /* bytes of the distinct Definitions the window
+                               names (one copy per distinct content) */
+  uint64_t n_defs;          /* how many distinct Definitions */
+  uint64_t n_btensors;      /* boundary tensors of every graph entry */
+  uint64_t n_bscalars;      /* boundary scalars of every graph entry */
 } hbg_dev_launch_desc;
 
 /* sizeof(hbg_dev_launch_desc) before the sizing fields. */
 #define HBG_DEV_LAUNCH_DESC_SIZE_V1 32u
+/* sizeof(hbg_dev_launch_desc) before the images' sizing fields. */
+#define HBG_DEV_LAUNCH_DESC_SIZE_V2 64u
 
-/* Written by the device at launch completion (little-endian). */
+/* hbg_dev_status.flags */
+enum {
+  HBG_DEV_STATUS_SPLIT = 1u << 0 /* setup_ns, run_ns, setup_nodes written */
+};
+
+/* Written by the device at launch completion (little-endian). The struct
+ * grows at its end: a backend built before the executor's split writes
+ * HBG_DEV_STATUS_SIZE_V1 bytes, and the core zeroes the status word once
+ * when it allocates it, so flags then reads 0. */
 typedef struct hbg_dev_status {
   int32_t error;        /* 0 or a negative hbg error code */
   uint32_t task;        /* task index that failed, UINT32_MAX if none */
   uint32_t node;        /* inner node that failed, UINT32_MAX if none */
   uint32_t tasks_done;  /* tasks completed */
   uint64_t nodes_done;  /* kernels run (ordinary tasks + graph nodes) */
-  uint64_t defs_verified; /* Definitions verified in this launch */
+  uint64_t defs_verified; /* Definitions structurally validated in this
+                             launch (a verdict kept from an earlier launch
+                             is not counted) */
+  /* An executor's own account (flags & HBG_DEV_STATUS_SPLIT): */
+  uint32_t flags;        /* HBG_DEV_STATUS_* */
+  uint32_t reserved;
+  uint64_t setup_ns;     /* the device's clock from the executor's start to
+                            the end of its set-up (validation, scheduling
+                            state) */
+  uint64_t run_ns;       /* from the end of set-up to the end of the run */
+  uint64_t setup_nodes;  /* graph node records set-up read (validation and
+                            any walk of a Definition's nodes), summed over
+                            the executor's threads */
 } hbg_dev_status;
+
+/* sizeof(hbg_dev_status) before flags. */
+#define HBG_DEV_STATUS_SIZE_V1 40u
 
 /* Counters a backend keeps (monotonic since open). Set struct_size to
  * sizeof(hbg_dev_stats) before hbg_dev_stats_get: a caller built before the

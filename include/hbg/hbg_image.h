@@ -532,11 +532,16 @@ static inline HBG_IMAGE_FN int hbg_img__hdr(const void *img, uint64_t len,
   return 0;
 }
 
-/* Row i of a validated CSR table (strictly increasing) holds v? */
+/* Row i of a CSR table holds v? A binary search of ids[ptr[i], ptr[i + 1]),
+ * right when the row ascends; a row reaching past n_edges (possible only in
+ * a table a check has already refused) reads nothing and answers 0. */
 static inline HBG_IMAGE_FN int hbg_img__row_has(const uint32_t *ptr,
                                                 const uint32_t *ids,
-                                                uint32_t i, uint32_t v) {
+                                                uint32_t n_edges, uint32_t i,
+                                                uint32_t v) {
   uint32_t a = ptr[i], b = ptr[i + 1];
+  if (b > n_edges)
+    return 0;
   while (a < b) {
     uint32_t m = a + (b - a) / 2;
     if (ids[m] == v)
@@ -545,23 +550,6 @@ static inline HBG_IMAGE_FN int hbg_img__row_has(const uint32_t *ptr,
       a = m + 1;
     else
       b = m;
-  }
-  return 0;
-}
-
-static inline HBG_IMAGE_FN int hbg_img__csr(const uint32_t *ptr,
-                                            const uint32_t *ids, uint32_t n,
-                                            uint32_t n_edges, int fanin) {
-  HBG_IMG__CHECK(ptr[0] != 0 || ptr[n] != n_edges, HBG_IMG_E_CSR);
-  for (uint32_t i = 0; i < n; i++)
-    HBG_IMG__CHECK(ptr[i] > ptr[i + 1], HBG_IMG_E_CSR);
-  for (uint32_t i = 0; i < n; i++) {
-    for (uint32_t k = ptr[i]; k < ptr[i + 1]; k++) {
-      uint32_t v = ids[k];
-      HBG_IMG__CHECK(v >= n, HBG_IMG_E_CSR);
-      HBG_IMG__CHECK(fanin ? v >= i : v <= i, HBG_IMG_E_CYCLE);
-      HBG_IMG__CHECK(k > ptr[i] && v <= ids[k - 1], HBG_IMG_E_CSR);
-    }
   }
   return 0;
 }
@@ -613,8 +601,9 @@ static inline HBG_IMAGE_FN int hbg_img__tensor_ref(const hbg_img_def_view *v,
   }
   case HBG_SRC_INTERNAL:
     HBG_IMG__CHECK(t->ref >= node, HBG_IMG_E_REF);
-    HBG_IMG__CHECK(!hbg_img__row_has(v->fanin_ptr, v->fanin, node, t->ref),
-                   HBG_IMG_E_REF);
+    HBG_IMG__CHECK(
+        !hbg_img__row_has(v->fanin_ptr, v->fanin, h->n_edges, node, t->ref),
+        HBG_IMG_E_REF);
     HBG_IMG__CHECK(!hbg_img__in_node(t->offset, ext, &v->nodes[t->ref]),
                    HBG_IMG_E_REF);
     return 0;
@@ -676,18 +665,59 @@ static inline HBG_IMAGE_FN int hbg_img__pad(const hbg_def_hdr *h,
   return 0;
 }
 
-/* Validate a Graph Definition of len bytes at img (8-byte aligned): magic,
- * version, sizes, offsets, alignment, counts, CSR consistency (indices,
- * fanin/fanout mirror, edges pointing forward, roots), kernel ids (built-in
- * or user), every tensor and scalar reference, heap ranges, tensor offsets
- * aligned to their dtype, reserved fields zero; then, when hash is not
- * NULL, the content hash.
- * @return 0 (and *out when not NULL) or an HBG_IMG_E_* code. */
-static inline HBG_IMAGE_FN int hbg_img_def_validate(const void *img,
-                                                    uint64_t len,
-                                                    hbg_img_hash_fn hash,
-                                                    void *user,
-                                                    hbg_img_def_view *out) {
+/* ------------------------------------------------------------------ */
+/* The Definition validator in pieces, for executors that validate in  */
+/* parallel                                                            */
+/* ------------------------------------------------------------------ */
+
+/* hbg_img_def_validate below is hbg_img_def_check_head, then
+ * hbg_img_def_check_unit for every unit u < hbg_img_def_units(v), then
+ * the content hash. Unit u checks what index u of every table needs:
+ * boundary signature u; node u's fan-in and fan-out rows, their edges and
+ * the fan-in edges' mirror in fan-out; the roots list at u and node u's
+ * presence in it; node u's record, tensor and scalar records (unit 0 also
+ * each table's head and the record totals). Each check has a key that
+ * orders it as the serial validator runs them (stage, then index); a unit
+ * returns its first failing check's key or HBG_IMG_KEY_NONE, and the least
+ * key of all units is the serial validator's first failure, its code
+ * hbg_img_key_code(key). So units may run in any order and on any thread
+ * (a GPU grid-stride loop keeping the least key with an atomic minimum)
+ * and give the serial verdict. A unit reads only inside the tables
+ * hbg_img_def_check_head bounded, whatever the bytes hold; a check whose
+ * preconditions an earlier check refuses may answer anything, since that
+ * earlier check's key is the lesser. */
+#define HBG_IMG_KEY_NONE UINT64_MAX
+/* stage in bits 40-63, index in bits 8-39, -code in bits 0-7 */
+#define HBG_IMG_KEY(stage, index, code)                                        \
+  (((uint64_t)(stage) << 40) | ((uint64_t)(uint32_t)(index) << 8) |           \
+   (uint64_t)(uint8_t)(-(code)))
+
+/* The HBG_IMG_E_* code of a key (0 for HBG_IMG_KEY_NONE). */
+static inline HBG_IMAGE_FN int hbg_img_key_code(uint64_t key) {
+  return key == HBG_IMG_KEY_NONE ? 0 : -(int)(key & 0xffu);
+}
+
+/* The stages of a Definition, in the serial validator's order. */
+enum {
+  HBG_IMG__DS_BSIG = 1,  /* boundary signature i */
+  HBG_IMG__DS_IN_HEAD,   /* fanin_ptr[0] and [n] */
+  HBG_IMG__DS_IN_ROW,    /* fan-in row i ascends */
+  HBG_IMG__DS_IN_EDGE,   /* fan-in edge k */
+  HBG_IMG__DS_OUT_HEAD,
+  HBG_IMG__DS_OUT_ROW,
+  HBG_IMG__DS_OUT_EDGE,
+  HBG_IMG__DS_MIRROR,    /* fan-in edge k present in fan-out */
+  HBG_IMG__DS_ROOTS,
+  HBG_IMG__DS_NODE,      /* node i */
+  HBG_IMG__DS_SUMS       /* tensor and scalar record totals */
+};
+
+/* The header, the tables' placement and the pad section; *v (not NULL)
+ * then views the image for hbg_img_def_check_unit.
+ * @return 0 or an HBG_IMG_E_* code. */
+static inline HBG_IMAGE_FN int hbg_img_def_check_head(const void *img,
+                                                      uint64_t len,
+                                                      hbg_img_def_view *v) {
   uint32_t total;
   HBG_IMG__TRY(hbg_img__hdr(img, len, sizeof(hbg_def_hdr), HBG_DEF_MAGIC,
                             &total));
@@ -722,80 +752,276 @@ static inline HBG_IMAGE_FN int hbg_img_def_validate(const void *img,
                               sizeof(hbg_def_bsig), 8));
   HBG_IMG__TRY(hbg_img__pad(h, total));
 
-  hbg_img_def_view v;
-  v.base = p;
-  v.hdr = h;
-  v.nodes = (const hbg_def_node *)(const void *)(p + h->off_nodes);
-  v.fanin_ptr = (const uint32_t *)(const void *)(p + h->off_fanin_ptr);
-  v.fanin = (const uint32_t *)(const void *)(p + h->off_fanin);
-  v.fanout_ptr = (const uint32_t *)(const void *)(p + h->off_fanout_ptr);
-  v.fanout = (const uint32_t *)(const void *)(p + h->off_fanout);
-  v.roots = (const uint32_t *)(const void *)(p + h->off_roots);
-  v.tensors = (const hbg_def_tensor *)(const void *)(p + h->off_tensors);
-  v.scalars = (const hbg_def_scalar *)(const void *)(p + h->off_scalars);
-  v.bsig = (const hbg_def_bsig *)(const void *)(p + h->off_bsig);
-  const uint32_t n = (uint32_t)N;
+  v->base = p;
+  v->hdr = h;
+  v->nodes = (const hbg_def_node *)(const void *)(p + h->off_nodes);
+  v->fanin_ptr = (const uint32_t *)(const void *)(p + h->off_fanin_ptr);
+  v->fanin = (const uint32_t *)(const void *)(p + h->off_fanin);
+  v->fanout_ptr = (const uint32_t *)(const void *)(p + h->off_fanout_ptr);
+  v->fanout = (const uint32_t *)(const void *)(p + h->off_fanout);
+  v->roots = (const uint32_t *)(const void *)(p + h->off_roots);
+  v->tensors = (const hbg_def_tensor *)(const void *)(p + h->off_tensors);
+  v->scalars = (const hbg_def_scalar *)(const void *)(p + h->off_scalars);
+  v->bsig = (const hbg_def_bsig *)(const void *)(p + h->off_bsig);
+  return 0;
+}
 
-  for (uint32_t i = 0; i < h->n_btensors; i++) {
-    const hbg_def_bsig *s = &v.bsig[i];
-    HBG_IMG__CHECK(s->reserved || s->reserved2 ||
-                       !hbg_img_extent(s->dtype, s->ndim, s->mode, s->shape,
-                                       s->strides),
-                   HBG_IMG_E_FIELD);
+/* Units of a Definition that passed hbg_img_def_check_head: one per node
+ * or boundary signature, whichever are more. */
+static inline HBG_IMAGE_FN uint32_t
+hbg_img_def_units(const hbg_img_def_view *v) {
+  const hbg_def_hdr *h = v->hdr;
+  return h->n_nodes > h->n_btensors ? h->n_nodes : h->n_btensors;
+}
+
+/* Row u of a CSR table ascends from the last (stage `row`). */
+static inline HBG_IMAGE_FN uint64_t hbg_img__csr_mono(const uint32_t *ptr,
+                                                      uint32_t u,
+                                                      uint32_t row) {
+  return ptr[u] > ptr[u + 1] ? HBG_IMG_KEY(row, u, HBG_IMG_E_CSR)
+                             : HBG_IMG_KEY_NONE;
+}
+
+/* Row u's edges (fan-in: producers below u; fan-out: consumers above)
+ * at stage row + 1. */
+static inline HBG_IMAGE_FN uint64_t hbg_img__csr_edges(
+    const uint32_t *ptr, const uint32_t *ids, uint32_t n, uint32_t n_edges,
+    uint32_t u, int fanin, uint32_t row) {
+  uint32_t a = ptr[u], b = ptr[u + 1];
+  if (a > b || b > n_edges) /* a row's or the head's check fails first */
+    return HBG_IMG_KEY_NONE;
+  for (uint32_t k = a; k < b; k++) {
+    uint32_t v = ids[k];
+    if (v >= n)
+      return HBG_IMG_KEY(row + 1, k, HBG_IMG_E_CSR);
+    if (fanin ? v >= u : v <= u)
+      return HBG_IMG_KEY(row + 1, k, HBG_IMG_E_CYCLE);
+    if (k > a && v <= ids[k - 1])
+      return HBG_IMG_KEY(row + 1, k, HBG_IMG_E_CSR);
   }
+  return HBG_IMG_KEY_NONE;
+}
 
-  HBG_IMG__TRY(hbg_img__csr(v.fanin_ptr, v.fanin, n, h->n_edges, 1));
-  HBG_IMG__TRY(hbg_img__csr(v.fanout_ptr, v.fanout, n, h->n_edges, 0));
-  /* Same edge count, no duplicates on either side, every fanin edge present
-   * in fanout: the two tables describe the same edge set. */
-  for (uint32_t c = 0; c < n; c++)
-    for (uint32_t k = v.fanin_ptr[c]; k < v.fanin_ptr[c + 1]; k++)
-      HBG_IMG__CHECK(!hbg_img__row_has(v.fanout_ptr, v.fanout, v.fanin[k], c),
-                     HBG_IMG_E_CSR);
+/* Row u of a CSR table: its bounds at stage `row`, its edges at stage
+ * row + 1. */
+static inline HBG_IMAGE_FN uint64_t hbg_img__csr_row(
+    const uint32_t *ptr, const uint32_t *ids, uint32_t n, uint32_t n_edges,
+    uint32_t u, int fanin, uint32_t row) {
+  uint64_t k = hbg_img__csr_mono(ptr, u, row);
+  if (k != HBG_IMG_KEY_NONE)
+    return k;
+  return hbg_img__csr_edges(ptr, ids, n, n_edges, u, fanin, row);
+}
 
-  uint32_t k = 0;
-  for (uint32_t i = 0; i < n; i++) {
-    if (v.fanin_ptr[i] != v.fanin_ptr[i + 1])
-      continue;
-    HBG_IMG__CHECK(k >= h->n_roots || v.roots[k] != i, HBG_IMG_E_ROOTS);
-    k++;
+/* Same edge count, no duplicates on either side, every fan-in edge of row
+ * u present in fan-out: the two tables describe the same edge set. */
+static inline HBG_IMAGE_FN uint64_t hbg_img__mirror(const hbg_img_def_view *v,
+                                                    uint32_t u) {
+  const uint32_t n = v->hdr->n_nodes, ne = v->hdr->n_edges;
+  uint32_t a = v->fanin_ptr[u], b = v->fanin_ptr[u + 1];
+  if (a > b || b > ne)
+    return HBG_IMG_KEY_NONE;
+  for (uint32_t k = a; k < b; k++) {
+    uint32_t p = v->fanin[k];
+    if (p < n && !hbg_img__row_has(v->fanout_ptr, v->fanout, ne, p, u))
+      return HBG_IMG_KEY(HBG_IMG__DS_MIRROR, k, HBG_IMG_E_CSR);
   }
-  HBG_IMG__CHECK(k != h->n_roots, HBG_IMG_E_ROOTS);
+  return HBG_IMG_KEY_NONE;
+}
 
-  uint64_t tsum = 0, ssum = 0;
-  for (uint32_t i = 0; i < n; i++) {
-    const hbg_def_node *nd = &v.nodes[i];
-    HBG_IMG__CHECK(!hbg_img_kernel_valid(nd->kernel) || nd->reserved,
-                   HBG_IMG_E_FIELD);
-    HBG_IMG__CHECK(nd->n_tensors > HBG_IMG_MAX_ARGS_PER_NODE ||
-                       nd->n_scalars > HBG_IMG_MAX_SCALARS_PER_NODE,
-                   HBG_IMG_E_COUNT);
-    HBG_IMG__CHECK(nd->first_tensor != tsum || nd->first_scalar != ssum,
-                   HBG_IMG_E_REF);
-    tsum += nd->n_tensors;
-    ssum += nd->n_scalars;
-    HBG_IMG__CHECK(tsum > h->n_tensors || ssum > h->n_scalars, HBG_IMG_E_REF);
-    HBG_IMG__CHECK(nd->heap_off % HBG_IMG_HEAP_ALIGN, HBG_IMG_E_ALIGN);
-    HBG_IMG__CHECK(nd->heap_off > h->heap_size ||
-                       nd->heap_size > h->heap_size - nd->heap_off,
-                   HBG_IMG_E_REF);
-    for (uint32_t j = 0; j < nd->n_tensors; j++)
-      HBG_IMG__TRY(hbg_img__tensor(&v, i, &v.tensors[nd->first_tensor + j]));
-    for (uint32_t j = 0; j < nd->n_scalars; j++) {
-      const hbg_def_scalar *s = &v.scalars[nd->first_scalar + j];
-      if (s->kind == HBG_IMG_SCALAR_STATIC)
-        HBG_IMG__CHECK(s->index != 0, HBG_IMG_E_FIELD);
-      else if (s->kind == HBG_IMG_SCALAR_BOUNDARY)
-        HBG_IMG__CHECK(s->index >= h->n_bscalars, HBG_IMG_E_REF);
+/* The roots list is the nodes with no fan-in, ascending: roots[u] names
+ * such a node above roots[u - 1], and node u, if it has no fan-in, is in
+ * the list. */
+static inline HBG_IMAGE_FN uint64_t hbg_img__roots(const hbg_img_def_view *v,
+                                                   uint32_t u) {
+  const hbg_def_hdr *h = v->hdr;
+  const uint64_t bad = HBG_IMG_KEY(HBG_IMG__DS_ROOTS, 0, HBG_IMG_E_ROOTS);
+  if (u < h->n_roots) {
+    uint32_t r = v->roots[u];
+    if (r >= h->n_nodes || v->fanin_ptr[r] != v->fanin_ptr[r + 1] ||
+        (u > 0 && v->roots[u - 1] >= r))
+      return bad;
+  }
+  if (u < h->n_nodes && v->fanin_ptr[u] == v->fanin_ptr[u + 1]) {
+    uint32_t a = 0, b = h->n_roots;
+    while (a < b) {
+      uint32_t m = a + (b - a) / 2;
+      if (v->roots[m] == u)
+        return HBG_IMG_KEY_NONE;
+      if (v->roots[m] < u)
+        a = m + 1;
       else
-        return HBG_IMG_E_FIELD;
+        b = m;
     }
+    return bad;
   }
-  HBG_IMG__CHECK(tsum != h->n_tensors || ssum != h->n_scalars, HBG_IMG_E_REF);
+  return HBG_IMG_KEY_NONE;
+}
 
+/* Node i's record, its tensor and scalar records. Its records start where
+ * node i - 1's end (their sums so far, had node i - 1 passed). */
+static inline HBG_IMAGE_FN uint64_t hbg_img__node(const hbg_img_def_view *v,
+                                                  uint32_t i) {
+  const hbg_def_hdr *h = v->hdr;
+  const hbg_def_node *nd = &v->nodes[i];
+  uint64_t tsum = 0, ssum = 0;
+  if (i > 0) {
+    tsum = (uint64_t)v->nodes[i - 1].first_tensor + v->nodes[i - 1].n_tensors;
+    ssum = (uint64_t)v->nodes[i - 1].first_scalar + v->nodes[i - 1].n_scalars;
+  }
+#define HBG_IMG__NODE_CHECK(cond, code)                                        \
+  do {                                                                         \
+    if (cond)                                                                  \
+      return HBG_IMG_KEY(HBG_IMG__DS_NODE, i, (code));                         \
+  } while (0)
+  HBG_IMG__NODE_CHECK(!hbg_img_kernel_valid(nd->kernel) || nd->reserved,
+                      HBG_IMG_E_FIELD);
+  HBG_IMG__NODE_CHECK(nd->n_tensors > HBG_IMG_MAX_ARGS_PER_NODE ||
+                          nd->n_scalars > HBG_IMG_MAX_SCALARS_PER_NODE,
+                      HBG_IMG_E_COUNT);
+  HBG_IMG__NODE_CHECK(nd->first_tensor != tsum || nd->first_scalar != ssum,
+                      HBG_IMG_E_REF);
+  tsum += nd->n_tensors;
+  ssum += nd->n_scalars;
+  HBG_IMG__NODE_CHECK(tsum > h->n_tensors || ssum > h->n_scalars,
+                      HBG_IMG_E_REF);
+  HBG_IMG__NODE_CHECK(nd->heap_off % HBG_IMG_HEAP_ALIGN, HBG_IMG_E_ALIGN);
+  HBG_IMG__NODE_CHECK(nd->heap_off > h->heap_size ||
+                          nd->heap_size > h->heap_size - nd->heap_off,
+                      HBG_IMG_E_REF);
+  for (uint32_t j = 0; j < nd->n_tensors; j++) {
+    int rc = hbg_img__tensor(v, i, &v->tensors[nd->first_tensor + j]);
+    HBG_IMG__NODE_CHECK(rc < 0, rc);
+  }
+  for (uint32_t j = 0; j < nd->n_scalars; j++) {
+    const hbg_def_scalar *s = &v->scalars[nd->first_scalar + j];
+    if (s->kind == HBG_IMG_SCALAR_STATIC)
+      HBG_IMG__NODE_CHECK(s->index != 0, HBG_IMG_E_FIELD);
+    else if (s->kind == HBG_IMG_SCALAR_BOUNDARY)
+      HBG_IMG__NODE_CHECK(s->index >= h->n_bscalars, HBG_IMG_E_REF);
+    else
+      return HBG_IMG_KEY(HBG_IMG__DS_NODE, i, HBG_IMG_E_FIELD);
+  }
+#undef HBG_IMG__NODE_CHECK
+  return HBG_IMG_KEY_NONE;
+}
+
+/* Boundary signature u: reserved fields zero, a valid layout. */
+static inline HBG_IMAGE_FN uint64_t hbg_img__bsig(const hbg_img_def_view *v,
+                                                  uint32_t u) {
+  const hbg_def_bsig *s = &v->bsig[u];
+  if (s->reserved || s->reserved2 ||
+      !hbg_img_extent(s->dtype, s->ndim, s->mode, s->shape, s->strides))
+    return HBG_IMG_KEY(HBG_IMG__DS_BSIG, u, HBG_IMG_E_FIELD);
+  return HBG_IMG_KEY_NONE;
+}
+
+/* A CSR table's first and last row starts (stage `head`). */
+static inline HBG_IMAGE_FN uint64_t hbg_img__csr_head(const uint32_t *ptr,
+                                                      uint32_t n,
+                                                      uint32_t n_edges,
+                                                      uint32_t head) {
+  if (ptr[0] != 0 || ptr[n] != n_edges)
+    return HBG_IMG_KEY(head, 0, HBG_IMG_E_CSR);
+  return HBG_IMG_KEY_NONE;
+}
+
+/* The tensor and scalar records the nodes claim, all of them. */
+static inline HBG_IMAGE_FN uint64_t hbg_img__sums(const hbg_img_def_view *v) {
+  const hbg_def_hdr *h = v->hdr;
+  const hbg_def_node *last = &v->nodes[h->n_nodes - 1];
+  if ((uint64_t)last->first_tensor + last->n_tensors != h->n_tensors ||
+      (uint64_t)last->first_scalar + last->n_scalars != h->n_scalars)
+    return HBG_IMG_KEY(HBG_IMG__DS_SUMS, 0, HBG_IMG_E_REF);
+  return HBG_IMG_KEY_NONE;
+}
+
+/* Unit u (< hbg_img_def_units(v)) of a Definition that passed
+ * hbg_img_def_check_head. @return its first failing check's key, or
+ * HBG_IMG_KEY_NONE. */
+static inline HBG_IMAGE_FN uint64_t
+hbg_img_def_check_unit(const hbg_img_def_view *v, uint32_t u) {
+  const hbg_def_hdr *h = v->hdr;
+  const uint32_t n = h->n_nodes, ne = h->n_edges;
+  uint64_t k;
+  if (u < h->n_btensors && (k = hbg_img__bsig(v, u)) != HBG_IMG_KEY_NONE)
+    return k;
+  if (u == 0 && (k = hbg_img__csr_head(v->fanin_ptr, n, ne,
+                                       HBG_IMG__DS_IN_HEAD)) !=
+                    HBG_IMG_KEY_NONE)
+    return k;
+  if (u < n && (k = hbg_img__csr_row(v->fanin_ptr, v->fanin, n, ne, u, 1,
+                                     HBG_IMG__DS_IN_ROW)) != HBG_IMG_KEY_NONE)
+    return k;
+  if (u == 0 && (k = hbg_img__csr_head(v->fanout_ptr, n, ne,
+                                       HBG_IMG__DS_OUT_HEAD)) !=
+                    HBG_IMG_KEY_NONE)
+    return k;
+  if (u < n &&
+      (k = hbg_img__csr_row(v->fanout_ptr, v->fanout, n, ne, u, 0,
+                            HBG_IMG__DS_OUT_ROW)) != HBG_IMG_KEY_NONE)
+    return k;
+  if (u < n && (k = hbg_img__mirror(v, u)) != HBG_IMG_KEY_NONE)
+    return k;
+  if ((k = hbg_img__roots(v, u)) != HBG_IMG_KEY_NONE)
+    return k;
+  if (u < n && (k = hbg_img__node(v, u)) != HBG_IMG_KEY_NONE)
+    return k;
+  if (u == 0)
+    return hbg_img__sums(v);
+  return HBG_IMG_KEY_NONE;
+}
+
+/* Validate a Graph Definition of len bytes at img (8-byte aligned): magic,
+ * version, sizes, offsets, alignment, counts, CSR consistency (indices,
+ * fanin/fanout mirror, edges pointing forward, roots), kernel ids (built-in
+ * or user), every tensor and scalar reference, heap ranges, tensor offsets
+ * aligned to their dtype, reserved fields zero; then, when hash is not
+ * NULL, the content hash. The checks run in a fixed order and the first
+ * that fails is the result (the pieces above, serially).
+ * @return 0 (and *out when not NULL) or an HBG_IMG_E_* code. */
+static inline HBG_IMAGE_FN int hbg_img_def_validate(const void *img,
+                                                    uint64_t len,
+                                                    hbg_img_hash_fn hash,
+                                                    void *user,
+                                                    hbg_img_def_view *out) {
+  hbg_img_def_view v;
+  HBG_IMG__TRY(hbg_img_def_check_head(img, len, &v));
+  /* The units' checks stage by stage, each stage in index order: the first
+   * failure is then the least key, with no pass past it. */
+  const hbg_def_hdr *h = v.hdr;
+  const uint32_t n = h->n_nodes, ne = h->n_edges;
+  uint64_t key = HBG_IMG_KEY_NONE;
+  for (uint32_t u = 0; u < h->n_btensors && key == HBG_IMG_KEY_NONE; u++)
+    key = hbg_img__bsig(&v, u);
+  if (key == HBG_IMG_KEY_NONE)
+    key = hbg_img__csr_head(v.fanin_ptr, n, ne, HBG_IMG__DS_IN_HEAD);
+  for (uint32_t u = 0; u < n && key == HBG_IMG_KEY_NONE; u++)
+    key = hbg_img__csr_mono(v.fanin_ptr, u, HBG_IMG__DS_IN_ROW);
+  for (uint32_t u = 0; u < n && key == HBG_IMG_KEY_NONE; u++)
+    key = hbg_img__csr_edges(v.fanin_ptr, v.fanin, n, ne, u, 1,
+                             HBG_IMG__DS_IN_ROW);
+  if (key == HBG_IMG_KEY_NONE)
+    key = hbg_img__csr_head(v.fanout_ptr, n, ne, HBG_IMG__DS_OUT_HEAD);
+  for (uint32_t u = 0; u < n && key == HBG_IMG_KEY_NONE; u++)
+    key = hbg_img__csr_mono(v.fanout_ptr, u, HBG_IMG__DS_OUT_ROW);
+  for (uint32_t u = 0; u < n && key == HBG_IMG_KEY_NONE; u++)
+    key = hbg_img__csr_edges(v.fanout_ptr, v.fanout, n, ne, u, 0,
+                             HBG_IMG__DS_OUT_ROW);
+  for (uint32_t u = 0; u < n && key == HBG_IMG_KEY_NONE; u++)
+    key = hbg_img__mirror(&v, u);
+  for (uint32_t u = 0; u < n && key == HBG_IMG_KEY_NONE; u++)
+    key = hbg_img__roots(&v, u);
+  for (uint32_t u = 0; u < n && key == HBG_IMG_KEY_NONE; u++)
+    key = hbg_img__node(&v, u);
+  if (key == HBG_IMG_KEY_NONE)
+    key = hbg_img__sums(&v);
+  const int code = hbg_img_key_code(key); /* 0 for HBG_IMG_KEY_NONE */
+  if (code)
+    return code;
   if (hash)
-    HBG_IMG__CHECK(hash(p, total, offsetof(hbg_def_hdr, hash), user) !=
-                       h->hash,
+    HBG_IMG__CHECK(hash(v.base, v.hdr->total_size, offsetof(hbg_def_hdr, hash),
+                        user) != v.hdr->hash,
                    HBG_IMG_E_HASH);
   if (out)
     *out = v;
@@ -983,13 +1209,18 @@ static inline HBG_IMAGE_FN int hbg_img__win_entry(const uint8_t *e,
   return 0;
 }
 
-/* Validate a task window: header, index, each entry's bounds, counts,
- * kernel ids, ordinary tasks' tensor records, deps pointing at earlier
- * entries. The images graph entries point at are validated separately.
- * @return 0 (and *out when not NULL) or an HBG_IMG_E_* code. */
-static inline HBG_IMAGE_FN int hbg_img_win_validate(const void *img,
-                                                    uint64_t len,
-                                                    hbg_img_win_view *out) {
+/* The window in pieces, like the Definition's: hbg_img_win_validate is
+ * hbg_img_win_check_head, then hbg_img_win_check_entry for each entry in
+ * order. Entry i's check reads only inside the image, whatever the bytes
+ * hold, and equals the serial validator's when entries 0..i-1 pass; so of
+ * the entries checked in any order on any threads, the lowest that fails
+ * gives the serial verdict.
+ *
+ * The header, the entry count against the size, the index table; *out
+ * (not NULL) then views the window. @return 0 or an HBG_IMG_E_* code. */
+static inline HBG_IMAGE_FN int hbg_img_win_check_head(const void *img,
+                                                      uint64_t len,
+                                                      hbg_img_win_view *out) {
   uint32_t total;
   HBG_IMG__TRY(hbg_img__hdr(img, len, sizeof(hbg_win_hdr), HBG_WIN_MAGIC,
                             &total));
@@ -1001,27 +1232,54 @@ static inline HBG_IMAGE_FN int hbg_img_win_validate(const void *img,
   HBG_IMG__CHECK(h->n_tasks > (total - hs) / (sizeof(hbg_win_task) + 4),
                  HBG_IMG_E_COUNT);
   HBG_IMG__TRY(hbg_img__table(total, hs, h->off_index, h->n_tasks, 4, 8));
-  const uint32_t *index = (const uint32_t *)(const void *)(p + h->off_index);
+  out->base = p;
+  out->hdr = h;
+  out->index = (const uint32_t *)(const void *)(p + h->off_index);
+  return 0;
+}
 
-  uint64_t prev_end = hs;
-  for (uint32_t i = 0; i < h->n_tasks; i++) {
-    uint32_t off = index[i];
-    HBG_IMG__CHECK(off % HBG_IMG_ALIGN, HBG_IMG_E_ALIGN);
-    HBG_IMG__CHECK(off < prev_end || off > total ||
-                       total - off < sizeof(hbg_win_task),
-                   HBG_IMG_E_OFFSET);
-    const hbg_win_task *t = (const hbg_win_task *)(const void *)(p + off);
-    HBG_IMG__CHECK(t->size < sizeof *t, HBG_IMG_E_SIZE);
-    HBG_IMG__CHECK(t->size % HBG_IMG_ALIGN, HBG_IMG_E_ALIGN);
-    HBG_IMG__CHECK(t->size > total - off, HBG_IMG_E_OFFSET);
-    HBG_IMG__TRY(hbg_img__win_entry(p + off, i, h->n_tasks));
-    prev_end = (uint64_t)off + t->size;
+/* Entry i (< n_tasks) of a window that passed hbg_img_win_check_head: its
+ * offset (8-aligned, after entry i - 1's end, inside the image), size,
+ * counts, tables, kernel id, ordinary tasks' tensor records, deps pointing
+ * at earlier entries. @return 0 or an HBG_IMG_E_* code. */
+static inline HBG_IMAGE_FN int hbg_img_win_check_entry(const hbg_img_win_view *w,
+                                                       uint32_t i) {
+  const uint32_t total = w->hdr->total_size;
+  uint64_t prev_end = sizeof(hbg_win_hdr);
+  if (i > 0) {
+    uint32_t po = w->index[i - 1];
+    /* entry i - 1's end, where its own check passes (else it fails first) */
+    if (po % HBG_IMG_ALIGN || po > total ||
+        total - po < sizeof(hbg_win_task))
+      return 0;
+    prev_end =
+        (uint64_t)po + ((const hbg_win_task *)(const void *)(w->base + po))->size;
   }
-  if (out) {
-    out->base = p;
-    out->hdr = h;
-    out->index = index;
-  }
+  uint32_t off = w->index[i];
+  HBG_IMG__CHECK(off % HBG_IMG_ALIGN, HBG_IMG_E_ALIGN);
+  HBG_IMG__CHECK(off < prev_end || off > total ||
+                     total - off < sizeof(hbg_win_task),
+                 HBG_IMG_E_OFFSET);
+  const hbg_win_task *t = (const hbg_win_task *)(const void *)(w->base + off);
+  HBG_IMG__CHECK(t->size < sizeof *t, HBG_IMG_E_SIZE);
+  HBG_IMG__CHECK(t->size % HBG_IMG_ALIGN, HBG_IMG_E_ALIGN);
+  HBG_IMG__CHECK(t->size > total - off, HBG_IMG_E_OFFSET);
+  return hbg_img__win_entry(w->base + off, i, w->hdr->n_tasks);
+}
+
+/* Validate a task window: header, index, each entry's bounds, counts,
+ * kernel ids, ordinary tasks' tensor records, deps pointing at earlier
+ * entries. The images graph entries point at are validated separately.
+ * @return 0 (and *out when not NULL) or an HBG_IMG_E_* code. */
+static inline HBG_IMAGE_FN int hbg_img_win_validate(const void *img,
+                                                    uint64_t len,
+                                                    hbg_img_win_view *out) {
+  hbg_img_win_view w;
+  HBG_IMG__TRY(hbg_img_win_check_head(img, len, &w));
+  for (uint32_t i = 0; i < w.hdr->n_tasks; i++)
+    HBG_IMG__TRY(hbg_img_win_check_entry(&w, i));
+  if (out)
+    *out = w;
   return 0;
 }
 

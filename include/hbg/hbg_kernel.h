@@ -17,10 +17,11 @@
  *     lane wrote in phase p (outputs or scratch) is seen by every lane of
  *     the call in phase p + 1. There is no barrier inside a phase.
  *   - A lane does its share of phase `phase`: the function is called once
- *     per (phase, lane). On the GPU the lanes are the threads of one CTA
- *     (blockDim.x of them, 256 on an H200; one on the stand-in driver); on
- *     the sim they are the device's `lanes=` (1 by default), run one after
- *     another on one worker.
+ *     per (phase, lane). On the GPU the lanes are one executor worker's
+ *     threads: a warp (32) by default, a CTA's (blockDim.x, 256 on an
+ *     H200) with the device option worker=cta; on the stand-in driver a
+ *     CTA thread's HBG_MOCK_CUDA_LANES (4 by default) and on the sim the
+ *     device's `lanes=` (1 by default), run one after another.
  *   - Results must not depend on n_lanes or on the order lanes run in:
  *     split the work into units whose arithmetic is fixed (an output
  *     element, a row, one of a fixed number of reduction partials, one node
@@ -42,7 +43,7 @@
  *     of a phase return different errors, the call fails with the most
  *     negative of them (the same on the CPU and the GPU).
  *   - Do not synchronise lanes yourself (no __syncthreads, no shared
- *     memory): the executor owns the CTA's barriers.
+ *     memory): the executor owns the worker's barriers.
  */
 #ifndef HBG_HBG_KERNEL_H
 #define HBG_HBG_KERNEL_H

@@ -328,6 +328,7 @@ void hbg__bind_reset(hbg_bind *b) {
   b->heap_used = 0;
   b->sub_bytes = 0;
   b->sz_deps = b->sz_nodes = b->sz_kscr = 0;
+  b->sz_def_bytes = b->sz_defs = b->sz_btensors = b->sz_bscalars = 0;
   b->bulk_len = 0;
   b->fatal = 0;
   b->err_entry = HBG_TASK_NONE;
@@ -742,6 +743,12 @@ int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
   b->sz_deps += n_deps;
   b->sz_nodes += def->n_nodes;
   b->sz_kscr = HBG__MAX(b->sz_kscr, def->kscr_floats);
+  b->sz_btensors += def->n_btensors;
+  b->sz_bscalars += def->n_bscalars;
+  if (oc->count == 0) { /* each key's Definition once per bind */
+    b->sz_def_bytes += def->size;
+    b->sz_defs++;
+  }
   oc->count++;
   b->st.n_graphs++;
   if (out)
@@ -819,6 +826,15 @@ static void collect(hbg_bind *b) {
     b->err_entry = st.task;
     b->err_node = st.node;
   }
+  if (rc == 0) {
+    b->st.exec_defs_validated = st.defs_verified;
+    if (st.flags & HBG_DEV_STATUS_SPLIT) {
+      b->st.exec_split = 1;
+      b->st.device_setup_ns = st.setup_ns;
+      b->st.device_run_ns = st.run_ns;
+      b->st.exec_setup_nodes = st.setup_nodes;
+    }
+  }
 }
 
 /* Binds of one runtime run on the device in launch order: b's queue waits
@@ -891,14 +907,19 @@ int hbg_bind_launch(hbg_bind *b) {
     return 0;
   }
   hbg_dev_launch_desc d = {.struct_size = sizeof d,
-                           .flags = HBG_DEV_LAUNCH_SIZED,
+                           .flags = HBG_DEV_LAUNCH_SIZED |
+                                    HBG_DEV_LAUNCH_SIZED_IMAGES,
                            .window = s->win_dev,
                            .window_bytes = b->win.len,
                            .status = s->status_dev,
                            .n_tasks = b->n_tasks,
                            .n_deps = b->sz_deps,
                            .n_nodes = b->sz_nodes,
-                           .kernel_scratch = b->sz_kscr};
+                           .kernel_scratch = b->sz_kscr,
+                           .def_bytes = b->sz_def_bytes,
+                           .n_defs = b->sz_defs,
+                           .n_btensors = b->sz_btensors,
+                           .n_bscalars = b->sz_bscalars};
   b->t_launch_start = hbg__rt_now(rt);
   rc = order_after_previous(b);
   if (rc < 0)
@@ -963,8 +984,12 @@ int hbg_bind_stats_get(const hbg_bind *b, hbg_bind_stats *out) {
   _Static_assert(offsetof(hbg_bind_stats, device_ns) ==
                      HBG_BIND_STATS_SIZE_V1,
                  "the first version ends where device_ns starts");
-  size_t n = out->struct_size == HBG_BIND_STATS_SIZE_V1
-                 ? HBG_BIND_STATS_SIZE_V1
+  _Static_assert(offsetof(hbg_bind_stats, device_setup_ns) ==
+                     HBG_BIND_STATS_SIZE_V2,
+                 "the second version ends where device_setup_ns starts");
+  size_t n = out->struct_size == HBG_BIND_STATS_SIZE_V1 ||
+                     out->struct_size == HBG_BIND_STATS_SIZE_V2
+                 ? out->struct_size
                  : sizeof *out;
   hbg_bind_stats st = b->st;
   st.struct_size = (uint32_t)n;

@@ -98,8 +98,8 @@ static inline void hbg__guard_scope_end(hbg__guard_scope *s) {
 #define HBG__GUARD(rt, name) HBG__GUARD_(rt, name, hbg__grc)
 /* The same for a release that cannot fail: waits for the guard instead. */
 #define HBG__GUARD_WAIT(rt, name)                                              \
-  hbg__guard_scope hbg__gs __attribute__((cleanup(hbg__guard_scope_end))) = {  \
-      &(rt)->guard};                                                           \
+  hbg__guard_scope hbg__gs                                                     \
+      __attribute__((cleanup(hbg__guard_scope_end), unused)) = {&(rt)->guard}; \
   hbg__guard_enter_wait(&(rt)->guard, (name))
 
 /* ---- small maps ---- */
@@ -212,8 +212,11 @@ struct hbg_bind {
   uint32_t err_entry, err_node; /* device status location (HBG_TASK_NONE) */
   /* The window's sizing for the launch descriptor (HBG_DEV_LAUNCH_SIZED):
    * dependencies and graph nodes of the published entries, the most
-   * kernel scratch (floats) one of their calls needs. */
+   * kernel scratch (floats) one of their calls needs; and
+   * (HBG_DEV_LAUNCH_SIZED_IMAGES) the bytes and number of the distinct
+   * Definitions they name, their boundary tensors and scalars. */
   uint64_t sz_deps, sz_nodes, sz_kscr;
+  uint64_t sz_def_bytes, sz_defs, sz_btensors, sz_bscalars;
   hbg__deps deps; /* HBG_DEPS_INFERRED: the live reads and writes */
   uint64_t *bext;    /* a graph submission's boundary extents, then the
                         alias check's scratch (2 u64 per tensor); kept for

@@ -82,6 +82,14 @@ int hbg__slot_init(hbg_runtime *rt, hbg__slot *s, uint32_t index) {
     create_failed(rt, rc, "mem_alloc", "device status word", index);
     goto err;
   }
+  /* A backend built before the status grew writes only its first fields:
+   * the rest (flags) must read 0, not whatever the allocation held. */
+  static const hbg_dev_status zero;
+  rc = hbg_dev_copy_h2d(rt->dev, s->status_dev, &zero, sizeof zero);
+  if (rc < 0) {
+    create_failed(rt, rc, "copy_h2d", "device status word", index);
+    goto err;
+  }
   if ((rc = hbg__map_init(&s->retained, sizeof(hbg__retained), 64)) < 0 ||
       (rc = hbg__map_init(&s->rkeys, sizeof(hbg__rkey), 16)) < 0 ||
       (rc = hbg__map_init(&s->bind.occ, sizeof(hbg__occ), 16)) < 0) {

@@ -300,6 +300,9 @@ int hbg_dev_event_wait(hbg_device *dev, hbg_dev_event *ev) {
 _Static_assert(offsetof(hbg_dev_launch_desc, n_tasks) ==
                    HBG_DEV_LAUNCH_DESC_SIZE_V1,
                "the sizing fields follow the first version's");
+_Static_assert(offsetof(hbg_dev_launch_desc, def_bytes) ==
+                   HBG_DEV_LAUNCH_DESC_SIZE_V2,
+               "the images' sizing fields follow the second version's");
 
 int hbg_dev_launch(hbg_device *dev, hbg_dev_queue *q, const hbg_dev_launch_desc *l) {
   HBG__RETURN_IF(!q || !l || l->struct_size < HBG_DEV_LAUNCH_DESC_SIZE_V1,
@@ -309,8 +312,10 @@ int hbg_dev_launch(hbg_device *dev, hbg_dev_queue *q, const hbg_dev_launch_desc 
   hbg_dev_launch_desc d;
   memset(&d, 0, sizeof d);
   memcpy(&d, l, HBG__MIN((size_t)l->struct_size, sizeof d));
-  if (l->struct_size < sizeof d)
+  if (l->struct_size < HBG_DEV_LAUNCH_DESC_SIZE_V2)
     d.flags &= ~(uint32_t)HBG_DEV_LAUNCH_SIZED;
+  if (l->struct_size < sizeof d || !(d.flags & HBG_DEV_LAUNCH_SIZED))
+    d.flags &= ~(uint32_t)HBG_DEV_LAUNCH_SIZED_IMAGES;
   d.struct_size = sizeof d;
   HBG__DISPATCH(launch, q, &d);
 }

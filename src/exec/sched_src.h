@@ -1,34 +1,39 @@
 /*
- * The executor's scheduling core, written once for the CPU and the GPU
- * (internal): the window's task graph and each graph entry's nodes, fan-in
- * counted down with atomics, ready items handed out from one queue. Plain C
- * in the common subset of C11, C++17 and CUDA, like kern_src.h: the sim's
- * executor (exec.c) compiles it for its CPU workers, nvcc compiles the same
- * text (tests/kern/). Freestanding: <stdint.h>, <stddef.h>, hbg_image.h.
+ * The executors' scheduling cores, written once for the CPU and the GPU
+ * (internal). Plain C in the common subset of C11, C++17 and CUDA, like
+ * kern_src.h; freestanding: <stdint.h>, <stddef.h>, hbg_image.h. Two cores
+ * over the same model (a window entry waits for its dependencies, a graph
+ * node for its producers, counted with atomics):
  *
- * All state lives in one block the caller provides, of
- * hbg__sched_bytes(n_tasks, n_deps, n_nodes) bytes (8-aligned), known
- * once the window and its Definitions are validated; nothing here
- * allocates. An item is one ordinary task (node HBG__SCHED_NONE) or one
- * node of a graph entry: (task << 32) | node.
+ * - hbg__sched_* (first): what the sim's executor (src/exec/exec.c) drives
+ *   under its mutex, several items per lock round trip. All state lives in
+ *   one block the caller provides, of hbg__sched_bytes(n_tasks, n_deps,
+ *   n_nodes) bytes (8-aligned), known once the window and its Definitions
+ *   are validated; nothing here allocates. An item is one ordinary task
+ *   (node HBG__SCHED_NONE) or one node of a graph entry: (task << 32) |
+ *   node. A node becomes ready when its producers' count, incremented
+ *   atomically from the zero hbg__sched_init leaves, reaches its fan-in
+ *   row's width (a task: its dependency count reaches zero), which one
+ *   increment alone observes; so each item is pushed exactly once. One
+ *   queue of n_items slots: a push reserves its slot with an atomic add on
+ *   the tail and publishes the item with a release store; a pop claims the
+ *   head with compare-and-swap and waits (briefly) until its slot is
+ *   published. With atomics, after hbg__sched_start, any number of threads
+ *   may call hbg__sched_pop, hbg__sched_done and hbg__sched_fail at once;
+ *   an includer that calls the core under one lock defines
+ *   HBG__SCHED_SERIAL (the sim's exec.c does) and gets plain loads and
+ *   stores behind the same macros.
+ * - hbg__disp_* (second, below): what the device executor
+ *   (src/device/cuda/devcode/exec.c) runs on a GPU's warps and on the
+ *   stand-in's CTA threads: no queue head every worker polls, the
+ *   finishing worker keeping one newly ready item, fan-out split over a
+ *   worker's lanes.
  *
- * Concurrency: the atomics are macros (HBG__SA_*): CUDA's under nvcc,
- * GCC's __atomic builtins on a CPU, or plain loads and stores when the
- * includer defines HBG__SCHED_SERIAL because it calls the core under one
- * lock (the sim's exec.c does). With atomics, after hbg__sched_start, any
- * number of threads may call
- * hbg__sched_pop, hbg__sched_done and hbg__sched_fail at once. Each item is
- * pushed exactly once: a node (a task) becomes ready when its fan-in (its
- * dependency) count, decremented atomically, reaches zero, which one
- * decrement alone observes. The queue is an array of n_items slots: a push
- * reserves its slot with an atomic add on the tail and publishes the item
- * with a release store; a pop claims the head with compare-and-swap and
- * waits (briefly) until its slot is published.
- *
+ * The atomics are macros (HBG__SA_*): CUDA's under nvcc, GCC's __atomic
+ * builtins on a CPU, or plain loads and stores with HBG__SCHED_SERIAL.
  * Under CUDA an item's outputs must be visible device-wide before its
- * completion is: every thread of the CTA that ran it calls __threadfence()
- * and then __syncthreads() before one thread calls hbg__sched_done (which
- * fences again before it counts down).
+ * completion is: the lanes that wrote them fence before the atomics that
+ * publish it (each core's comment says where).
  */
 #ifndef HBG_EXEC_SCHED_SRC_H
 #define HBG_EXEC_SCHED_SRC_H
@@ -63,6 +68,7 @@
     *(volatile uint64_t *)(p) = (v);                                           \
   } while (0)
 #define HBG__SA_STORE32(p, v) (*(volatile uint32_t *)(p) = (v))
+#define HBG__SA_XCHG32(p, v) atomicExch((unsigned *)(p), (unsigned)(v))
 #define HBG__SA_FENCE() __threadfence()
 static inline __device__ uint64_t hbg__sa_load64_acq(const uint64_t *p) {
   uint64_t v = *(volatile const uint64_t *)p;
@@ -84,7 +90,13 @@ static inline __device__ uint64_t hbg__sa_load64_acq(const uint64_t *p) {
 #define HBG__SA_LOAD64_ACQ(p) (*(p))
 #define HBG__SA_STORE64_REL(p, v) (*(p) = (v))
 #define HBG__SA_STORE32(p, v) (*(p) = (v))
+#define HBG__SA_XCHG32(p, v) hbg__ss_xchg32((p), (v))
 #define HBG__SA_FENCE() ((void)0)
+static inline uint32_t hbg__ss_xchg32(uint32_t *p, uint32_t v) {
+  uint32_t old = *p;
+  *p = v;
+  return old;
+}
 static inline uint32_t hbg__ss_add32(uint32_t *p, uint32_t v) {
   uint32_t old = *p;
   *p = old + v;
@@ -120,6 +132,7 @@ static inline int hbg__ss_cas32(uint32_t *p, uint32_t expect, uint32_t want) {
 #define HBG__SA_LOAD64_ACQ(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define HBG__SA_STORE64_REL(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 #define HBG__SA_STORE32(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define HBG__SA_XCHG32(p, v) __atomic_exchange_n((p), (v), __ATOMIC_ACQ_REL)
 /* the counts' acq_rel read-modify-writes already order what came before */
 #define HBG__SA_FENCE() ((void)0)
 static inline int hbg__sa_cas64(uint64_t *p, uint64_t expect, uint64_t want) {
@@ -130,6 +143,19 @@ static inline int hbg__sa_cas32(uint32_t *p, uint32_t expect, uint32_t want) {
   return __atomic_compare_exchange_n(p, &expect, want, 0, __ATOMIC_ACQ_REL,
                                      __ATOMIC_ACQUIRE);
 }
+#endif
+
+/* HBG__SA_PAUSE(): a waiter's back-off between two polls. The includer may
+ * define it (the device code's host build yields the CPU); by default a
+ * GPU thread sleeps a little and a CPU spins one pause. */
+#ifndef HBG__SA_PAUSE
+#if defined(__CUDA_ARCH__)
+#define HBG__SA_PAUSE() __nanosleep(256)
+#elif defined(__x86_64__) || defined(__i386__)
+#define HBG__SA_PAUSE() __builtin_ia32_pause()
+#else
+#define HBG__SA_PAUSE() ((void)0)
+#endif
 #endif
 
 #define HBG__SCHED_NONE 0xffffffffu
@@ -161,7 +187,7 @@ typedef struct hbg__sched {
   uint32_t reserved;
   hbg__sched_task *task; /* [n_tasks] */
   uint32_t *out;         /* [n_deps] dependents, per task in a row */
-  uint32_t *fanin;       /* [n_nodes] unfinished producers (atomic) */
+  uint32_t *fanin;       /* [n_nodes] finished producers (atomic) */
   uint64_t *q;           /* [n_items] */
 } hbg__sched;
 
@@ -216,10 +242,11 @@ static inline HBG__SFN void hbg__sched_fail(hbg__sched *s, int err,
   }
 }
 
-/* Entry i (in order): g its node expansion (NULL: an ordinary task),
- * deps its window dependencies. Counts every node's fan-in through
- * hbg_image.h's iterator. @return 0 or an HBG_IMG_E_* code (the failing
- * node in *bad_node). */
+/* Entry i (in order): g its node expansion (NULL: an ordinary task; a
+ * graph's Definition validated), deps its window dependencies. Nothing
+ * per node: a node's producers count its fan-in up from the zero
+ * hbg__sched_init left, to its fan-in row's width. @return 0 or an
+ * HBG_IMG_E_* code (*bad_node is kept for callers; no node fails here). */
 static inline HBG__SFN int hbg__sched_task_set(hbg__sched *s, uint32_t i,
                                                const hbg_img_graph *g,
                                                const uint32_t *deps,
@@ -240,17 +267,9 @@ static inline HBG__SFN int hbg__sched_task_set(hbg__sched *s, uint32_t i,
     s->n_items++;
     return 0;
   }
+  (void)bad_node;
   t->node_base = s->n_nodes;
   t->nodes_left = g->hdr.n_nodes;
-  for (uint32_t j = 0; j < g->hdr.n_nodes; j++) {
-    hbg_img_node n;
-    int rc = hbg_img_graph_node(g, j, &n);
-    if (rc != 0) {
-      *bad_node = j;
-      return rc;
-    }
-    s->fanin[t->node_base + j] = n.n_fanin;
-  }
   s->n_nodes += g->hdr.n_nodes;
   s->n_items += g->hdr.n_nodes;
   return 0;
@@ -266,21 +285,23 @@ static inline HBG__SFN void hbg__sched_push(hbg__sched *s, uint32_t task,
   HBG__SA_STORE64_REL(&s->q[at], (uint64_t)task << 32 | node);
 }
 
-/* Every node without producers of a task whose dependencies are done.
- * Roots are read from the Definition's fan-in rows, not from the live
- * counters: once the first root is pushed, another thread may run it and
- * bring a consumer's counter to zero (and push it) while this loop is
- * still going. */
+/* Every node without producers of a task whose dependencies are done:
+ * the Definition's roots table (validated: ascending node ids, exactly the
+ * nodes with an empty fan-in row), not a scan of every node. */
 static inline HBG__SFN void hbg__sched_task_ready(hbg__sched *s, uint32_t i) {
   const hbg__sched_task *t = &s->task[i];
   if (!t->g) {
     hbg__sched_push(s, i, HBG__SCHED_NONE);
     return;
   }
-  const uint32_t *fp = t->g->def.fanin_ptr; /* rows checked at task_set */
-  for (uint32_t j = 0; j < t->g->hdr.n_nodes; j++)
-    if (fp[j + 1] == fp[j])
-      hbg__sched_push(s, i, j);
+  for (uint32_t k = 0; k < t->g->hdr.n_roots; k++) {
+    uint32_t j = t->g->def.roots[k];
+    if (j >= t->g->hdr.n_nodes) { /* only if rewritten under a verdict */
+      hbg__sched_fail(s, HBG_IMG_E_ROOTS, i, j);
+      return;
+    }
+    hbg__sched_push(s, i, j);
+  }
 }
 
 /* After every hbg__sched_task_set: dependents' rows, queue slots, and the
@@ -345,11 +366,11 @@ static inline HBG__SFN void hbg__sched_task_done(hbg__sched *s, uint32_t i) {
   }
 }
 
-/* Item ran: its consumers' fan-in counts down, the ones reaching zero are
- * pushed; a graph entry whose last node ran completes, and its dependents
- * count down in turn. A fan-out row that does not match the fan-in counts
- * (possible only if the Definition changed under a cached verdict) is
- * HBG_IMG_E_CSR at this item. */
+/* Item ran: its consumers' fan-in counts up, the ones reaching their
+ * fan-in row's width are pushed; a graph entry whose last node ran
+ * completes, and its dependents count down in turn. A fan-out row that
+ * does not match the fan-in rows (possible only if the Definition changed
+ * under a cached verdict) is HBG_IMG_E_CSR at this item. */
 static inline HBG__SFN void hbg__sched_done(hbg__sched *s, uint64_t item) {
   uint32_t i = (uint32_t)(item >> 32), j = (uint32_t)item;
   HBG__SA_FENCE(); /* the item's outputs before its consumers' counts */
@@ -377,12 +398,13 @@ static inline HBG__SFN void hbg__sched_done(hbg__sched *s, uint64_t item) {
       hbg__sched_fail(s, HBG_IMG_E_CSR, i, j);
       return;
     }
-    uint32_t old = HBG__SA_SUB32(&s->fanin[t->node_base + c], 1u);
-    if (old == 0) {
+    uint32_t nf = g->def.fanin_ptr[c + 1] - g->def.fanin_ptr[c];
+    uint32_t old = HBG__SA_ADD32(&s->fanin[t->node_base + c], 1u);
+    if (old >= nf) {
       hbg__sched_fail(s, HBG_IMG_E_CSR, i, j);
       return;
     }
-    if (old == 1)
+    if (old + 1 == nf)
       hbg__sched_push(s, i, c);
   }
   if (HBG__SA_SUB32(&t->nodes_left, 1u) == 1u)
@@ -392,6 +414,241 @@ static inline HBG__SFN void hbg__sched_done(hbg__sched *s, uint64_t item) {
 /* Every entry has completed. */
 static inline HBG__SFN int hbg__sched_complete(const hbg__sched *s) {
   return HBG__SA_LOAD32(&s->tasks_done) == s->n_tasks;
+}
+
+/* ==================================================================== */
+/* The dispatch core: what the device executor (src/device/cuda/devcode/ */
+/* exec.c) runs on the GPU's warps and on the stand-in's CTA threads.    */
+/* ==================================================================== */
+
+/* The window's entries and their nodes, counted by any number of
+ * workers at once, with nothing on one thread that grows with the window:
+ *
+ * - Ready items go out through one ticket queue. A worker with nothing to
+ *   run takes a ticket (one atomic add on q_head) and waits on that ticket's
+ *   own slot, which the ticket's push fills (one atomic add on q_tail, one
+ *   release store): waiting workers poll different slots, not one shared
+ *   head, and each item costs one atomic on each end. Pushes serve tickets
+ *   in order; the stop pushes (one per worker, after the window completes
+ *   or fails) serve every ticket still waiting, so q holds at most
+ *   n_items + n_workers slots.
+ * - The worker that makes an item ready keeps the first one it makes
+ *   ready as its next item (the continuation, *cont) instead of pushing it:
+ *   a chain of dependent items runs on one worker with no queue round trip.
+ * - A node's producers count its fan-in up (cnt, zeroed at set-up): the one
+ *   whose add reaches the node's fan-in makes it ready. Its fan-in is the
+ *   Definition's fanin_ptr row width, read from the validated view; nothing
+ *   walks the nodes to initialise counters.
+ * - An entry's dependents are a list built at set-up by one atomic exchange
+ *   per dependency (no prefix sum); an entry whose last dependency completes
+ *   is made ready: its roots (the Definition's roots table), or the ordinary
+ *   task itself.
+ *
+ * Memory order: a worker's item writes its outputs, then (every lane that
+ * wrote, after the worker's barrier) a release fence before its counting
+ * atomics; the one that sees a count complete fences again (acquire) before
+ * the item is run or pushed, and pushes are release stores read by acquire
+ * loads. On a CPU the acq_rel atomics give the same order.
+ *
+ * Everything the core reads of an image (def views) must be validated and
+ * immutable for the launch (the executor runs from private copies). */
+
+#define HBG__D_NONE 0xffffffffu
+#define HBG__D_EMPTY 0xffffffffffffffffull /* a slot no push has served */
+#define HBG__D_STOP 0xfffffffffffffffeull  /* served to a worker: leave */
+
+/* Per window entry. */
+typedef struct hbg__dent {
+  uint32_t pending;    /* atomic: dependencies not yet complete */
+  uint32_t nodes_left; /* atomic: graph: nodes not yet complete */
+  uint32_t out_head;   /* first link of its dependents, HBG__D_NONE */
+  uint32_t reserved;
+  uint64_t node_base;  /* graph: its nodes' counters at cnt[node_base] */
+  const hbg_img_def_view *def; /* graph: the validated view; NULL: task */
+} hbg__dent;
+
+/* One dependency, on its producer's list. */
+typedef struct hbg__dlink {
+  uint32_t entry; /* the dependent */
+  uint32_t next;  /* HBG__D_NONE ends the list */
+} hbg__dlink;
+
+typedef struct hbg__disp {
+  uint64_t q_tail; /* atomic: items pushed (each word on its own line) */
+  uint64_t pad0[7];
+  uint64_t q_head; /* atomic: tickets taken */
+  uint64_t pad1[7];
+  uint32_t tasks_done; /* atomic: entries complete */
+  uint32_t pad2[15];
+  uint32_t stopped; /* atomic: the stop items are pushed */
+  uint32_t failed;  /* atomic: an error is kept */
+  int32_t error;    /* the first error, with its entry and node */
+  uint32_t err_task, err_node;
+  uint32_t n_tasks, n_workers;
+  uint32_t reserved;
+  uint64_t n_slots;
+  hbg__dent *ent;     /* [n_tasks] */
+  hbg__dlink *links;  /* [n_deps] */
+  uint32_t *cnt;      /* [n_nodes] */
+  uint64_t *q;        /* [n_slots] */
+} hbg__disp;
+
+/* Queue slots for n_items items (ordinary tasks + graph nodes) and
+ * n_workers workers. */
+static inline HBG__SFN uint64_t hbg__disp_slots(uint64_t n_items,
+                                                uint64_t n_workers) {
+  return n_items + n_workers;
+}
+
+/* One thread, before anything else: the scalar state (pointers are the
+ * caller's, each array 8-aligned). */
+static inline HBG__SFN void hbg__disp_init(hbg__disp *d, uint32_t n_tasks,
+                                           uint32_t n_workers,
+                                           uint64_t n_slots, hbg__dent *ent,
+                                           hbg__dlink *links, uint32_t *cnt,
+                                           uint64_t *q) {
+  d->q_tail = 0;
+  d->q_head = 0;
+  d->tasks_done = 0;
+  d->stopped = 0;
+  d->failed = 0;
+  d->error = 0;
+  d->err_task = HBG__D_NONE;
+  d->err_node = HBG__D_NONE;
+  d->n_tasks = n_tasks;
+  d->n_workers = n_workers;
+  d->reserved = 0;
+  d->n_slots = n_slots;
+  d->ent = ent;
+  d->links = links;
+  d->cnt = cnt;
+  d->q = q;
+}
+
+/* Set-up, any thread, after every entry's out_head is HBG__D_NONE: link
+ * `link` (each used once) records that entry depends on dep. */
+static inline HBG__SFN void hbg__disp_link(hbg__disp *d, uint32_t link,
+                                           uint32_t entry, uint32_t dep) {
+  d->links[link].entry = entry;
+  d->links[link].next = HBG__SA_XCHG32(&d->ent[dep].out_head, link);
+}
+
+static inline HBG__SFN void hbg__disp_push(hbg__disp *d, uint64_t item);
+
+/* Every worker leaves once it has run what it holds: one stop item each,
+ * pushed once. */
+static inline HBG__SFN void hbg__disp_stop(hbg__disp *d) {
+  if (!HBG__SA_CAS32(&d->stopped, 0u, 1u))
+    return;
+  for (uint32_t w = 0; w < d->n_workers; w++)
+    hbg__disp_push(d, HBG__D_STOP);
+}
+
+/* Keep the first error (and where), then stop: items already running
+ * finish, nothing new runs (workers drop what they receive). */
+static inline HBG__SFN void hbg__disp_fail(hbg__disp *d, int err,
+                                           uint32_t task, uint32_t node) {
+  if (HBG__SA_CAS32(&d->failed, 0u, 1u)) {
+    d->error = err;
+    d->err_task = task;
+    d->err_node = node;
+    HBG__SA_FENCE();
+  }
+  hbg__disp_stop(d);
+}
+
+static inline HBG__SFN void hbg__disp_push(hbg__disp *d, uint64_t item) {
+  uint64_t at = HBG__SA_ADD64(&d->q_tail, (uint64_t)1);
+  if (at >= d->n_slots) { /* cannot happen: every item is pushed once */
+    if (item != HBG__D_STOP)
+      hbg__disp_fail(d, HBG_IMG_E_CSR, (uint32_t)(item >> 32),
+                     (uint32_t)item);
+    return;
+  }
+  HBG__SA_STORE64_REL(&d->q[at], item);
+}
+
+/* A ticket for the next item pushed: poll it with hbg__disp_poll. */
+static inline HBG__SFN uint64_t hbg__disp_ticket(hbg__disp *d) {
+  return HBG__SA_ADD64(&d->q_head, (uint64_t)1);
+}
+
+/* Ticket t's item, HBG__D_EMPTY while its push has not come. */
+static inline HBG__SFN uint64_t hbg__disp_poll(hbg__disp *d, uint64_t t) {
+  if (t >= d->n_slots) /* cannot happen (hbg__disp_slots) */
+    return HBG__D_STOP;
+  return HBG__SA_LOAD64_ACQ(&d->q[t]);
+}
+
+/* A ready item: the caller's continuation when it has none yet (cont not
+ * NULL, *cont HBG__D_EMPTY), else pushed. */
+static inline HBG__SFN void hbg__disp_ready(hbg__disp *d, uint64_t item,
+                                            uint64_t *cont) {
+  if (cont && HBG__SA_CAS64(cont, HBG__D_EMPTY, item))
+    return;
+  hbg__disp_push(d, item);
+}
+
+/* Entry i's dependencies are complete: its roots, or the task itself. */
+static inline HBG__SFN void hbg__disp_entry_ready(hbg__disp *d, uint32_t i,
+                                                  uint64_t *cont) {
+  const hbg_img_def_view *v = d->ent[i].def;
+  if (!v) {
+    hbg__disp_ready(d, (uint64_t)i << 32 | HBG__D_NONE, cont);
+    return;
+  }
+  for (uint32_t k = 0; k < v->hdr->n_roots; k++)
+    hbg__disp_ready(d, (uint64_t)i << 32 | v->roots[k], cont);
+}
+
+/* Item (i, j) (a graph node) has run: lane `lane` of `lanes` counts its
+ * share of j's consumers, each one that completes made ready. Every lane
+ * of the worker calls it after the worker's barrier that follows the
+ * item's writes. */
+static inline HBG__SFN void hbg__disp_fanout(hbg__disp *d, uint32_t i,
+                                             uint32_t j, uint32_t lane,
+                                             uint32_t lanes, uint64_t *cont) {
+  const hbg__dent *e = &d->ent[i];
+  const hbg_img_def_view *v = e->def;
+  const uint32_t a = v->fanout_ptr[j], b = v->fanout_ptr[j + 1];
+  if (a + lane >= b)
+    return;
+  HBG__SA_FENCE(); /* release: the item's outputs before the counts */
+  for (uint32_t k = a + lane; k < b; k += lanes) {
+    const uint32_t c = v->fanout[k];
+    const uint32_t nf = v->fanin_ptr[c + 1] - v->fanin_ptr[c];
+    if (HBG__SA_ADD32(&d->cnt[e->node_base + c], 1u) + 1u == nf) {
+      HBG__SA_FENCE(); /* acquire: every producer's outputs */
+      hbg__disp_ready(d, (uint64_t)i << 32 | c, cont);
+    }
+  }
+}
+
+/* Entry i is complete: its dependents count down. */
+static inline HBG__SFN void hbg__disp_entry_done(hbg__disp *d, uint32_t i,
+                                                 uint64_t *cont) {
+  for (uint32_t l = d->ent[i].out_head; l != HBG__D_NONE;
+       l = d->links[l].next) {
+    const uint32_t e = d->links[l].entry;
+    if (HBG__SA_SUB32(&d->ent[e].pending, 1u) == 1u) {
+      HBG__SA_FENCE();
+      hbg__disp_entry_ready(d, e, cont);
+    }
+  }
+  if (HBG__SA_ADD32(&d->tasks_done, 1u) + 1u == d->n_tasks)
+    hbg__disp_stop(d);
+}
+
+/* Item (i, j) has run and its fan-out is counted (one lane): a graph
+ * entry whose last node this was, or an ordinary task, completes. */
+static inline HBG__SFN void hbg__disp_item_done(hbg__disp *d, uint64_t item,
+                                                uint64_t *cont) {
+  const uint32_t i = (uint32_t)(item >> 32), j = (uint32_t)item;
+  HBG__SA_FENCE(); /* release */
+  if (j != HBG__D_NONE && HBG__SA_SUB32(&d->ent[i].nodes_left, 1u) != 1u)
+    return;
+  HBG__SA_FENCE(); /* acquire: every node of the entry */
+  hbg__disp_entry_done(d, i, cont);
 }
 
 #endif

@@ -12,6 +12,9 @@
  *     every node of a valid Definition (alone, and replayed by a valid
  *     Submission carrying it inline that matches it) without an error, and
  *     no argument writes a boundary tensor its signature marks input-only;
+ *   - the validators' pieces (hbg_img_def_check_unit, hbg_img_win_check_
+ *     entry) run backwards, as a parallel executor may run them, give the
+ *     serial verdict (the least key, the lowest failing entry);
  *   - the dump returns the validator's verdict. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,6 +157,30 @@ static void replay(const uint8_t *img, uint64_t len) {
   hbg__def_free(d);
 }
 
+/* The validators' pieces, last unit first: the serial verdicts. */
+static void pieces(const uint8_t *p, size_t size, int nrc, int wrc) {
+  hbg_img_def_view v;
+  int rc = hbg_img_def_check_head(p, size, &v);
+  if (rc == 0) {
+    uint64_t least = HBG_IMG_KEY_NONE;
+    for (uint32_t u = hbg_img_def_units(&v); u-- > 0;) {
+      uint64_t k = hbg_img_def_check_unit(&v, u);
+      least = k < least ? k : least;
+    }
+    rc = hbg_img_key_code(least);
+  }
+  CHECK(rc == nrc);
+  hbg_img_win_view w;
+  rc = hbg_img_win_check_head(p, size, &w);
+  if (rc == 0) {
+    for (uint32_t i = w.hdr->n_tasks; i-- > 0;) {
+      int e = hbg_img_win_check_entry(&w, i);
+      rc = e ? e : rc;
+    }
+  }
+  CHECK(rc == wrc);
+}
+
 static void run(uint8_t *p, size_t size) {
   hbg__def_view dv;
   hbg__sub_view sv;
@@ -203,6 +230,8 @@ static void run(uint8_t *p, size_t size) {
     CHECK(hbg__win_task(&wv, wv.hdr->n_tasks) == NULL);
     sink = s;
   }
+
+  pieces(p, size, nrc, wrc);
 
   uint32_t magic = 0;
   if (size >= 4)

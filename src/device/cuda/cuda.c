@@ -360,11 +360,13 @@ static int cu_probe(char *buf, size_t len) {
  * with sizing hints (every bind's) grows it to what its window needs. */
 #define CU_XSCRATCH_DEFAULT ((uint64_t)HBG_DC_EXEC_MIN_SCRATCH)
 
-/* exec= and scratch=: *device 0 (verify, the default) or 1; *scratch the
- * initial size of the executor's block per stream. @return 0 or
- * HBG_E_INVAL, the native message naming the option. */
+/* exec=, scratch= and worker=: *device 0 (verify) or 1 (the default);
+ * *scratch the initial size of the executor's block per stream; *cta 1
+ * when a whole CTA is one worker (worker=cta), 0 for a warp (worker=warp,
+ * the default). @return 0 or HBG_E_INVAL, the native message naming the
+ * option. */
 static int cu_exec_opts(hbg_device *dev, const char *options, int *device,
-                        uint64_t *scratch) {
+                        uint64_t *scratch, int *cta) {
   char v[16];
   int found = hbg__opt_get(options, "exec", v, sizeof v);
   *device = 1;
@@ -391,21 +393,40 @@ static int cu_exec_opts(hbg_device *dev, const char *options, int *device,
                           HBG_DC_EXEC_MIN_SCRATCH);
     return HBG_E_INVAL;
   }
+  *cta = 0;
+  found = hbg__opt_get(options, "worker", v, sizeof v);
+  if (found == 1 && strcmp(v, "cta") == 0) {
+    *cta = 1;
+  } else if (found != 0 && !(found == 1 && strcmp(v, "warp") == 0)) {
+    hbg_device_set_native(dev, 0,
+                          "worker=: want worker=warp (each warp of the "
+                          "device executor runs items, the default) or "
+                          "worker=cta (each CTA runs one item at a time)");
+    return HBG_E_INVAL;
+  }
   return 0;
 }
 
 /* exec=device: one CTA per SM and 256 lanes each, within the device's
- * grid and block limits (the stand-in reports 1 and 1). */
-static int cu_exec_grid(hbg_device *dev, hbg__cuda *c) {
-  int sms = 0, max_grid = 0, max_block = 0;
+ * grid and block limits; workers of a warp each (the stand-in reports a
+ * warp as wide as its blocks: its host threads run a CTA as one worker),
+ * or of a CTA with worker=cta. */
+static int cu_exec_grid(hbg_device *dev, hbg__cuda *c, int cta) {
+  int sms = 0, max_grid = 0, max_block = 0, warp = 0;
   CU_TRY(dev, c, HBG_E_DEVICE, cuDeviceGetAttribute, &sms,
          CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, c->cudev);
   CU_TRY(dev, c, HBG_E_DEVICE, cuDeviceGetAttribute, &max_grid,
          CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, c->cudev);
   CU_TRY(dev, c, HBG_E_DEVICE, cuDeviceGetAttribute, &max_block,
          CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, c->cudev);
+  CU_TRY(dev, c, HBG_E_DEVICE, cuDeviceGetAttribute, &warp,
+         CU_DEVICE_ATTRIBUTE_WARP_SIZE, c->cudev);
   c->ctas = (unsigned)HBG__MAX(HBG__MIN(sms, max_grid), 1);
   c->lanes = (unsigned)HBG__MAX(HBG__MIN(256, max_block), 1);
+  /* the executor runs a warp as a worker only when warps tile the CTA */
+  c->worker_lanes = c->lanes;
+  if (!cta && warp == 32 && c->lanes % 32 == 0)
+    c->worker_lanes = 32;
   return 0;
 }
 
@@ -415,9 +436,9 @@ static int cu_open(hbg_device *dev, const char *options) {
   uint64_t ord = 0;
   HBG__RETURN_IF(hbg__opt_u64(options, "device", &ord) < 0, HBG_E_INVAL);
   HBG__RETURN_IF(cu_lib_path(options, path, sizeof path) < 0, HBG_E_INVAL);
-  int exec_device = 1;
+  int exec_device = 1, worker_cta = 0;
   uint64_t xscratch = 0;
-  HBG__TRY(cu_exec_opts(dev, options, &exec_device, &xscratch));
+  HBG__TRY(cu_exec_opts(dev, options, &exec_device, &xscratch, &worker_cta));
   hbg__cuda *c = calloc(1, sizeof *c);
   if (!c)
     return HBG_E_NOMEM;
@@ -484,7 +505,7 @@ static int cu_open(hbg_device *dev, const char *options) {
   if (rc < 0)
     goto err_sync;
   if (c->exec_device) {
-    rc = cu_exec_grid(dev, c);
+    rc = cu_exec_grid(dev, c, worker_cta);
     if (rc < 0)
       goto err_mod;
   }

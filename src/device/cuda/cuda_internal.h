@@ -56,6 +56,8 @@ struct hbg_dev_queue {
    * the copy does not wait for the stream's earlier work). */
   CUdeviceptr xblock;
   uint64_t xbytes, xgen, xneed;
+  uint64_t xpool; /* the block's pool of private Definition copies: bytes
+                     (the verdict cache holds HBG_DC_EXEC_CACHE_SLOTS) */
   hbg__cu_xretired *xretired;
   void *xzero;
   /* exec=device: the device's live allocations as this stream's launches
@@ -95,6 +97,8 @@ typedef struct hbg__cuda {
    * scratch block (scratch= option) of each launch. */
   int exec_device;
   unsigned ctas, lanes;
+  unsigned worker_lanes; /* lanes per worker: the warp, or the CTA
+                            (worker=cta) */
   uint64_t xscratch;
   uint64_t mem_bytes;
   /* non-overlapping ranges, kind = HBG__CU_* */

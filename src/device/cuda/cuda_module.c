@@ -27,7 +27,16 @@ _Static_assert(sizeof(hbg_dc_status) == sizeof(hbg_dev_status) &&
                    offsetof(hbg_dc_status, nodes_done) ==
                        offsetof(hbg_dev_status, nodes_done) &&
                    offsetof(hbg_dc_status, defs_verified) ==
-                       offsetof(hbg_dev_status, defs_verified),
+                       offsetof(hbg_dev_status, defs_verified) &&
+                   offsetof(hbg_dc_status, flags) ==
+                       offsetof(hbg_dev_status, flags) &&
+                   offsetof(hbg_dc_status, setup_ns) ==
+                       offsetof(hbg_dev_status, setup_ns) &&
+                   offsetof(hbg_dc_status, run_ns) ==
+                       offsetof(hbg_dev_status, run_ns) &&
+                   offsetof(hbg_dc_status, setup_nodes) ==
+                       offsetof(hbg_dev_status, setup_nodes) &&
+                   HBG_DEV_STATUS_SPLIT == HBG_DC_STATUS_SPLIT,
                "the device code's status is hbg_dev_status");
 
 int hbg__cu_module_load(hbg_device *dev, hbg__cuda *c) {
@@ -123,6 +132,7 @@ int hbg__cu_exec_queue_init(hbg_device *dev, hbg__cuda *c, hbg_dev_queue *q) {
   q->xbytes = c->xscratch;
   q->xgen = 0;
   q->xneed = 0;
+  q->xpool = 0;
   q->xretired = NULL;
   q->xzero = z;
   HBG__CU_ADD(c, scratch_allocs, 1);
@@ -221,12 +231,13 @@ static int exec_retire(hbg_device *dev, hbg__cuda *c, hbg_dev_queue *q,
   return 0;
 }
 
-/* Replace q's block by one of need bytes (rounded up to 64K) for the
- * launches queued from now on; the old one is retired behind an event
- * recorded after the work queued so far. Every failure leaves q as it
- * was. @return 0, HBG_E_DEVMEM, HBG_E_NOMEM or a mapped driver error. */
+/* Replace q's block by one of need bytes (rounded up to 64K) whose pool
+ * holds `pool` bytes, for the launches queued from now on; the old one is
+ * retired behind an event recorded after the work queued so far (its
+ * verdict cache goes with it). Every failure leaves q as it was.
+ * @return 0, HBG_E_DEVMEM, HBG_E_NOMEM or a mapped driver error. */
 static int exec_grow(hbg_device *dev, hbg__cuda *c, hbg_dev_queue *q,
-                     uint64_t need) {
+                     uint64_t need, uint64_t pool) {
   char why[160];
   snprintf(why, sizeof why,
            "growing the device executor's scratch block from %llu to %llu "
@@ -270,6 +281,7 @@ static int exec_grow(hbg_device *dev, hbg__cuda *c, hbg_dev_queue *q,
   q->xretired = r;
   q->xblock = p;
   q->xbytes = cap;
+  q->xpool = pool;
   HBG__CU_ADD(c, scratch_allocs, 1);
   HBG__CU_ADD(c, scratch_in_use, cap);
   return 0;
@@ -352,14 +364,23 @@ int hbg__cu_exec_launch(hbg_device *dev, hbg_dev_queue *q,
   if (q->xretired)
     (void)exec_reap(dev, c, q, 0); /* a failure is kept as the native error */
   if (l->flags & HBG_DEV_LAUNCH_SIZED) {
-    /* The same function the kernel's set-up lays the block out with. */
+    /* The same function the kernel's set-up lays the block out with. The
+     * pool keeps its size unless the window's Definitions need more (a
+     * larger pool in the same block starts the verdict cache over). */
+    uint64_t pool = q->xpool;
+    if (l->flags & HBG_DEV_LAUNCH_SIZED_IMAGES)
+      pool = HBG__MAX(pool, hbg_dc_exec_pool_bytes(l->def_bytes, l->n_defs));
     hbg_dc_exec_layout lay;
-    hbg_dc_exec_layout_of(l->n_tasks, l->n_deps, l->n_nodes,
-                          hbg__cu_link_floats(c, l->kernel_scratch), c->ctas,
+    hbg_dc_exec_layout_of(HBG_DC_EXEC_CACHE_SLOTS, pool, l->window_bytes,
+                          l->n_tasks, c->dmem.n, l->n_deps, l->n_nodes,
+                          l->n_btensors, l->n_bscalars,
+                          hbg__cu_link_floats(c, l->kernel_scratch),
+                          (uint64_t)c->ctas * (c->lanes / c->worker_lanes),
                           &lay);
     q->xneed = lay.need;
     if (lay.need > q->xbytes)
-      HBG__TRY(exec_grow(dev, c, q, lay.need));
+      HBG__TRY(exec_grow(dev, c, q, lay.need, pool));
+    q->xpool = pool;
   }
   HBG__TRY(exec_ranges(dev, c, q));
   hbg_dc_exec_args a = {.window = l->window,
@@ -369,7 +390,10 @@ int hbg__cu_exec_launch(hbg_device *dev, hbg_dev_queue *q,
                         .scratch_bytes = q->xbytes,
                         .gen = q->xgen + 1,
                         .ranges = (uint64_t)q->xr,
-                        .n_ranges = q->xr_n};
+                        .n_ranges = q->xr_n,
+                        .cache_slots = HBG_DC_EXEC_CACHE_SLOTS,
+                        .pool_bytes = q->xpool,
+                        .worker_lanes = c->worker_lanes};
   void *params[] = {&a};
   CUresult e = c->f.cuLaunchKernel(hbg__cu_link_exec(c, c->fn_exec), c->ctas,
                                    1, 1, c->lanes, 1, 1, 0, q->s, params, NULL);

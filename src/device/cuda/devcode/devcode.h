@@ -41,6 +41,10 @@ typedef struct hbg_dc_status {
   uint32_t tasks_done;
   uint64_t nodes_done;
   uint64_t defs_verified;
+  uint32_t flags; /* HBG_DEV_STATUS_SPLIT (1): the three below written */
+  uint32_t reserved;
+  uint64_t setup_ns, run_ns;
+  uint64_t setup_nodes;
 } hbg_dc_status;
 
 /* hbg_dc_check_window: validate the task window of `bytes` bytes at
@@ -58,29 +62,35 @@ typedef struct hbg_dc_check_args {
   uint64_t status;
 } hbg_dc_check_args;
 
-/* hbg_dc_exec: the device executor (exec.c). Validates like
- * hbg_dc_check_window, then runs the window: graph entries expanded into
- * nodes, fan-in counted down with device atomics (src/exec/sched_src.h),
- * ready items run by whole CTAs as the built-in kernels' CTA-cooperative
- * phases (src/kernels/kern_src.h). Its state lives in the block of
- * `scratch_bytes` bytes at `scratch` (8-aligned, retained by the host
- * between launches of one stream and grown by it before a launch to what
- * exec_layout.h's hbg_dc_exec_layout_of says the window needs; never
- * allocated here); `gen` differs
- * from the previous launch's on that block (the CTAs wait for CTA 0's
- * set-up to publish it). A block too small for the window is
+/* hbg_dc_exec: the device executor (exec.c). Checks the window, each
+ * graph entry's Submission and Definition (validated once per distinct
+ * content by the whole grid, the verdict kept across launches with a
+ * private copy of the bytes), every tensor against the live allocations,
+ * then runs the window: entries and their nodes counted down with device
+ * atomics (src/exec/sched_src.h's dispatch core), ready items run by
+ * workers (a warp each on the GPU, `worker_lanes` 32; or a whole CTA,
+ * `worker_lanes` = the block's threads) as the built-in kernels' phases
+ * (src/kernels/kern_src.h).
+ *
+ * Its state lives in the block of `scratch_bytes` bytes at `scratch`
+ * (8-aligned, retained by the host between launches of one stream and
+ * grown by it before a launch to what exec_layout.h says the window
+ * needs; never allocated here); `gen` differs from the previous launch's
+ * on that block (the CTAs wait for CTA 0's prologue to publish it).
+ * `cache_slots` and `pool_bytes` give the verdict cache's shape: the same
+ * for every launch on one block (a block whose header was zeroed starts
+ * with an empty cache). A block too small for the window is
  * HBG_DC_E_DEVMEM (task and node UINT32_MAX) with the bytes needed kept in
  * the block's control header; nothing past what fits is written. Writes
- * the hbg_dc_status at `status` when every CTA is done. Any grid and block
- * size: CTA 0's thread 0 sets up, thread 0 of each CTA schedules, all its
- * threads run the item's phases. Every tensor an item reads or writes must
- * lie inside one of the `n_ranges` live allocations listed at `ranges`
- * ([start, end) pairs of u64, ascending, not overlapping: the backend's
- * registry as of the launch), else the item fails with HBG_IMG_E_RANGE at
- * its entry and node before it touches memory, and so must each graph
- * entry's Submission and resident Definition (checked at set-up, the
- * entry's error): a wild address in the window or a Submission is a
- * located error, not a device fault. */
+ * the hbg_dc_status at `status` when every CTA is done. Any grid; all its
+ * CTAs must be resident at once (set-up waits at grid barriers).
+ *
+ * Every tensor an item reads or writes must lie inside one of the
+ * `n_ranges` live allocations listed at `ranges` ([start, end) pairs of
+ * u64, ascending, not overlapping: the backend's registry as of the
+ * launch), and so must each image it reads: a wild address in the window
+ * or a Submission is a located error (HBG_IMG_E_RANGE at its entry) found
+ * at set-up, before any kernel runs, not a device fault. */
 typedef struct hbg_dc_exec_args {
   uint64_t window;
   uint64_t bytes;
@@ -90,24 +100,44 @@ typedef struct hbg_dc_exec_args {
   uint64_t gen;
   uint64_t ranges;
   uint64_t n_ranges;
+  uint64_t cache_slots; /* verdict cache entries in the block */
+  uint64_t pool_bytes;  /* bytes of private Definition copies */
+  uint32_t worker_lanes; /* GPU: lanes per worker, 32 or the block's
+                            threads (a host build runs one worker per CTA) */
+  uint32_t reserved;
 } hbg_dc_exec_args;
 
-/* The block's control header (first bytes of the scratch block). */
+/* The block's control header (its first bytes; a zeroed one is a fresh
+ * block: generation 0, empty cache). */
 typedef struct hbg_dc_exec_ctl {
-  uint64_t gen;      /* the launch whose set-up is published */
-  uint64_t need;     /* bytes the last launch needed (0: unknown yet) */
-  uint64_t finished; /* items run and completed (after their pushes) */
-  uint64_t defs_verified;
-  int32_t error; /* set-up's verdict, with its entry and node */
-  uint32_t task, node;
-  uint32_t exited; /* CTAs that have left */
-  uint32_t tasks_checked;
-  uint32_t reserved;
-  uint64_t kscr_floats; /* kernel scratch per CTA, floats */
-  uint64_t kscr_off;    /* from the block start */
-  void *sched;          /* the scheduling core's state in the block */
-  hbg_img_win_view wv;  /* the window, validated */
+  uint64_t gen;         /* the launch whose prologue is published */
+  uint64_t need;        /* bytes the last launch needed (0: unknown yet) */
+  uint64_t cache_slots; /* the verdict cache's shape when it was started */
+  uint64_t pool_bytes;
+  uint64_t pool_used;   /* pool bytes in use */
+  uint64_t launches;    /* launches run on this block */
+  uint32_t cache_n;     /* cache entries in use */
+  uint32_t exited;      /* CTAs that have left (atomic) */
+  uint32_t bar_count;   /* grid barrier: CTAs arrived (atomic) */
+  uint32_t bar_gen;     /* grid barrier: passes (atomic) */
+  uint64_t err_key;     /* the least set-up error key (atomic minimum) */
+  uint32_t err_node;    /* its node, found once set-up is over */
+  uint32_t n_tasks;
+  uint32_t n_workers;
+  uint64_t bump;        /* bump area bytes used (atomic) */
+  uint64_t nodes;       /* fan-in counters handed out (atomic) */
+  uint64_t kscr;        /* scratch floats the window needs (atomic max) */
+  uint64_t kscr_off;    /* the workers' scratch areas, from the block */
+  uint64_t kscr_floats; /* floats per worker */
+  uint64_t defs_validated; /* this launch's counters (atomic) */
+  uint64_t setup_nodes;
+  uint64_t items_done;
+  uint64_t t0, t_setup; /* the device's clock: start, end of set-up */
+  hbg_img_win_view wv;  /* the window's copy, validated */
 } hbg_dc_exec_ctl;
+
+/* hbg_dc_status.flags: HBG_DEV_STATUS_SPLIT (checked in cuda_module.c). */
+#define HBG_DC_STATUS_SPLIT 1u
 
 /* hbg_dev_status.error when the scratch block is too small
  * (HBG_E_DEVMEM). */
@@ -185,9 +215,21 @@ HBG_DC_ENTRIES(HBG_DC_DECLARE)
 #if defined(HBG_DC_HOST)
 /* Host memory behind device range [addr, addr + len), or NULL. */
 void *hbg_dc_host_ptr(uint64_t addr, uint64_t len);
-/* Called each time check.c runs hbg_img_def_validate (the stand-in
+/* Called each time the device code validates a Definition (the stand-in
  * counts them, so tests see validation skipped where a verdict is kept). */
 void hbg_dc_host_def_validated(void);
+/* A host build runs a launch of G CTAs of L threads as G host threads,
+ * each running its CTA's L lanes one after another between barriers; the
+ * runner tells each thread which CTA it is. */
+typedef struct hbg_dc_host_dim {
+  uint32_t cta, ctas, lanes;
+} hbg_dc_host_dim;
+const hbg_dc_host_dim *hbg_dc_host_grid(void);
+/* The host's monotonic clock (the device clock of a host build). */
+uint64_t hbg_dc_host_clock_ns(void);
+/* A waiting thread's back-off: yield the CPU. */
+void hbg_dc_host_pause(void);
+#define HBG__SA_PAUSE() hbg_dc_host_pause()
 #endif
 
 #ifdef __cplusplus

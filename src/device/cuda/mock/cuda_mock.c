@@ -25,8 +25,12 @@
  * cuModuleGetFunction finds the entry points of hbg's device module
  * (src/device/cuda/devcode), which this library compiles as host C: a
  * launch queues the entry's host build on the stream, where it runs after
- * the work queued before it, on the stream's thread, as one thread
- * (launches of more than one thread are refused). Stream capture records
+ * the work queued before it: a grid of G CTAs of L threads runs as G host
+ * threads (the stream's thread is CTA 0), each running its CTA's L lanes
+ * one after another between barriers (devcode.h, hbg_dc_host_grid); the
+ * device reports HBG_MOCK_CUDA_SMS multiprocessors (default 4) and blocks
+ * of at most HBG_MOCK_CUDA_LANES threads (default 4), which is also its
+ * warp size (a host thread runs its lanes as one worker). Stream capture records
  * kernel launches into a graph (other work on a capturing stream is
  * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED); an instantiated graph launch
  * queues them again, in order. cuGraphGetNodes lists a captured graph's
@@ -81,6 +85,7 @@
  */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -124,9 +129,10 @@ struct CUfunc_st {
   struct CUmod_st *mod;
 };
 
-/* A kernel launch: the entry and a copy of its arguments. */
+/* A kernel launch: the entry, its grid and a copy of its arguments. */
 typedef struct kcall {
   const struct CUfunc_st *fn;
+  unsigned gx, bx; /* CTAs, threads per CTA */
   uint64_t args[ARGS_MAX / 8];
 } kcall;
 
@@ -219,7 +225,7 @@ static uint64_t next_addr = DEV_BASE, in_use;
 static _Atomic int inited;
 static struct CUctx_st primary[8];
 static _Thread_local CUcontext cur_ctx;
-/* The module of the kernel a stream thread runs now (its dispatch). */
+/* The module of the kernel the calling grid thread runs (its dispatch). */
 static _Thread_local const struct CUmod_st *cur_mod;
 
 /* The armed failure: the nth next call of fail_name returns fail_code. */
@@ -257,6 +263,19 @@ static int ndev(void) { return env_int("HBG_MOCK_CUDA_NDEV", 1); }
 
 static int cc(void) { return env_int("HBG_MOCK_CUDA_CC", 90); }
 
+/* A launch's grid runs as that many host threads: keep it small. */
+#define MOCK_MAX_GRID 64
+
+static int sms(void) {
+  int n = env_int("HBG_MOCK_CUDA_SMS", 4);
+  return n < 1 ? 1 : n > MOCK_MAX_GRID ? MOCK_MAX_GRID : n;
+}
+
+static int lanes(void) {
+  int n = env_int("HBG_MOCK_CUDA_LANES", 4);
+  return n < 1 ? 1 : n > 1024 ? 1024 : n;
+}
+
 static uint64_t now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -271,12 +290,30 @@ static void delay(void) {
   }
 }
 
-/* Host memory behind device range [a, a + n), or NULL. mu held. */
+/* The live allocations by address (new ones have higher addresses: they
+ * append), for lookups from the kernels' threads: written with mu and
+ * map_lock (write) held, read with either held. */
+static pthread_rwlock_t map_lock = PTHREAD_RWLOCK_INITIALIZER;
+static dalloc **dindex;
+static size_t dindex_n, dindex_cap;
+
+/* Host memory behind device range [a, a + n), or NULL. mu or map_lock
+ * held. */
 static uint8_t *dev_ptr(const void *a, size_t n) {
   uint64_t x = (uint64_t)(uintptr_t)a;
-  for (dalloc *d = dallocs; d; d = d->next)
-    if (x >= d->addr && x - d->addr < d->size && n <= d->size - (x - d->addr))
-      return d->host + (x - d->addr);
+  size_t lo = 0, hi = dindex_n;
+  while (lo < hi) { /* the last allocation starting at or before x */
+    size_t m = lo + (hi - lo) / 2;
+    if (dindex[m]->addr <= x)
+      lo = m + 1;
+    else
+      hi = m;
+  }
+  if (lo == 0)
+    return NULL;
+  const dalloc *d = dindex[lo - 1];
+  if (x - d->addr < d->size && n <= d->size - (x - d->addr))
+    return d->host + (x - d->addr);
   return NULL;
 }
 
@@ -308,6 +345,53 @@ static const struct CUfunc_st funcs[] = {
   _Static_assert(sizeof(args) <= ARGS_MAX, #args " fits a kcall");
 HBG_DC_ENTRIES(MOCK_ARGS_FIT)
 #undef MOCK_ARGS_FIT
+
+/* The CTA the calling thread runs (devcode.h). */
+static _Thread_local hbg_dc_host_dim cur_dim = {0, 1, 1};
+
+const hbg_dc_host_dim *hbg_dc_host_grid(void) { return &cur_dim; }
+
+uint64_t hbg_dc_host_clock_ns(void) { return now_ns(); }
+
+void hbg_dc_host_pause(void) { sched_yield(); }
+
+typedef struct cta_run {
+  const kcall *k;
+  unsigned cta;
+  pthread_t th;
+} cta_run;
+
+static void *cta_main(void *arg) {
+  cta_run *c = arg;
+  cur_dim.cta = c->cta;
+  cur_dim.ctas = c->k->gx;
+  cur_dim.lanes = c->k->bx;
+  cur_mod = c->k->fn->mod; /* the module hbg_dcu_* resolve in */
+  c->k->fn->run(c->k->args);
+  cur_mod = NULL;
+  return NULL;
+}
+
+/* Run a launch's grid: CTA 0 on the calling thread, the others on threads
+ * of their own, all at once (a GPU keeps the executor's persistent grid
+ * resident, and its CTAs wait on each other). A grid the stand-in cannot
+ * give threads to is a failure of the test machine: abort. */
+static void run_grid(const kcall *k) {
+  cta_run *c = calloc(k->gx, sizeof *c);
+  if (!c)
+    abort();
+  for (unsigned i = 0; i < k->gx; i++) {
+    c[i].k = k;
+    c[i].cta = i;
+  }
+  for (unsigned i = 1; i < k->gx; i++)
+    if (pthread_create(&c[i].th, NULL, cta_main, &c[i]) != 0)
+      abort();
+  cta_main(&c[0]);
+  for (unsigned i = 1; i < k->gx; i++)
+    pthread_join(c[i].th, NULL);
+  free(c);
+}
 
 /* The same entry points built with HBG_DC_USER (devcode_user.c, names
  * prefixed hbgmock_u_): the executor a link with user kernels produces,
@@ -380,11 +464,8 @@ static void *worker(void *arg) {
     delay();
     if (o->n)
       memcpy(o->dst, o->src, o->n);
-    if (o->k.fn) {
-      cur_mod = o->k.fn->mod;
-      o->k.fn->run(o->k.args);
-      cur_mod = NULL;
-    }
+    if (o->k.fn)
+      run_grid(&o->k);
     free(o->owned);
     pthread_mutex_lock(&mu);
     if (o->k.fn)
@@ -424,9 +505,9 @@ static void drain(struct CUstream_st *s) {
 /* Host memory behind device range [addr, addr + len) for the device
  * module's host build (devcode.h), or NULL. */
 void *hbg_dc_host_ptr(uint64_t addr, uint64_t len) {
-  pthread_mutex_lock(&mu);
+  pthread_rwlock_rdlock(&map_lock);
   uint8_t *p = dev_ptr((const void *)(uintptr_t)addr, len);
-  pthread_mutex_unlock(&mu);
+  pthread_rwlock_unlock(&map_lock);
   return p;
 }
 
@@ -690,11 +771,14 @@ MOCK_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute a,
     *pi = cc() % 10;
     return CUDA_SUCCESS;
   case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
-    *pi = 4;
+    *pi = sms();
     return CUDA_SUCCESS;
   case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X:
+    *pi = MOCK_MAX_GRID;
+    return CUDA_SUCCESS;
   case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X:
-    *pi = 1; /* launches run as one thread (the host builds) */
+  case CU_DEVICE_ATTRIBUTE_WARP_SIZE:
+    *pi = lanes(); /* a host thread runs a CTA's lanes as one worker */
     return CUDA_SUCCESS;
   default:
     return CUDA_ERROR_INVALID_VALUE;
@@ -776,8 +860,25 @@ MOCK_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t size) {
   next_addr += (size + 4095) / 4096 * 4096 + 4096; /* guard gap */
   d->size = size;
   d->host = h;
+  if (dindex_n == dindex_cap) {
+    size_t cap = dindex_cap ? 2 * dindex_cap : 256;
+    dalloc **v = realloc(dindex, cap * sizeof *v);
+    if (!v) {
+      pthread_mutex_unlock(&mu);
+      free(d);
+      free(h);
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    pthread_rwlock_wrlock(&map_lock);
+    dindex = v;
+    dindex_cap = cap;
+    pthread_rwlock_unlock(&map_lock);
+  }
   d->next = dallocs;
   dallocs = d;
+  pthread_rwlock_wrlock(&map_lock);
+  dindex[dindex_n++] = d; /* the highest address yet */
+  pthread_rwlock_unlock(&map_lock);
   in_use += size;
   *p = (CUdeviceptr)d->addr;
   pthread_mutex_unlock(&mu);
@@ -814,6 +915,15 @@ MOCK_EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
         }
       }
       *pp = d->next;
+      pthread_rwlock_wrlock(&map_lock);
+      for (size_t i = 0; i < dindex_n; i++)
+        if (dindex[i] == d) {
+          memmove(&dindex[i], &dindex[i + 1],
+                  (dindex_n - i - 1) * sizeof *dindex);
+          dindex_n--;
+          break;
+        }
+      pthread_rwlock_unlock(&map_lock);
       in_use -= d->size;
       pthread_mutex_unlock(&mu);
       free(d->host);
@@ -2178,11 +2288,14 @@ MOCK_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gx,
     return CUDA_ERROR_INVALID_HANDLE;
   if (!params || extra || !params[0] || shmem)
     return CUDA_ERROR_INVALID_VALUE;
-  if (gx != 1 || gy != 1 || gz != 1 || bx != 1 || by != 1 || bz != 1)
-    return CUDA_ERROR_INVALID_VALUE; /* the host builds run one thread */
+  if (gx < 1 || gx > MOCK_MAX_GRID || bx < 1 || bx > (unsigned)lanes() ||
+      gy != 1 || gz != 1 || by != 1 || bz != 1)
+    return CUDA_ERROR_INVALID_VALUE;
   kcall k;
   memset(&k, 0, sizeof k);
   k.fn = f;
+  k.gx = gx;
+  k.bx = bx;
   memcpy(k.args, params[0], f->args_size); /* parameters are copied now */
   pthread_mutex_lock(&mu);
   CUresult r = s->capture ? graph_add(s->capture, &k) : queue_kernels(s, &k, 1);
@@ -2326,8 +2439,9 @@ MOCK_EXPORT CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode n,
   memset(p, 0, sizeof *p);
   n->pp[0] = n->k.args;
   p->func = (CUfunction)n->k.fn;
-  p->gridDimX = p->gridDimY = p->gridDimZ = 1;
-  p->blockDimX = p->blockDimY = p->blockDimZ = 1;
+  p->gridDimX = n->k.gx;
+  p->blockDimX = n->k.bx;
+  p->gridDimY = p->gridDimZ = p->blockDimY = p->blockDimZ = 1;
   p->kernelParams = n->pp;
   return CUDA_SUCCESS;
 }
@@ -2347,9 +2461,9 @@ MOCK_EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(
   kcall *k = &x->v[(a - x->nodes) / sizeof *n];
   if ((const struct CUfunc_st *)p->func != k->fn)
     return CUDA_ERROR_INVALID_VALUE; /* the function cannot change */
-  if (p->gridDimX != 1 || p->gridDimY != 1 || p->gridDimZ != 1 ||
-      p->blockDimX != 1 || p->blockDimY != 1 || p->blockDimZ != 1)
-    return CUDA_ERROR_INVALID_VALUE; /* the host builds run one thread */
+  if (p->gridDimX != k->gx || p->blockDimX != k->bx || p->gridDimY != 1 ||
+      p->gridDimZ != 1 || p->blockDimY != 1 || p->blockDimZ != 1)
+    return CUDA_ERROR_INVALID_VALUE; /* the grid cannot change here */
   pthread_mutex_lock(&mu);
   memcpy(k->args, p->kernelParams[0], k->fn->args_size);
   pthread_mutex_unlock(&mu);
