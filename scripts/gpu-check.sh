@@ -70,7 +70,7 @@
 # usage: scripts/gpu-check.sh [--mock] [--carried] [--out DIR] [--debs DIR]
 #                             [--prebuilt DIR]
 #   --mock     no GPU: the same flow against the stand-in driver library
-#              (src/device/cuda/mock, loaded through HBG_CUDA_LIB); checks the
+#              (tests/cuda_standin, loaded through HBG_CUDA_LIB); checks the
 #              backend's logic, not CUDA's behaviour or speed
 #   --carried  build against the unpacked .debs even if the system has them
 #   --out DIR  output folder (default $OUT, else /tmp/gpu-check)

@@ -583,6 +583,9 @@ HBG_API void hbg_runtime_destroy(hbg_runtime *rt);
 HBG_API struct hbg_device *hbg_runtime_device(hbg_runtime *rt);
 /* @return the runtime's policy. */
 HBG_API int hbg_runtime_policy(const hbg_runtime *rt);
+/* @return the runtime's dependency mode (hbg_deps: cfg.deps as created),
+ * or HBG_E_INVAL for NULL. */
+HBG_API int hbg_runtime_deps(const hbg_runtime *rt);
 /* Last backend-native error seen by the runtime's device.
  * @return 0 and *code, *msg (msg valid until the next device call), or
  * HBG_E_NOTFOUND when none was recorded. */

@@ -10,7 +10,7 @@
 
 #include "common/util.h"
 #include "core/policy/policy.h"
-#include "device/kernel_reg.h"
+#include "device/device.h"
 #include "kernels/kernels.h"
 
 #define WIN_ALIGN 8u

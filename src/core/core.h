@@ -23,7 +23,7 @@
 
 #include "core/deps.h"
 #include "core/map.h"
-#include "device/ranges.h"
+#include "common/ranges.h"
 #include "graph/graph.h"
 
 /* ---- one thread at a time (guard.c) ---- */

@@ -4,7 +4,7 @@
 
 #include "common/util.h"
 #include "core/policy/policy.h"
-#include "device/device_internal.h"
+#include "device/device.h"
 
 void hbg__trace(hbg_runtime *rt, uint32_t track, const char *name,
                 uint64_t start, uint64_t end, uint64_t bytes, uint64_t seq) {
@@ -292,6 +292,10 @@ struct hbg_device *hbg_runtime_device(hbg_runtime *rt) {
 
 int hbg_runtime_policy(const hbg_runtime *rt) {
   return rt ? (int)rt->cfg.policy : HBG_E_INVAL;
+}
+
+int hbg_runtime_deps(const hbg_runtime *rt) {
+  return rt ? (int)rt->cfg.deps : HBG_E_INVAL;
 }
 
 int hbg_runtime_last_native_error(hbg_runtime *rt, int64_t *code,

@@ -7,29 +7,48 @@
 #include "common/util.h"
 #include "device/device_internal.h"
 
-static const hbg_dev_ops *const builtin[] = {
-    &hbg__sim_ops,
+#ifdef HBG_HAVE_ACL
+static const hbg__backend acl_backend = {.ops = &hbg__acl_ops};
+#endif
+static const hbg__backend fault_backend = {.ops = &hbg__fault_ops};
+
+static const hbg__backend *const builtin[] = {
+    &hbg__sim_backend,
 #ifdef HBG_HAVE_CUDA
-    &hbg__cuda_ops,
+    &hbg__cuda_backend,
 #endif
 #ifdef HBG_HAVE_ACL
-    &hbg__acl_ops,
+    &acl_backend,
 #endif
-    &hbg__fault_ops,
+    &fault_backend,
 };
 
 uint32_t hbg_device_count(void) { return (uint32_t)HBG__ARRAY_LEN(builtin); }
 
 const hbg_dev_ops *hbg_device_backend(uint32_t i) {
-  return i < HBG__ARRAY_LEN(builtin) ? builtin[i] : NULL;
+  return i < HBG__ARRAY_LEN(builtin) ? builtin[i]->ops : NULL;
 }
 
 const hbg_dev_ops *hbg_device_find(const char *name) {
   if (!name)
     return NULL;
   for (size_t i = 0; i < HBG__ARRAY_LEN(builtin); i++)
-    if (strcmp(builtin[i]->name, name) == 0)
+    if (strcmp(builtin[i]->ops->name, name) == 0)
+      return builtin[i]->ops;
+  return NULL;
+}
+
+const hbg__backend *hbg__backend_of(hbg_device *dev, hbg_device **impl) {
+  for (hbg_device *inner; dev && (inner = hbg_fault_inner(dev));)
+    dev = inner;
+  if (!dev)
+    return NULL;
+  for (size_t i = 0; i < HBG__ARRAY_LEN(builtin); i++)
+    if (builtin[i]->ops == dev->ops) {
+      if (impl)
+        *impl = dev;
       return builtin[i];
+    }
   return NULL;
 }
 

@@ -1,8 +1,11 @@
-/* Core-side device object and the built-in backend list. Not installed. */
+/* The device object and the built-in backend list, private to
+ * src/device/ (the layers above use device/device.h). Not installed. */
 #ifndef HBG_DEVICE_INTERNAL_H
 #define HBG_DEVICE_INTERNAL_H
 
 #include <hbg/hbg_device.h>
+
+#include "device/device.h"
 
 #include <stdatomic.h>
 
@@ -23,14 +26,12 @@ struct hbg_device {
   _Atomic uint64_t free_failures; /* failed releases through this handle */
 };
 
-/* @return non-zero when dev (through a fault wrapper: its inner device)
- * implements event_elapsed, so a start event is worth recording. */
-int hbg__dev_times_events(hbg_device *dev);
-
 extern const hbg_dev_ops hbg__sim_ops;
 extern const hbg_dev_ops hbg__fault_ops;
+extern const hbg__backend hbg__sim_backend;
 #ifdef HBG_HAVE_CUDA
 extern const hbg_dev_ops hbg__cuda_ops;
+extern const hbg__backend hbg__cuda_backend;
 #endif
 #ifdef HBG_HAVE_ACL
 extern const hbg_dev_ops hbg__acl_ops;

@@ -1,18 +1,15 @@
-/* hbg_kernel_register: the checks every backend shares, then the sim's
- * or the cuda backend's half (see kernel_reg.h). */
+/* hbg_kernel_register: the checks every backend shares, then the
+ * backend's own half, reached through the registry (device/device.h's
+ * hbg__backend hooks; see kernel_reg.h). */
 #include "device/kernel_reg.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/util.h"
-#include "device/device_internal.h"
-#include "device/sim/sim_internal.h"
-#include "exec/user_kernels.h"
+#include "device/device.h"
 #include "graph/image.h"
-#ifdef HBG_HAVE_CUDA
-#include "device/cuda/cuda_link.h"
-#endif
 
 /* The fields of k every device checks; why names the culprit. */
 static int impl_generic(const hbg_kernel_impl *k, char *why, size_t len) {
@@ -82,31 +79,12 @@ int hbg_kernel_register(struct hbg_device *dev, const hbg_kernel_impl *impls,
   }
   if (rc < 0)
     goto out;
-  hbg__sim *sim = hbg__sim_from(dev);
-  if (sim) {
-    uint32_t bad = 0;
-    hbg__ukernels *u = sim->exec ? hbg__exec_ukernels(sim->exec) : NULL;
-    rc = u ? hbg__ukernels_add_lanes(u, k, n, &bad) : HBG_E_UNSUPPORTED;
-    if (rc == HBG_E_BUSY)
-      hbg__error_set("hbg_kernel_register: impls[%u]: kernel %#x is "
-                     "registered already on this device (or twice in this "
-                     "call)",
-                     bad, k[bad].kernel);
-    else if (rc == HBG_E_INVAL)
-      hbg__error_set("hbg_kernel_register: impls[%u] (kernel %#x): the sim "
-                     "runs fn, the host build, and it is NULL",
-                     bad, k[bad].kernel);
+  hbg_device *impl = NULL;
+  const hbg__backend *be = hbg__backend_of(dev, &impl);
+  if (be && be->kernel_register) {
+    rc = be->kernel_register(impl, k, n);
     goto out;
   }
-#ifdef HBG_HAVE_CUDA
-  if (hbg__cu_from(dev)) {
-    hbg_device *cu = dev;
-    while (cu->ops != &hbg__cuda_ops)
-      cu = hbg_fault_inner(cu);
-    rc = hbg__cu_kernel_register(cu, k, n);
-    goto out;
-  }
-#endif
   hbg__error_set("hbg_kernel_register: device '%s' runs no user kernel "
                  "(sim and cuda exec=device do)",
                  hbg_device_name(dev));
@@ -120,18 +98,13 @@ int hbg__dev_user_kernel_check(hbg_device *dev, const hbg_task *t,
                                const char *who) {
   if (!hbg_img_kernel_is_user(t->kernel))
     return 0;
-#ifdef HBG_HAVE_CUDA
-  hbg__cuda *c = hbg__cu_from(dev);
-  if (c) {
-    char why[256] = "";
-    int rc = hbg__cu_link_check(c, t, why, sizeof why);
-    if (rc < 0)
-      hbg__error_set("%s: %s", who, why);
-    return rc;
-  }
-#else
-  (void)dev;
-  (void)who;
-#endif
-  return 0;
+  hbg_device *impl = NULL;
+  const hbg__backend *be = hbg__backend_of(dev, &impl);
+  if (!be || !be->user_kernel_check)
+    return 0;
+  char why[256] = "";
+  int rc = be->user_kernel_check(impl, t, why, sizeof why);
+  if (rc < 0)
+    hbg__error_set("%s: %s", who, why);
+  return rc;
 }

@@ -14,14 +14,15 @@
 #define HBG__UK_MAX_PHASES (1u << 20)
 #define HBG__UK_MAX_SCRATCH (1ull << 24)
 
-/* Task t (its kernel a user kernel) on dev: 0, or HBG_E_KERNEL with
- * hbg_last_error() naming `who`, the kernel and the reason, where the
- * device knows its implementations for good (cuda exec=device: a
- * registration holds until close) and t's kernel has none there, or its
- * per-row phase count names a tensor t lacks. Devices whose table changes
- * between submit and launch (the sim) or that run no user code (the
- * verifiers) accept every id: their launch decides. */
-int hbg__dev_user_kernel_check(hbg_device *dev, const hbg_task *t,
-                               const char *who);
+/* The sim's half of hbg_kernel_register (sim_kernels.c): the lane-model
+ * kernels into the executor's user-kernel table. */
+int hbg__sim_kernel_register(hbg_device *dev, const hbg_kernel_impl *k,
+                             uint32_t n);
+
+/* The core's check at submit and record is hbg__dev_user_kernel_check
+ * (device/device.h): cuda exec=device knows its implementations for good
+ * (a registration holds until close); devices whose table changes between
+ * submit and launch (the sim) or that run no user code (the verifiers)
+ * accept every id, and their launch decides. */
 
 #endif

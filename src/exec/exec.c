@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/list.h"
 #include "common/util.h"
 /* The core runs only under e->mu here (step_locked, hbg__exec_run), so it
  * needs no atomics of its own (sched_src.h). */
@@ -614,10 +615,7 @@ int hbg__exec_run(hbg__exec *e, const hbg_dev_launch_desc *l,
       pthread_cond_wait(&e->cv, &e->mu);
       e->idle--;
     }
-    xrun **pp = &e->runs;
-    while (*pp != &r)
-      pp = &(*pp)->next;
-    *pp = r.next;
+    HBG__SLIST_UNLINK(xrun, e->runs, &r);
     pthread_mutex_unlock(&e->mu);
   }
   if (rc == 0 && r.s && r.s->failed)

@@ -3,8 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <hbg/hbg_image.h>
+
 #include "common/util.h"
-#include "graph/image.h"
 
 /* kern_src.h spells the kernel ids without hbg.h. */
 #define SAME_ID(n) _Static_assert((int)HBG__K_##n == (int)HBG_KERNEL_##n, #n)

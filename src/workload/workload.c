@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "common/util.h"
-#include "core/core.h"
 #include "kernels/kernels.h"
 #include "graph/graph.h"
 #include "workload/wl.h"
@@ -18,7 +17,7 @@ static const hbg__wl_model *const models[] = {&hbg__wl_qwen3, &hbg__wl_dsv4,
 /* A runtime that infers dependencies gets no explicit ids from the
  * workloads: what it runs must come out right from the data alone. */
 static int names_deps(const hbg__wl_em *em) {
-  return em->bind->rt->cfg.deps != HBG_DEPS_INFERRED;
+  return hbg_runtime_deps(em->w->rt) != HBG_DEPS_INFERRED;
 }
 
 void hbg_workload_config_init(hbg_workload_config *cfg) {

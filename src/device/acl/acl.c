@@ -20,7 +20,7 @@
 #include "common/util.h"
 #include "device/acl/acl_api.h"
 #include "device/device_internal.h"
-#include "device/ranges.h"
+#include "common/ranges.h"
 #include "device/verify.h"
 #include "graph/graph.h"
 
@@ -596,12 +596,7 @@ typedef struct acl_io {
 
 static int io_live(void *ctx, hbg_devptr base, uint64_t rel, uint64_t len) {
   const acl_io *x = ctx;
-  ptrdiff_t i = hbg__rtab_floor(&x->a->dmem, base);
-  if (i < 0)
-    return 0;
-  const hbg__range *r = &x->a->dmem.v[i];
-  uint64_t off = base - r->start;
-  return off < r->len && rel <= r->len - off && len <= r->len - off - rel;
+  return hbg__rtab_holds(&x->a->dmem, base, rel, len);
 }
 
 /* Synchronous: the queue was drained before the verifier started. */

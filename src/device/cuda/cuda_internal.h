@@ -20,7 +20,7 @@
 #include <hbg/hbg_device.h>
 
 #include "device/cuda/cuda_api.h"
-#include "device/ranges.h"
+#include "common/ranges.h"
 
 enum {
   HBG__CU_HOST_ALLOC = 1,
@@ -128,6 +128,17 @@ int hbg__cu_err(hbg_device *dev, CUresult e, const char *call, int oom);
 /* The same, with why appended to the native message. */
 int hbg__cu_err_why(hbg_device *dev, CUresult e, const char *call, int oom,
                     const char *why);
+
+/* Driver loading and probing (cuda_load.c). The library's path: lib=,
+ * else HBG_CUDA_LIB, else libcuda.so.1. @return 0 or HBG_E_INVAL. */
+int hbg__cu_lib_path(const char *options, char *path, size_t len);
+/* dlopen path and resolve every symbol of cuda_api.h (optional ones may
+ * stay NULL). @return 0, or HBG_E_LOAD with the reason in why. */
+int hbg__cu_load(const char *path, void **lib, hbg__cu_fns *f, char *why,
+                 size_t len);
+/* The backend's probe op: what the driver reports, into buf; 0 when a GPU
+ * can load hbg's device module, else a mapped error. */
+int hbg__cu_probe(char *buf, size_t len);
 
 /* Make the device's context current on the calling thread (CUDA contexts
  * are per thread; every op that reaches the driver calls this first).

@@ -41,7 +41,9 @@ _Static_assert(HBG_DC_NODE_MAX_TENSORS == HBG_WORKLOAD_NODE_MAX_TENSORS &&
 
 #define PEER_LANES 256u
 
-struct hbg_peer {
+typedef struct cu_peer cu_peer;
+
+struct cu_peer {
   hbg_workload *w;
   hbg_device *dev;
   hbg__cuda *c;
@@ -71,7 +73,7 @@ struct hbg_peer {
 };
 
 /* The device's native message as the thread's last error. @return rc. */
-static int pe_note(hbg_peer *p, int rc) {
+static int pe_note(cu_peer *p, int rc) {
   const char *msg = NULL;
   if (hbg_device_native_error(p->dev, NULL, &msg) == 0 && msg)
     hbg__error_set("peer %s: %s", hbg_peer_name(p->kind), msg);
@@ -79,7 +81,7 @@ static int pe_note(hbg_peer *p, int rc) {
 }
 
 /* Map a failed driver call (native message kept). @return the HBG_E_*. */
-static int pe_cu(hbg_peer *p, CUresult e, const char *call) {
+static int pe_cu(cu_peer *p, CUresult e, const char *call) {
   return pe_note(p, hbg__cu_err(p->dev, e, call, HBG_E_DEVICE));
 }
 
@@ -116,7 +118,7 @@ static uint64_t pe_scratch_floats(const hbg_workload_node *nd) {
 }
 
 /* The calls of `step` into p->calls (grown as needed). */
-static int pe_nodes(hbg_peer *p, uint32_t step) {
+static int pe_nodes(cu_peer *p, uint32_t step) {
   for (;;) {
     uint32_t n = 0;
     /* (out NULL would only count) */
@@ -144,7 +146,7 @@ static int pe_nodes(hbg_peer *p, uint32_t step) {
 }
 
 /* Call i's arguments, every unused byte zero (they are compared). */
-static int pe_args(hbg_peer *p, uint32_t i) {
+static int pe_args(cu_peer *p, uint32_t i) {
   const hbg_workload_node *nd = &p->calls[i];
   hbg_dc_node_args *a = &p->args[i];
   if (nd->n_tensors > HBG_DC_NODE_MAX_TENSORS ||
@@ -177,7 +179,7 @@ static int pe_args(hbg_peer *p, uint32_t i) {
   return 0;
 }
 
-static void pe_params(const hbg_peer *p, CUDA_KERNEL_NODE_PARAMS *kp,
+static void pe_params(const cu_peer *p, CUDA_KERNEL_NODE_PARAMS *kp,
                       void **pp) {
   memset(kp, 0, sizeof *kp);
   kp->func = p->c->fn_node;
@@ -187,7 +189,7 @@ static void pe_params(const hbg_peer *p, CUDA_KERNEL_NODE_PARAMS *kp,
   kp->kernelParams = pp;
 }
 
-static int pe_launch_calls(hbg_peer *p) {
+static int pe_launch_calls(cu_peer *p) {
   int rc = 0;
   for (uint32_t i = 0; i < p->n; i++) {
     void *pp[] = {&p->args[i]};
@@ -198,7 +200,7 @@ out:
   return rc;
 }
 
-static void pe_graph_drop(hbg_peer *p) {
+static void pe_graph_drop(cu_peer *p) {
   if (p->x)
     (void)p->c->f.cuGraphExecDestroy(p->x);
   if (p->g)
@@ -209,7 +211,7 @@ static void pe_graph_drop(hbg_peer *p) {
 }
 
 /* Each captured node's call (its arguments carry the index). */
-static int pe_graph_map(hbg_peer *p) {
+static int pe_graph_map(cu_peer *p) {
   int rc = 0;
   size_t nn = 0;
   CUgraphNode *v = NULL;
@@ -252,7 +254,7 @@ out:
 }
 
 /* Capture the step's launches and instantiate them. */
-static int pe_capture(hbg_peer *p) {
+static int pe_capture(cu_peer *p) {
   int rc = 0;
   pe_graph_drop(p);
   uint64_t t0 = hbg__now_ns();
@@ -292,7 +294,7 @@ out:
 }
 
 /* The captured graph runs these calls: same count, same kernels. */
-static int pe_graph_fits(const hbg_peer *p) {
+static int pe_graph_fits(const cu_peer *p) {
   if (!p->x || p->n != p->n_graph)
     return 0;
   for (uint32_t i = 0; i < p->n; i++)
@@ -302,7 +304,7 @@ static int pe_graph_fits(const hbg_peer *p) {
 }
 
 /* Update the nodes whose arguments changed since they were set. */
-static int pe_update(hbg_peer *p) {
+static int pe_update(cu_peer *p) {
   int rc = 0;
   for (uint32_t i = 0; i < p->n; i++) {
     if (!memcmp(&p->args[i], &p->held[i], sizeof p->args[i]))
@@ -319,7 +321,8 @@ out:
   return rc;
 }
 
-int hbg__cu_peer_launch(hbg_peer *p, uint32_t step) {
+static int cu_peer_launch(void *pv, uint32_t step) {
+  cu_peer *p = pv;
   if (p->launched) {
     hbg__error_set("peer %s: step %u is launched and not waited yet",
                    hbg_peer_name(p->kind), p->step);
@@ -374,7 +377,8 @@ out:
   return rc;
 }
 
-int hbg__cu_peer_wait(hbg_peer *p, hbg_peer_stats *st) {
+static int cu_peer_wait(void *pv, hbg_peer_stats *st) {
+  cu_peer *p = pv;
   if (!p->launched) {
     hbg__error_set("peer %s: nothing launched", hbg_peer_name(p->kind));
     return HBG_E_STATE;
@@ -417,7 +421,8 @@ out:
   return rc;
 }
 
-void hbg__cu_peer_destroy(hbg_peer *p) {
+static void cu_peer_destroy(void *pv) {
+  cu_peer *p = pv;
   if (!p)
     return;
   hbg__cuda *c = p->c;
@@ -452,8 +457,8 @@ static const char *pe_graph_missing(const hbg__cuda *c) {
   return NULL;
 }
 
-int hbg__cu_peer_create(hbg_device *dev, hbg_workload *w, int kind,
-                        hbg_peer **out) {
+static int cu_peer_create(hbg_device *dev, hbg_workload *w, int kind,
+                          void **out) {
   hbg__cuda *c = hbg_device_impl(dev);
   const char *missing = kind == HBG_PEER_CUDA_GRAPH ? pe_graph_missing(c)
                                                     : NULL;
@@ -467,7 +472,7 @@ int hbg__cu_peer_create(hbg_device *dev, hbg_workload *w, int kind,
   memset(&info, 0, sizeof info);
   info.struct_size = sizeof info;
   HBG__TRY(hbg_workload_get_info(w, &info));
-  hbg_peer *p = calloc(1, sizeof *p);
+  cu_peer *p = calloc(1, sizeof *p);
   if (!p)
     return HBG_E_NOMEM;
   p->w = w;
@@ -513,6 +518,13 @@ int hbg__cu_peer_create(hbg_device *dev, hbg_workload *w, int kind,
 err_dev:
   (void)pe_note(p, rc);
 err:
-  hbg__cu_peer_destroy(p);
+  cu_peer_destroy(p);
   return rc;
 }
+
+const hbg__peer_ops hbg__cu_peer_ops = {
+    .create = cu_peer_create,
+    .launch = cu_peer_launch,
+    .wait = cu_peer_wait,
+    .destroy = cu_peer_destroy,
+};

@@ -34,12 +34,7 @@ typedef struct cu_io {
 
 static int io_live(void *ctx, hbg_devptr base, uint64_t rel, uint64_t len) {
   const cu_io *x = ctx;
-  ptrdiff_t i = hbg__rtab_floor(&x->c->dmem, base);
-  if (i < 0)
-    return 0;
-  const hbg__range *r = &x->c->dmem.v[i];
-  uint64_t off = base - r->start;
-  return off < r->len && rel <= r->len - off && len <= r->len - off - rel;
+  return hbg__rtab_holds(&x->c->dmem, base, rel, len);
 }
 
 static int io_scratch(void *ctx, int slot, size_t bytes, uint8_t **out) {

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "device/kernel_reg.h"
 #include "device/sim/sim_internal.h"
 
 #define SIM_DEFAULT_MEM (UINT64_C(256) << 20)
@@ -326,6 +327,11 @@ const hbg_dev_ops hbg__sim_ops = {
     .launch = hbg__sim_launch,
     .clock_ns = sim_clock_ns,
     .queue_wait_event = hbg__sim_queue_wait_event,
+};
+
+const hbg__backend hbg__sim_backend = {
+    .ops = &hbg__sim_ops,
+    .kernel_register = hbg__sim_kernel_register,
 };
 
 hbg__sim *hbg__sim_from(hbg_device *dev) {

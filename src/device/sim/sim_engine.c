@@ -26,6 +26,7 @@
 #include <sys/prctl.h>
 #endif
 
+#include "common/list.h"
 #include "common/util.h"
 #include "device/sim/sim_internal.h"
 
@@ -691,10 +692,7 @@ int hbg__sim_queue_create(hbg_device *dev, hbg_dev_queue **out) {
     return HBG_E_NOMEM;
   q->s = s;
   pthread_mutex_lock(&s->mu);
-  q->next = s->queues;
-  if (s->queues)
-    s->queues->prev = q;
-  s->queues = q;
+  HBG__DLIST_PUSH(s->queues, q);
   s->n_queues++;
   pthread_mutex_unlock(&s->mu);
   *out = (hbg_dev_queue *)(void *)q;
@@ -712,12 +710,7 @@ int hbg__sim_queue_destroy(hbg_device *dev, hbg_dev_queue *h) {
     return HBG_E_INVAL;
   }
   queue_drain(s, q);
-  if (q->prev)
-    q->prev->next = q->next;
-  else
-    s->queues = q->next;
-  if (q->next)
-    q->next->prev = q->prev;
+  HBG__DLIST_UNLINK(s->queues, q);
   s->n_queues--;
   pthread_mutex_unlock(&s->mu);
   free(q);
@@ -808,10 +801,7 @@ int hbg__sim_event_create(hbg_device *dev, hbg_dev_event **out) {
   ev->s = s;
   ev->refs = 1;
   pthread_mutex_lock(&s->mu);
-  ev->next = s->events;
-  if (s->events)
-    s->events->prev = ev;
-  s->events = ev;
+  HBG__DLIST_PUSH(s->events, ev);
   pthread_mutex_unlock(&s->mu);
   *out = (hbg_dev_event *)(void *)ev;
   return 0;
@@ -827,12 +817,7 @@ int hbg__sim_event_destroy(hbg_device *dev, hbg_dev_event *h) {
     pthread_mutex_unlock(&s->mu);
     return HBG_E_INVAL;
   }
-  if (ev->prev)
-    ev->prev->next = ev->next;
-  else
-    s->events = ev->next;
-  if (ev->next)
-    ev->next->prev = ev->prev;
+  HBG__DLIST_UNLINK(s->events, ev);
   /* Pending records keep it alive until they complete. */
   if (--ev->refs == 0)
     free(ev);

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "device/device_internal.h"
-#include "device/ranges.h"
+#include "common/ranges.h"
 #include "device/sim/sim.h"
 #include "exec/exec.h"
 
@@ -23,7 +23,7 @@
 #define HBG__SIM_CHUNK_MIN UINT64_C(256)
 #define HBG__SIM_CHUNK_MAX (UINT64_C(256) << 20)
 
-/* The host registry is a range table (src/device/ranges.h) using aux for
+/* The host registry is a range table (src/common/ranges.h) using aux for
  * the mapped length and flags for HBG__SIM_REG_*; the heap's live and free
  * extents are treaps (hbg__stree below), the live ones using aux for the
  * reserved span. */

@@ -3,7 +3,7 @@
  * once in the common subset of C11, C++ and CUDA. nvcc compiles the .c
  * files in this folder as CUDA (-x cu) into the fatbin libhbg embeds
  * (sm_90 cubin + compute_90 PTX, see CMakeLists.txt); the stand-in driver
- * library (src/device/cuda/mock) compiles the same files as plain C and
+ * library (tests/cuda_standin) compiles the same files as plain C and
  * runs them on its stream threads, so every line that runs on the GPU also
  * runs in the tests here.
  *

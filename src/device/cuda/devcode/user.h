@@ -14,7 +14,7 @@
  *   hbg_dcu_call(kernel, call, phase, lane, n_lanes, scratch)
  *                                 the registered function's result.
  *
- * The stand-in driver's host build defines both (src/device/cuda/mock).
+ * The stand-in driver's host build defines both (tests/cuda_standin).
  */
 #ifndef HBG_DEVICE_CUDA_DEVCODE_USER_H
 #define HBG_DEVICE_CUDA_DEVCODE_USER_H

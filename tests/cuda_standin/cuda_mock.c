@@ -96,6 +96,7 @@
 
 #include <cuda.h>
 
+#include "common/list.h"
 #include "device/cuda/devcode/devcode.h"
 #include "device/cuda/devcode/user.h"
 
@@ -247,11 +248,7 @@ static struct CUmod_st *modules;
 /* mu held */
 static void graph_unlist(struct CUgraph_st *g) {
   n_graphs--;
-  for (struct CUgraph_st **pp = &graphs; *pp; pp = &(*pp)->next)
-    if (*pp == g) {
-      *pp = g->next;
-      break;
-    }
+  HBG__SLIST_UNLINK(struct CUgraph_st, graphs, g);
 }
 
 static int env_int(const char *name, int def) {
@@ -1057,11 +1054,7 @@ MOCK_EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
   pthread_join(s->th, NULL);
   pthread_mutex_lock(&mu);
   n_streams--;
-  for (struct CUstream_st **pp = &streams; *pp; pp = &(*pp)->next)
-    if (*pp == s) {
-      *pp = s->next;
-      break;
-    }
+  HBG__SLIST_UNLINK(struct CUstream_st, streams, s);
   if (s->capture)
     graph_unlist(s->capture);
   pthread_mutex_unlock(&mu);
@@ -1175,11 +1168,7 @@ MOCK_EXPORT CUresult cuEventDestroy_v2(CUevent e) {
   while (e->done < e->rec || e->waits)
     pthread_cond_wait(&cv, &mu);
   n_events--;
-  for (struct CUevent_st **pp = &events; *pp; pp = &(*pp)->next)
-    if (*pp == e) {
-      *pp = e->next;
-      break;
-    }
+  HBG__SLIST_UNLINK(struct CUevent_st, events, e);
   pthread_mutex_unlock(&mu);
   free(e);
   return CUDA_SUCCESS;
@@ -2211,11 +2200,7 @@ MOCK_EXPORT CUresult cuModuleUnload(CUmodule m) {
     return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&mu);
   n_modules--;
-  for (struct CUmod_st **pp = &modules; *pp; pp = &(*pp)->next)
-    if (*pp == m) {
-      *pp = m->next;
-      break;
-    }
+  HBG__SLIST_UNLINK(struct CUmod_st, modules, m);
   pthread_mutex_unlock(&mu);
   mod_free(m);
   return CUDA_SUCCESS;
@@ -2388,11 +2373,7 @@ MOCK_EXPORT CUresult cuGraphExecDestroy(CUgraphExec x) {
     return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&mu);
   n_execs--;
-  for (struct CUgraphExec_st **pp = &execs; *pp; pp = &(*pp)->next)
-    if (*pp == x) {
-      *pp = x->next;
-      break;
-    }
+  HBG__SLIST_UNLINK(struct CUgraphExec_st, execs, x);
   pthread_mutex_unlock(&mu);
   free(x->v);
   free(x);

@@ -1,19 +1,25 @@
 /*
- * Peer executors (hbg_peer.h): names, argument checks and the device
- * check; the executors themselves are the cuda backend's
- * (src/device/cuda/cuda_peer.c), absent from a build without it.
+ * Peer executors (hbg_peer.h): names, argument checks, and the executor of
+ * the workload's device, found through the registry (device/device.h: a
+ * backend's hbg__backend.peers; the cuda backend's are
+ * src/device/cuda/cuda_peer.c). A peer is that backend's object behind
+ * the ops that made it.
  */
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <hbg/hbg_device.h>
 #include <hbg/hbg_peer.h>
 
 #include "common/util.h"
+#include "device/device.h"
 #include "workload/wl.h"
-#ifdef HBG_HAVE_CUDA
-#include "device/cuda/cuda_peer.h"
-#endif
+
+struct hbg_peer {
+  const hbg__peer_ops *ops;
+  void *impl;
+};
 
 const char *hbg_peer_name(int kind) {
   switch (kind) {
@@ -39,30 +45,31 @@ int hbg_peer_parse(const char *name, int *kind) {
 int hbg_peer_create(hbg_workload *w, int kind, hbg_peer **out) {
   hbg__error_clear();
   HBG__RETURN_IF(!w || !out || !hbg_peer_name(kind), HBG_E_INVAL);
-  hbg_device *dev = hbg_runtime_device(w->rt);
-  const char *name = dev ? hbg_device_name(dev) : NULL;
-  if (!name || strcmp(name, "cuda") != 0) {
+  hbg_device *dev = hbg_runtime_device(w->rt), *impl = NULL;
+  const hbg__backend *be = dev ? hbg__backend_of(dev, &impl) : NULL;
+  if (!be || !be->peers) {
+    const char *name = dev ? hbg_device_name(dev) : NULL;
     hbg__error_set("peer %s: needs the cuda device; this workload's runtime "
                    "uses %s",
                    hbg_peer_name(kind), name ? name : "no device");
     return HBG_E_UNSUPPORTED;
   }
-#ifdef HBG_HAVE_CUDA
-  return hbg__cu_peer_create(dev, w, kind, out);
-#else
-  return HBG_E_UNSUPPORTED; /* no cuda device without the backend */
-#endif
+  hbg_peer *p = calloc(1, sizeof *p);
+  HBG__RETURN_IF(!p, HBG_E_NOMEM);
+  p->ops = be->peers;
+  int rc = p->ops->create(impl, w, kind, &p->impl);
+  if (rc < 0) {
+    free(p);
+    return rc;
+  }
+  *out = p;
+  return 0;
 }
 
 int hbg_peer_launch(hbg_peer *p, uint32_t step) {
   hbg__error_clear();
   HBG__RETURN_IF(!p, HBG_E_INVAL);
-#ifdef HBG_HAVE_CUDA
-  return hbg__cu_peer_launch(p, step);
-#else
-  (void)step;
-  return HBG_E_INVAL;
-#endif
+  return p->ops->launch(p->impl, step);
 }
 
 int hbg_peer_wait(hbg_peer *p, hbg_peer_stats *st) {
@@ -71,17 +78,12 @@ int hbg_peer_wait(hbg_peer *p, hbg_peer_stats *st) {
   HBG__RETURN_IF(st && st->struct_size < offsetof(hbg_peer_stats,
                                                   control_plane_ns),
                  HBG_E_INVAL);
-#ifdef HBG_HAVE_CUDA
-  return hbg__cu_peer_wait(p, st);
-#else
-  return HBG_E_INVAL;
-#endif
+  return p->ops->wait(p->impl, st);
 }
 
 void hbg_peer_destroy(hbg_peer *p) {
-#ifdef HBG_HAVE_CUDA
-  hbg__cu_peer_destroy(p);
-#else
-  (void)p;
-#endif
+  if (!p)
+    return;
+  p->ops->destroy(p->impl);
+  free(p);
 }

@@ -1,9 +1,9 @@
 /* A sorted table of [start, start + len) ranges with binary search: the
- * backends' registries of device allocations and pinned host memory (and
- * the sim's heap free list). Ranges are kept in ascending start order; the
- * callers decide whether they may overlap. Not installed. */
-#ifndef HBG_DEVICE_RANGES_H
-#define HBG_DEVICE_RANGES_H
+ * backends' registries of device allocations and pinned host memory, the
+ * core's table of live user buffers. Ranges are kept in ascending start
+ * order; the callers decide whether they may overlap. Not installed. */
+#ifndef HBG_COMMON_RANGES_H
+#define HBG_COMMON_RANGES_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -77,6 +77,19 @@ static inline int hbg__rtab_insert(hbg__rtab *t, hbg__range r) {
 static inline void hbg__rtab_remove_at(hbg__rtab *t, size_t i) {
   memmove(t->v + i, t->v + i + 1, (t->n - i - 1) * sizeof *t->v);
   t->n--;
+}
+
+/* @return non-zero when [base + rel, base + rel + len) lies inside the one
+ * range that holds base (a table of ranges that do not overlap), with no
+ * wrap-around. */
+static inline int hbg__rtab_holds(const hbg__rtab *t, uint64_t base,
+                                  uint64_t rel, uint64_t len) {
+  ptrdiff_t i = hbg__rtab_floor(t, base);
+  if (i < 0)
+    return 0;
+  const hbg__range *r = &t->v[i];
+  uint64_t off = base - r->start;
+  return off < r->len && rel <= r->len - off && len <= r->len - off - rel;
 }
 
 static inline void hbg__rtab_free(hbg__rtab *t) {
