@@ -62,7 +62,14 @@ static void good_env(void) {
   hbg_runtime *rt;
   ASSERT_OK(hbg_runtime_create(&cfg, &rt));
   ASSERT_EQ(hbg_runtime_policy(rt), HBG_POLICY_DEFERRED);
+  ASSERT_EQ(hbg_runtime_deps(rt), HBG_DEPS_EXPLICIT);
   hbg_runtime_destroy(rt);
+  /* the dependency mode as created, which the workloads read back */
+  cfg.deps = HBG_DEPS_INFERRED;
+  ASSERT_OK(hbg_runtime_create(&cfg, &rt));
+  ASSERT_EQ(hbg_runtime_deps(rt), HBG_DEPS_INFERRED);
+  hbg_runtime_destroy(rt);
+  ASSERT_ERR(hbg_runtime_deps(NULL), HBG_E_INVAL);
 
   /* the documented maxima are accepted; an empty value counts as unset */
   char max[32];

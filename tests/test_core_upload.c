@@ -486,6 +486,25 @@ static int empty_record(hbg_recorder *rec, void *user) {
   return 0;
 }
 
+/* A callback passing on a failed hbg_record_task, after a second failed
+ * call of its own replaced hbg_last_error(). */
+static int bad_dep_record(hbg_recorder *rec, void *user) {
+  (void)user;
+  uint32_t nt = 0;
+  const hbg_tensor *bt = hbg_record_tensors(rec, &nt);
+  hbg_tensor a[3] = {bt[0], bt[1], bt[2]};
+  a[0].mode = HBG_ACCESS_IN;
+  a[1].mode = HBG_ACCESS_IN;
+  uint32_t dep = 5;
+  hbg_task k = {.kernel = HBG_KERNEL_ADD, .n_args = 3, .args = a,
+                .n_deps = 1, .deps = &dep};
+  hbg_task_id id;
+  int rc = hbg_record_task(rec, &k, &id);
+  dep = 7;
+  (void)hbg_record_task(rec, &k, &id);
+  return rc;
+}
+
 static void test_misuse(hbg_device *dev) {
   hbg_config cfg;
   hbg_config_init(&cfg);
@@ -530,6 +549,17 @@ static void test_misuse(hbg_device *dev) {
   nest_bind = b;
   ASSERT_ERR(hbg_submit_graph(b, &g, NULL), HBG_E_RECORD);
   ASSERT_EQ(nest_rc, HBG_E_NESTED);
+  /* A failed hbg_record_task the callback passed on is named in the
+   * error, not only the callback's return value. */
+  g.record = bad_dep_record;
+  g.key = 78;
+  ASSERT_ERR(hbg_submit_graph(b, &g, NULL), HBG_E_RECORD);
+  ASSERT(strstr(hbg_last_error(), "key 78: the record callback returned -"));
+  ASSERT(strstr(hbg_last_error(), "its first failed hbg_record_task: "
+                                  "hbg_record_task (inner task 0): "
+                                  "dependency 0 is inner task 5, not an "
+                                  "earlier one"));
+  g.key = 77;
   g.record = empty_record;
   ASSERT_ERR(hbg_submit_graph(b, &g, NULL), HBG_E_EMPTY);
   /* Neither another bind nor this bind's launch/end from a callback. */

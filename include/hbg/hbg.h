@@ -687,7 +687,9 @@ typedef struct hbg_graph_submit {
  * @return 0, HBG_E_INVAL (bad, misaligned or aliasing boundary tensors),
  * HBG_E_RANGE
  * (a boundary tensor outside its live buffer), HBG_E_NESTED, HBG_E_RECORD
- * (callback returned non-zero; its code is not kept), the first error an
+ * (callback returned non-zero; its code is not kept, and hbg_last_error()
+ * gives it and, when one failed, the first failed hbg_record_task's own
+ * message), the first error an
  * hbg_record_task call of the callback returned (when the callback itself
  * returned 0: HBG_E_KERNEL, HBG_E_INVAL, ...), HBG_E_EMPTY,
  * HBG_E_SIGNATURE, HBG_E_LIMIT, HBG_E_FATAL (the bind latched a fatal

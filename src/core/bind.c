@@ -516,10 +516,18 @@ static int record_def(hbg_bind *b, const hbg_graph_submit *g, hbg__def **out) {
   int urc = g->record(rec, g->user);
   rt->recording = 0;
   if (urc != 0) {
-    hbg__rec_abort(rec);
+    /* The callback most often passes on a failed hbg_record_task: keep
+     * what that call said (the callback's own later calls may have
+     * replaced hbg_last_error()). */
+    const char *inner = hbg__rec_error(rec);
+    char why[320] = "";
+    if (inner)
+      snprintf(why, sizeof why, "; its first failed hbg_record_task: %s",
+               inner);
     hbg__error_set("hbg_submit_graph: key %llu: the record callback returned "
-                   "%d",
-                   (unsigned long long)g->key, urc);
+                   "%d%s",
+                   (unsigned long long)g->key, urc, why);
+    hbg__rec_abort(rec);
     return HBG_E_RECORD;
   }
   return hbg__rec_finish(rec, out);

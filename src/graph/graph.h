@@ -103,6 +103,9 @@ void hbg__rec_kernel_hook(hbg_recorder *r,
 int hbg__rec_finish(hbg_recorder *r, hbg__def **out);
 /* Free a recorder without building (callback failed). Accepts NULL. */
 void hbg__rec_abort(hbg_recorder *r);
+/* hbg_last_error() of the first hbg_record_task call that failed on r, or
+ * NULL when none did (valid until r is freed). */
+const char *hbg__rec_error(const hbg_recorder *r);
 /* Build a Definition directly from an image (copies it; validates it).
  * Used by tests and `hbg inspect`. */
 int hbg__def_from_image(const void *img, uint64_t len, hbg__def **out);

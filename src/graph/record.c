@@ -503,6 +503,10 @@ int hbg_record_task(hbg_recorder *rec, hbg_task *t, hbg_task_id *out) {
   return rc;
 }
 
+const char *hbg__rec_error(const hbg_recorder *r) {
+  return r && r->err ? r->err_msg : NULL;
+}
+
 static uint64_t pad8(uint64_t x) { return HBG__ALIGN_UP(x, (uint64_t)8); }
 
 int hbg__rec_finish(hbg_recorder *r, hbg__def **out) {
