@@ -137,6 +137,32 @@ static int big(hbg_recorder *rec, void *user) {
   return rc;
 }
 
+/* Every node ordered: t = 2 X, then Y = t, then Z = t + t after Y, and no
+ * node touches two boundary tensors. No placement of X, Y and Z can race:
+ * overlaps run in the recorded order, whatever bytes they share. */
+static int line(hbg_recorder *rec, void *user) {
+  (void)user;
+  uint32_t n;
+  const hbg_tensor *b = hbg_record_tensors(rec, &n);
+  hbg_tensor a0[2] = {b[0], inner(N)};
+  hbg_scalar two = {.kind = HBG_SCALAR_STATIC, .value = f32(2.0f)};
+  hbg_task k0 = {.kernel = HBG_KERNEL_SCALE, .n_args = 2, .args = a0,
+                 .n_scalars = 1, .scalars = &two};
+  hbg_task_id t0, t1;
+  int rc = hbg_record_task(rec, &k0, &t0);
+  hbg_tensor t = a0[1];
+  t.mode = HBG_ACCESS_IN;
+  hbg_tensor a1[2] = {t, b[1]};
+  hbg_task k1 = {.kernel = HBG_KERNEL_COPY, .n_args = 2, .args = a1,
+                 .n_deps = 1, .deps = &t0};
+  if (!rc)
+    rc = hbg_record_task(rec, &k1, &t1);
+  hbg_tensor a2[3] = {t, t, b[2]};
+  hbg_task k2 = {.kernel = HBG_KERNEL_ADD, .n_args = 3, .args = a2,
+                 .n_deps = 1, .deps = &t1};
+  return rc ? rc : hbg_record_task(rec, &k2, NULL);
+}
+
 /* One submission of key over (x, y, z) element offsets in buf; the bind
  * launched and waited when the submission is accepted. */
 static int replay(uint64_t key, hbg_record_fn fn, uint64_t x, uint64_t y,
@@ -231,6 +257,22 @@ int main(void) {
   ASSERT_OK(replay(5, halves, 4 * N, 4 * N - N / 2, 6 * N));
   ASSERT(at(4 * N - N / 2) == 2.0f && at(6 * N) == (float)(N / 2) + 1.0f);
   ASSERT_ERR(replay(5, halves, 4 * N, 4 * N + N / 2, 6 * N), HBG_E_INVAL);
+
+  /* every node ordered: any overlap runs, in the recorded order (element
+   * k of X is k + 1 before, so Y's is 2 (k + 1) and Z's 4 (k + 1),
+   * whichever bytes they share) */
+  fill();
+  ASSERT_OK(replay(8, line, 0, N, 2 * N));
+  ASSERT_OK(replay(8, line, 3 * N, 3 * N, 3 * N)); /* all three at once */
+  for (uint32_t k = 0; k < N; k++)
+    ASSERT(at(3 * N + k) == 4.0f * (float)(k + 1));
+  fill();
+  ASSERT_OK(replay(8, line, 0, N / 2, N / 2 + 1)); /* shifted views */
+  for (uint32_t k = 0; k < N / 2; k++)
+    ASSERT(at(k) == (float)(k + 1)); /* X's half before Y */
+  ASSERT(at(N / 2) == 2.0f);         /* Y's first element */
+  for (uint32_t k = 0; k < N; k++)
+    ASSERT(at(N / 2 + 1 + k) == 4.0f * (float)(k + 1)); /* Z over the rest */
 
   /* too many access pairs to look at: overlapping X and Y is refused
    * whatever the order, and the message says why */
