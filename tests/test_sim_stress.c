@@ -51,11 +51,13 @@ static uint8_t pattern(int q, int k, size_t j) {
 int main(void) {
   ASSERT_OK(hbg_device_open("sim", "mem=16M,chunk=4K", &d));
   hbg_dev_queue *qs[QUEUES];
-  hbg_devptr dev[QUEUES], status;
+  hbg_devptr dev[QUEUES], status[QUEUES];
   uint8_t *ring[QUEUES];
   int last[QUEUES][SLOTS];
-  ASSERT_OK(hbg_dev_mem_alloc(d, sizeof(hbg_dev_status), &status));
   for (int q = 0; q < QUEUES; q++) {
+    /* one status block per queue: the queues' launches run at once, as a
+     * GPU's streams do, so they may not share one */
+    ASSERT_OK(hbg_dev_mem_alloc(d, sizeof(hbg_dev_status), &status[q]));
     ASSERT_OK(hbg_dev_queue_create(d, &qs[q]));
     ASSERT_OK(hbg_dev_mem_alloc(d, (size_t)SLOTS * SLOT, &dev[q]));
     ASSERT_OK(hbg_dev_host_alloc(d, (size_t)RING * SLOT, (void **)&ring[q]));
@@ -94,7 +96,7 @@ int main(void) {
         hbg_dev_launch_desc l = {.struct_size = sizeof l,
                                  .window = dev[q],
                                  .window_bytes = 256,
-                                 .status = status};
+                                 .status = status[q]};
         ASSERT_OK(hbg_dev_launch(d, qs[q], &l));
         launches++;
       }
@@ -143,8 +145,8 @@ int main(void) {
     ASSERT_OK(hbg_dev_queue_destroy(d, qs[q]));
     ASSERT_OK(hbg_dev_mem_free(d, dev[q]));
     ASSERT_OK(hbg_dev_host_free(d, ring[q]));
+    ASSERT_OK(hbg_dev_mem_free(d, status[q]));
   }
-  ASSERT_OK(hbg_dev_mem_free(d, status));
   hbg_device_close(d);
   printf("sim_stress: ok (%ld polls)\n", (long)atomic_load(&polls));
   return 0;
