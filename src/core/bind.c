@@ -504,6 +504,15 @@ static int user_kernel_hook(void *dev, const hbg_task *t, const char *who) {
   return hbg__dev_user_kernel_check(dev, t, who);
 }
 
+/* hbg_last_error() prefixed with the call and g's key. @return rc. */
+static int key_error(const hbg_graph_submit *g, int rc) {
+  char why[400];
+  snprintf(why, sizeof why, "%s", hbg_last_error());
+  hbg__error_set("hbg_submit_graph: key %llu: %s", (unsigned long long)g->key,
+                 why);
+  return rc;
+}
+
 /* Run g's record callback into a new Definition. */
 static int record_def(hbg_bind *b, const hbg_graph_submit *g, hbg__def **out) {
   hbg_runtime *rt = b->rt;
@@ -543,13 +552,8 @@ static int graph_lookup(hbg_bind *b, const hbg_graph_submit *g, uint64_t fk,
   if (gr && (rt->cfg.record != HBG_RECORD_PER_BIND || gr->rec_seq == b->seq)) {
     int rc = hbg__def_check_boundary(gr->def, g->tensors, g->n_tensors,
                                      g->n_scalars);
-    if (rc < 0) {
-      char why[400];
-      snprintf(why, sizeof why, "%s", hbg_last_error());
-      hbg__error_set("hbg_submit_graph: key %llu: %s",
-                     (unsigned long long)g->key, why);
-      return rc;
-    }
+    if (rc < 0)
+      return key_error(g, rc);
     hbg__lru_touch(rt, gr->lru);
     *out = gr;
     return 0;
@@ -666,13 +670,8 @@ int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
    * tensors its nodes do not order may not alias. */
   int arc = hbg__def_check_alias(gr->def, g->tensors, b->bext,
                                  b->bext + g->n_tensors);
-  if (arc < 0) {
-    char why[400];
-    snprintf(why, sizeof why, "%s", hbg_last_error());
-    hbg__error_set("hbg_submit_graph: key %llu: %s",
-                   (unsigned long long)g->key, why);
-    return arc;
-  }
+  if (arc < 0)
+    return key_error(g, arc);
   const hbg_task_id *deps = g->deps;
   uint32_t n_deps = g->n_deps;
   HBG__TRY(infer_deps(b, g->tensors, g->n_tensors, def->bmode,

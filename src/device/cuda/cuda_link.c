@@ -115,6 +115,18 @@ static CUjitInputType kind_input(int kind) {
 
 /* ---------------- the dispatch, as PTX ---------------- */
 
+/* Branch on the kernel id in %r1 to $hbg_<tag><i> for r[i]; any other id
+ * returns HBG_IMG_E_KERNEL through %r<reg>. */
+static void ptx_branch(FILE *f, const hbg__cu_ureg *r, uint32_t n, char tag,
+                       int reg) {
+  for (uint32_t i = 0; i < n; i++)
+    fprintf(f, "\tsetp.eq.u32 %%p1, %%r1, %u;\n\t@%%p1 bra $hbg_%c%u;\n",
+            r[i].kernel, tag, i);
+  fprintf(f,
+          "\tmov.u32 %%r%d, %d;\n\tst.param.b32 [hbg_rc], %%r%d;\n\tret;\n",
+          reg, HBG_IMG_E_KERNEL, reg);
+}
+
 /* PTX has no `call` or `ret` identifiers to spare: every name is ours. */
 char *hbg__cu_dispatch_ptx(const hbg__cu_ureg *r, uint32_t n) {
   char *text = NULL;
@@ -145,11 +157,7 @@ char *hbg__cu_dispatch_ptx(const hbg__cu_ureg *r, uint32_t n) {
              "\t.reg .pred %%p1;\n\t.reg .b32 %%r<3>;\n\t.reg .b64 %%rd<3>;\n"
              "\tld.param.u32 %%r1, [hbg_kernel];\n"
              "\tld.param.u64 %%rd1, [hbg_out];\n");
-  for (uint32_t i = 0; i < n; i++)
-    fprintf(f, "\tsetp.eq.u32 %%p1, %%r1, %u;\n\t@%%p1 bra $hbg_i%u;\n",
-            r[i].kernel, i);
-  fprintf(f, "\tmov.u32 %%r2, %d;\n\tst.param.b32 [hbg_rc], %%r2;\n\tret;\n",
-          HBG_IMG_E_KERNEL);
+  ptx_branch(f, r, n, 'i', 2);
   for (uint32_t i = 0; i < n; i++)
     fprintf(f,
             "$hbg_i%u:\n\tmov.u32 %%r2, %u;\n\tst.u32 [%%rd1], %%r2;\n"
@@ -171,11 +179,7 @@ char *hbg__cu_dispatch_ptx(const hbg__cu_ureg *r, uint32_t n) {
              "\tld.param.u32 %%r2, [hbg_lane];\n"
              "\tld.param.u32 %%r3, [hbg_lanes];\n"
              "\tld.param.u64 %%rd3, [hbg_scratch];\n");
-  for (uint32_t i = 0; i < n; i++)
-    fprintf(f, "\tsetp.eq.u32 %%p1, %%r1, %u;\n\t@%%p1 bra $hbg_c%u;\n",
-            r[i].kernel, i);
-  fprintf(f, "\tmov.u32 %%r4, %d;\n\tst.param.b32 [hbg_rc], %%r4;\n\tret;\n",
-          HBG_IMG_E_KERNEL);
+  ptx_branch(f, r, n, 'c', 4);
   for (uint32_t i = 0; i < n; i++)
     fprintf(f,
             "$hbg_c%u:\n\t{\n"

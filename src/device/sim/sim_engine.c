@@ -825,14 +825,16 @@ int hbg__sim_event_destroy(hbg_device *dev, hbg_dev_event *h) {
   return 0;
 }
 
-int hbg__sim_event_record(hbg_device *dev, hbg_dev_event *eh,
-                          hbg_dev_queue *qh) {
+/* Queue an event command on q: a record (the event's next record) or a
+ * wait (for its current one). */
+static int event_cmd(hbg_device *dev, hbg_dev_queue *qh, hbg_dev_event *eh,
+                     int kind) {
   hbg__sim *s = hbg_device_impl(dev);
   HBG__RETURN_IF(!eh || !qh, HBG_E_INVAL);
   hbg__sim_cmd *c = calloc(1, sizeof *c);
   if (!c)
     return HBG_E_NOMEM;
-  c->kind = HBG__SIM_CMD_EVENT;
+  c->kind = kind;
   pthread_mutex_lock(&s->mu);
   hbg__sim_event *ev = event_get(s, eh);
   hbg__sim_queue *q = queue_get(s, qh);
@@ -842,35 +844,21 @@ int hbg__sim_event_record(hbg_device *dev, hbg_dev_event *eh,
     return HBG_E_INVAL;
   }
   c->ev = ev;
-  c->ev_seq = ++ev->rec;
+  c->ev_seq = kind == HBG__SIM_CMD_EVENT ? ++ev->rec : ev->rec;
   ev->refs++;
   queue_push(s, q, c);
   pthread_mutex_unlock(&s->mu);
   return 0;
 }
 
+int hbg__sim_event_record(hbg_device *dev, hbg_dev_event *eh,
+                          hbg_dev_queue *qh) {
+  return event_cmd(dev, qh, eh, HBG__SIM_CMD_EVENT);
+}
+
 int hbg__sim_queue_wait_event(hbg_device *dev, hbg_dev_queue *qh,
                               hbg_dev_event *eh) {
-  hbg__sim *s = hbg_device_impl(dev);
-  HBG__RETURN_IF(!eh || !qh, HBG_E_INVAL);
-  hbg__sim_cmd *c = calloc(1, sizeof *c);
-  if (!c)
-    return HBG_E_NOMEM;
-  c->kind = HBG__SIM_CMD_WAIT;
-  pthread_mutex_lock(&s->mu);
-  hbg__sim_event *ev = event_get(s, eh);
-  hbg__sim_queue *q = queue_get(s, qh);
-  if (!ev || !q) {
-    pthread_mutex_unlock(&s->mu);
-    free(c);
-    return HBG_E_INVAL;
-  }
-  c->ev = ev;
-  c->ev_seq = ev->rec;
-  ev->refs++;
-  queue_push(s, q, c);
-  pthread_mutex_unlock(&s->mu);
-  return 0;
+  return event_cmd(dev, qh, eh, HBG__SIM_CMD_WAIT);
 }
 
 int hbg__sim_event_query(hbg_device *dev, hbg_dev_event *h) {

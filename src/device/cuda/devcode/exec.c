@@ -59,6 +59,20 @@
 #include "exec/sched_src.h"
 #include "kernels/kern_src.h"
 
+/* A kernel tensor's layout (data NULL) from an image record with dtype,
+ * ndim, mode, shape and strides (a Definition's or a window task's). */
+#define DX_TENSOR_META(k, r)                                                   \
+  do {                                                                         \
+    (k)->data = NULL;                                                          \
+    (k)->dtype = (r)->dtype;                                                   \
+    (k)->ndim = (r)->ndim;                                                     \
+    (k)->mode = (r)->mode;                                                     \
+    for (uint32_t dx__d = 0; dx__d < HBG_IMG_MAX_DIMS; dx__d++) {              \
+      (k)->shape[dx__d] = (r)->shape[dx__d];                                   \
+      (k)->strides[dx__d] = (r)->strides[dx__d];                               \
+    }                                                                          \
+  } while (0)
+
 #if defined(__CUDA_ARCH__)
 #define DX_TID threadIdx.x
 #define DX_NTID blockDim.x
@@ -383,16 +397,8 @@ HBG_DC_FN void dx_check_task(dx_x *x, uint32_t i, const hbg_win_task *wt) {
   x->dent[i].pending = wt->n_deps;
   const hbg_sub_tensor *ts = hbg_img_win_task_tensors(wt);
   hbg__ktensor t[HBG_IMG_MAX_ARGS_PER_NODE];
-  for (uint32_t k = 0; k < wt->n_tensors; k++) {
-    t[k].data = NULL;
-    t[k].dtype = ts[k].dtype;
-    t[k].ndim = ts[k].ndim;
-    t[k].mode = ts[k].mode;
-    for (uint32_t d = 0; d < HBG_IMG_MAX_DIMS; d++) {
-      t[k].shape[d] = ts[k].shape[d];
-      t[k].strides[d] = ts[k].strides[d];
-    }
-  }
+  for (uint32_t k = 0; k < wt->n_tensors; k++)
+    DX_TENSOR_META(&t[k], &ts[k]);
   hbg__kcall c;
   c.kernel = wt->kernel;
   c.nt = wt->n_tensors;
@@ -626,14 +632,7 @@ HBG_DC_FN uint32_t dx_validate_unit(dx_x *x, hbg_dc_xdef *r,
   hbg__ktensor t[HBG_IMG_MAX_ARGS_PER_NODE];
   for (uint32_t j = 0; j < nd->n_tensors; j++) {
     const hbg_def_tensor *dt = &v->tensors[nd->first_tensor + j];
-    t[j].data = NULL;
-    t[j].dtype = dt->dtype;
-    t[j].ndim = dt->ndim;
-    t[j].mode = dt->mode;
-    for (uint32_t d = 0; d < HBG_IMG_MAX_DIMS; d++) {
-      t[j].shape[d] = dt->shape[d];
-      t[j].strides[d] = dt->strides[d];
-    }
+    DX_TENSOR_META(&t[j], dt);
     if ((dt->src == HBG_SRC_BOUNDARY_EXACT ||
          dt->src == HBG_SRC_BOUNDARY_VIEW) &&
         dt->ref < h->n_btensors && dt->ref < n_masks) {
@@ -819,17 +818,8 @@ HBG_DC_FN void dx_user_unit(dx_x *x, uint32_t i, uint32_t j) {
   if (dx_builtin(nd->kernel))
     return;
   hbg__ktensor t[HBG_IMG_MAX_ARGS_PER_NODE];
-  for (uint32_t k = 0; k < nd->n_tensors; k++) {
-    const hbg_def_tensor *dt = &v->tensors[nd->first_tensor + k];
-    t[k].data = NULL;
-    t[k].dtype = dt->dtype;
-    t[k].ndim = dt->ndim;
-    t[k].mode = dt->mode;
-    for (uint32_t d = 0; d < HBG_IMG_MAX_DIMS; d++) {
-      t[k].shape[d] = dt->shape[d];
-      t[k].strides[d] = dt->strides[d];
-    }
-  }
+  for (uint32_t k = 0; k < nd->n_tensors; k++)
+    DX_TENSOR_META(&t[k], &v->tensors[nd->first_tensor + k]);
   hbg__kcall c;
   c.kernel = nd->kernel;
   c.nt = nd->n_tensors;
