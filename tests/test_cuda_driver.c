@@ -313,7 +313,7 @@ static int scenario(const char **where, hbg_device **dout) {
   STEP("host_alloc", hbg_dev_host_alloc(d, 4096, &pin));
   STEP("host_register", hbg_dev_host_register(d, reg, sizeof reg));
   STEP("mem_alloc", hbg_dev_mem_alloc(d, 4096, &p));
-  STEP("mem_alloc", hbg_dev_mem_alloc(d, 64, &st));
+  STEP("mem_alloc", hbg_dev_mem_alloc(d, sizeof(hbg_dev_status), &st));
   if (pin && p) {
     memset(pin, 3, 4096);
     STEP("copy_h2d", hbg_dev_copy_h2d(d, p, pin, 4096));

@@ -38,6 +38,7 @@ int main(void) {
       {-19, "HBG_E_VERIFY"},
       {-20, "HBG_E_KERNEL"},
       {-21, "HBG_E_BUSY"},
+      {-22, "HBG_E_TIMEOUT"},
       {-32, "HBG_E_IMG_TRUNCATED"},
       {-33, "HBG_E_IMG_MAGIC"},
       {-34, "HBG_E_IMG_VERSION"},

@@ -93,6 +93,7 @@ HBG_API const char *hbg_version_string(void);
   X(VERIFY, -19, "device output differs from the host reference")             \
   X(KERNEL, -20, "unknown kernel or bad kernel arguments")                    \
   X(BUSY, -21, "resource still in use")                                       \
+  X(TIMEOUT, -22, "the device did not finish within its deadline")            \
   X(IMG_TRUNCATED, -32, "image truncated")                                    \
   X(IMG_MAGIC, -33, "bad image magic")                                        \
   X(IMG_VERSION, -34, "unsupported image version")                            \

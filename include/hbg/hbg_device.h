@@ -93,7 +93,22 @@ typedef struct hbg_dev_launch_desc {
 
 /* hbg_dev_status.flags */
 enum {
-  HBG_DEV_STATUS_SPLIT = 1u << 0 /* setup_ns, run_ns, setup_nodes written */
+  HBG_DEV_STATUS_SPLIT = 1u << 0, /* setup_ns, run_ns, setup_nodes written */
+  HBG_DEV_STATUS_COUNTS = 1u << 1 /* dispatch_ops .. ctas written */
+};
+
+/* hbg_dev_status.phase: where an executor that ran past its deadline
+ * (error HBG_E_TIMEOUT) was waiting. */
+enum {
+  HBG_DEV_PHASE_NONE = 0,
+  HBG_DEV_PHASE_START = 1, /* for the launch to begin: a CTA (or worker
+                              group) that starts it never did (arrived:
+                              those that were waiting) */
+  HBG_DEV_PHASE_SETUP = 2, /* at set-up barrier `step`: some CTAs never
+                              arrived (arrived: those that did) */
+  HBG_DEV_PHASE_RUN = 3    /* for items: the window did not complete (task,
+                              node: an item still running, else the first
+                              entry not complete and UINT32_MAX) */
 };
 
 /* Written by the device at launch completion (little-endian). The struct
@@ -111,7 +126,9 @@ typedef struct hbg_dev_status {
                              is not counted) */
   /* An executor's own account (flags & HBG_DEV_STATUS_SPLIT): */
   uint32_t flags;        /* HBG_DEV_STATUS_* */
-  uint32_t reserved;
+  uint32_t phase;        /* HBG_DEV_PHASE_*: with error HBG_E_TIMEOUT,
+                            where it waited; 0 otherwise (a backend built
+                            before it wrote 0 here) */
   uint64_t setup_ns;     /* the device's clock from the executor's start to
                             the end of its set-up (validation, scheduling
                             state) */
@@ -119,10 +136,24 @@ typedef struct hbg_dev_status {
   uint64_t setup_nodes;  /* graph node records set-up read (validation and
                             any walk of a Definition's nodes), summed over
                             the executor's threads */
+  /* Its counters (flags & HBG_DEV_STATUS_COUNTS), summed over workers: */
+  uint64_t dispatch_ops; /* global atomics, fences, release stores and
+                            item-handing acquire loads its scheduling
+                            issued (kernel bodies excluded) */
+  uint64_t kernel_phases; /* kernel phases run (barriers between them) */
+  uint64_t body_ns;      /* device time inside kernel bodies */
+  uint64_t tail_ns;      /* from the window's completion to the end */
+  uint32_t workers;      /* workers of the launch */
+  uint32_t step;         /* HBG_DEV_PHASE_SETUP: the barrier, from 1 */
+  uint32_t arrived;      /* HBG_DEV_PHASE_START / _SETUP: CTAs that got
+                            there */
+  uint32_t ctas;         /* CTAs (worker groups) of the launch */
 } hbg_dev_status;
 
 /* sizeof(hbg_dev_status) before flags. */
 #define HBG_DEV_STATUS_SIZE_V1 40u
+/* sizeof(hbg_dev_status) before dispatch_ops. */
+#define HBG_DEV_STATUS_SIZE_V2 64u
 
 /* Counters a backend keeps (monotonic since open). Set struct_size to
  * sizeof(hbg_dev_stats) before hbg_dev_stats_get: a caller built before the

@@ -418,53 +418,212 @@ static inline HBG__SFN int hbg__sched_complete(const hbg__sched *s) {
 
 /* ==================================================================== */
 /* The dispatch core: what the device executor (src/device/cuda/devcode/ */
-/* exec.c) runs on the GPU's warps and on the stand-in's CTA threads.    */
+/* exec.c) runs on the GPU's warps and on the stand-in's lanes.          */
 /* ==================================================================== */
+
+/* Atomics with their memory order spelled out, so that the GPU build
+ * issues one ordered operation where the order is needed and none
+ * elsewhere (no fence beside a relaxed atomic), and the host build asks
+ * its compiler for the same orders (ThreadSanitizer then checks the GPU's
+ * ordering, not a stronger one):
+ *   RLX   relaxed: counts nobody reads data through;
+ *   AR    acquire-release read-modify-write: a count that completes
+ *         publishes what its adders wrote to whoever sees it complete;
+ *   ACQ / REL  a load that takes, a store that publishes. */
+#if defined(__CUDA_ARCH__)
+static inline __device__ uint32_t hbg__da_add32_ar(uint32_t *p, uint32_t v) {
+  uint32_t r;
+  asm volatile("atom.acq_rel.gpu.add.u32 %0, [%1], %2;"
+               : "=r"(r)
+               : "l"(p), "r"(v)
+               : "memory");
+  return r;
+}
+static inline __device__ uint64_t hbg__da_add64_rlx(uint64_t *p, uint64_t v) {
+  uint64_t r;
+  asm volatile("atom.relaxed.gpu.add.u64 %0, [%1], %2;"
+               : "=l"(r)
+               : "l"(p), "l"(v)
+               : "memory");
+  return r;
+}
+static inline __device__ uint64_t hbg__da_load64_acq(const uint64_t *p) {
+  uint64_t r;
+  asm volatile("ld.acquire.gpu.u64 %0, [%1];" : "=l"(r) : "l"(p) : "memory");
+  return r;
+}
+static inline __device__ uint32_t hbg__da_load32_acq(const uint32_t *p) {
+  uint32_t r;
+  asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(r) : "l"(p) : "memory");
+  return r;
+}
+static inline __device__ uint64_t hbg__da_load64_rlx(const uint64_t *p) {
+  uint64_t r;
+  asm volatile("ld.relaxed.gpu.u64 %0, [%1];" : "=l"(r) : "l"(p) : "memory");
+  return r;
+}
+static inline __device__ uint32_t hbg__da_load32_rlx(const uint32_t *p) {
+  uint32_t r;
+  asm volatile("ld.relaxed.gpu.u32 %0, [%1];" : "=r"(r) : "l"(p) : "memory");
+  return r;
+}
+static inline __device__ void hbg__da_store64_rel(uint64_t *p, uint64_t v) {
+  asm volatile("st.release.gpu.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+static inline __device__ void hbg__da_store64_rlx(uint64_t *p, uint64_t v) {
+  asm volatile("st.relaxed.gpu.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+static inline __device__ void hbg__da_store32_rel(uint32_t *p, uint32_t v) {
+  asm volatile("st.release.gpu.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+#define HBG__DA_ADD32_AR(p, v) hbg__da_add32_ar((p), (v))
+#define HBG__DA_SUB32_AR(p, v) hbg__da_add32_ar((p), 0u - (uint32_t)(v))
+#define HBG__DA_ADD64_RLX(p, v) hbg__da_add64_rlx((p), (v))
+#define HBG__DA_LOAD64_ACQ(p) hbg__da_load64_acq(p)
+#define HBG__DA_LOAD32_RLX(p) hbg__da_load32_rlx(p)
+#define HBG__DA_LOAD32_ACQ(p) hbg__da_load32_acq(p)
+#define HBG__DA_LOAD64_RLX(p) hbg__da_load64_rlx(p)
+#define HBG__DA_STORE64_REL(p, v) hbg__da_store64_rel((p), (v))
+#define HBG__DA_STORE32_REL(p, v) hbg__da_store32_rel((p), (v))
+#define HBG__DA_STORE64_RLX(p, v) hbg__da_store64_rlx((p), (v))
+/* the continuation slot lives in the worker's shared memory */
+#define HBG__DA_CAS64_CTA(p, expect, want)                                     \
+  ((uint64_t)atomicCAS_block((unsigned long long *)(p),                        \
+                             (unsigned long long)(expect),                     \
+                             (unsigned long long)(want)) ==                    \
+   (uint64_t)(expect))
+#else
+#define HBG__DA_ADD32_AR(p, v) __atomic_fetch_add((p), (v), __ATOMIC_ACQ_REL)
+#define HBG__DA_SUB32_AR(p, v) __atomic_fetch_sub((p), (v), __ATOMIC_ACQ_REL)
+#define HBG__DA_ADD64_RLX(p, v) __atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
+#define HBG__DA_LOAD64_ACQ(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define HBG__DA_LOAD32_RLX(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define HBG__DA_LOAD32_ACQ(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define HBG__DA_LOAD64_RLX(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define HBG__DA_STORE64_REL(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define HBG__DA_STORE32_REL(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define HBG__DA_STORE64_RLX(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+#define HBG__DA_CAS64_CTA(p, expect, want)                                     \
+  hbg__da_cas64_cta((p), (expect), (want))
+static inline int hbg__da_cas64_cta(uint64_t *p, uint64_t expect,
+                                    uint64_t want) {
+  return __atomic_compare_exchange_n(p, &expect, want, 0, __ATOMIC_RELAXED,
+                                     __ATOMIC_RELAXED);
+}
+#endif
 
 /* The window's entries and their nodes, counted by any number of
  * workers at once, with nothing on one thread that grows with the window:
  *
  * - Ready items go out through one ticket queue. A worker with nothing to
- *   run takes a ticket (one atomic add on q_head) and waits on that ticket's
- *   own slot, which the ticket's push fills (one atomic add on q_tail, one
- *   release store): waiting workers poll different slots, not one shared
- *   head, and each item costs one atomic on each end. Pushes serve tickets
- *   in order; the stop pushes (one per worker, after the window completes
- *   or fails) serve every ticket still waiting, so q holds at most
- *   n_items + n_workers slots.
+ *   run takes a ticket (one relaxed add on q_head) and waits on that
+ *   ticket's own slot, which the ticket's push fills (one relaxed add on
+ *   q_tail reserving any number of slots, one release store per item):
+ *   waiting workers poll different slots, not one shared head.
+ * - The window's end, a failure or a deadline sets one stop word (a
+ *   release store): a worker whose slot is empty and a worker about to
+ *   start an item read it (relaxed) and leave. Nothing is pushed to stop
+ *   the workers, so stopping costs the same whatever their number.
  * - The worker that makes an item ready keeps the first one it makes
- *   ready as its next item (the continuation, *cont) instead of pushing it:
- *   a chain of dependent items runs on one worker with no queue round trip.
- * - A node's producers count its fan-in up (cnt, zeroed at set-up): the one
- *   whose add reaches the node's fan-in makes it ready. Its fan-in is the
- *   Definition's fanin_ptr row width, read from the validated view; nothing
- *   walks the nodes to initialise counters.
+ *   ready as its next item (the continuation, in the worker's shared
+ *   memory) instead of pushing it: a chain of dependent items runs on one
+ *   worker with no queue round trip.
+ * - Producers count their consumers up (cnt, zeroed at set-up) with one
+ *   acquire-release add; the add that reaches the consumer's fan-in makes
+ *   it ready. A node whose fan-in is one producer needs no count. Nodes
+ *   whose fan-in rows are the same (the tiles of a projection that all
+ *   read one normalised vector, say) share one count, their group
+ *   leader's: a producer counts each group it feeds once, and the group's
+ *   last producer makes every member ready at once, its members after the
+ *   first in one queue reservation. Groups are found once per Definition
+ *   (hbg__disp_plan), kept with its verdict.
  * - An entry's dependents are a list built at set-up by one atomic exchange
- *   per dependency (no prefix sum); an entry whose last dependency completes
- *   is made ready: its roots (the Definition's roots table), or the ordinary
- *   task itself.
+ *   per dependency; a graph entry completes when its sinks (the nodes
+ *   nothing consumes: every other node ran before one of them could) have
+ *   run, counted down by the sinks alone; an entry whose last dependency
+ *   completes is made ready: its roots, or the ordinary task itself.
  *
- * Memory order: a worker's item writes its outputs, then (every lane that
- * wrote, after the worker's barrier) a release fence before its counting
- * atomics; the one that sees a count complete fences again (acquire) before
- * the item is run or pushed, and pushes are release stores read by acquire
- * loads. On a CPU the acq_rel atomics give the same order.
+ * Memory order: a worker's lanes write an item's outputs, meet at the
+ * worker's barrier (which orders them for every lane of the worker), and
+ * then count with acquire-release adds: a count that completes has
+ * acquired every producer's outputs, and the ready item's run (by this
+ * worker, after its next barrier, or pushed with a release store that its
+ * ticket's acquire load takes) sees them. The same orders on a CPU.
  *
- * Everything the core reads of an image (def views) must be validated and
- * immutable for the launch (the executor runs from private copies). */
+ * Each call counts the dispatch operations it issued (global atomics,
+ * fences, release stores and the acquire load that hands an item over) in
+ * *ops, so that a host build can report them per item.
+ *
+ * Everything the core reads of an image (def views, the node plan) must
+ * be validated and immutable for the launch (the executor runs from
+ * private copies). */
 
 #define HBG__D_NONE 0xffffffffu
 #define HBG__D_EMPTY 0xffffffffffffffffull /* a slot no push has served */
-#define HBG__D_STOP 0xfffffffffffffffeull  /* served to a worker: leave */
+
+/* How a node of a validated Definition is counted (hbg__disp_plan, kept
+ * with the Definition's verdict). */
+typedef struct hbg__dnode {
+  uint32_t leader;  /* the least node with the same fan-in row: counted
+                       for the group, by its producers, at cnt[leader] */
+  uint32_t nf;      /* its producers (its fan-in row's width) */
+  uint32_t members; /* a leader: the nodes of its group (itself too) */
+  uint32_t flags;   /* HBG__DN_SINK */
+} hbg__dnode;
+
+#define HBG__DN_SINK 1u /* no consumer */
+
+/* Groups: rows up to this wide, first producers with up to this many
+ * consumers, are compared; a longer one counts on its own. */
+#define HBG__D_GROUP_ROW 64u
+#define HBG__D_GROUP_SCAN 4096u
+
+/* Node u's plan (any thread, every node of a Definition that passed its
+ * validator). */
+static inline HBG__SFN void hbg__disp_plan(const hbg_img_def_view *v,
+                                           uint32_t u, hbg__dnode *out) {
+  const uint32_t *fp = v->fanin_ptr, *fi = v->fanin;
+  const uint32_t a = fp[u], w = fp[u + 1] - a;
+  hbg__dnode n;
+  n.leader = u;
+  n.nf = w;
+  n.members = 1;
+  n.flags = v->fanout_ptr[u + 1] == v->fanout_ptr[u] ? HBG__DN_SINK : 0u;
+  if (w >= 1 && w <= HBG__D_GROUP_ROW) {
+    const uint32_t p0 = fi[a];
+    const uint32_t oa = v->fanout_ptr[p0], ob = v->fanout_ptr[p0 + 1];
+    if (ob - oa <= HBG__D_GROUP_SCAN) {
+      uint32_t least = u, same = 0;
+      for (uint32_t k = oa; k < ob; k++) {
+        const uint32_t c = v->fanout[k], ca = fp[c];
+        if (fp[c + 1] - ca != w)
+          continue;
+        uint32_t e = 0;
+        while (e < w && fi[ca + e] == fi[a + e])
+          e++;
+        if (e < w)
+          continue;
+        same++;
+        if (c < least)
+          least = c;
+      }
+      n.leader = least;
+      if (least == u && same)
+        n.members = same;
+    }
+  }
+  *out = n;
+}
 
 /* Per window entry. */
 typedef struct hbg__dent {
   uint32_t pending;    /* atomic: dependencies not yet complete */
-  uint32_t nodes_left; /* atomic: graph: nodes not yet complete */
+  uint32_t sinks_left; /* atomic: graph: sinks not yet run */
   uint32_t out_head;   /* first link of its dependents, HBG__D_NONE */
-  uint32_t reserved;
+  uint32_t done;       /* 1 once complete (read after a timeout) */
   uint64_t node_base;  /* graph: its nodes' counters at cnt[node_base] */
   const hbg_img_def_view *def; /* graph: the validated view; NULL: task */
+  const hbg__dnode *plan;      /* graph: its Definition's node plan */
 } hbg__dent;
 
 /* One dependency, on its producer's list. */
@@ -474,18 +633,17 @@ typedef struct hbg__dlink {
 } hbg__dlink;
 
 typedef struct hbg__disp {
-  uint64_t q_tail; /* atomic: items pushed (each word on its own line) */
+  uint64_t q_tail; /* atomic: slots reserved (each word on its own line) */
   uint64_t pad0[7];
   uint64_t q_head; /* atomic: tickets taken */
   uint64_t pad1[7];
   uint32_t tasks_done; /* atomic: entries complete */
   uint32_t pad2[15];
-  uint32_t stopped; /* atomic: the stop items are pushed */
-  uint32_t failed;  /* atomic: an error is kept */
-  int32_t error;    /* the first error, with its entry and node */
+  uint32_t stop;   /* 1: every worker leaves (release store) */
+  uint32_t failed; /* atomic: an error is kept */
+  int32_t error;   /* the first error, with its entry and node */
   uint32_t err_task, err_node;
-  uint32_t n_tasks, n_workers;
-  uint32_t reserved;
+  uint32_t n_tasks;
   uint64_t n_slots;
   hbg__dent *ent;     /* [n_tasks] */
   hbg__dlink *links;  /* [n_deps] */
@@ -493,31 +651,27 @@ typedef struct hbg__disp {
   uint64_t *q;        /* [n_slots] */
 } hbg__disp;
 
-/* Queue slots for n_items items (ordinary tasks + graph nodes) and
- * n_workers workers. */
-static inline HBG__SFN uint64_t hbg__disp_slots(uint64_t n_items,
-                                                uint64_t n_workers) {
-  return n_items + n_workers;
+/* Queue slots for n_items items (ordinary tasks + graph nodes): each is
+ * pushed at most once. */
+static inline HBG__SFN uint64_t hbg__disp_slots(uint64_t n_items) {
+  return n_items;
 }
 
 /* One thread, before anything else: the scalar state (pointers are the
  * caller's, each array 8-aligned). */
 static inline HBG__SFN void hbg__disp_init(hbg__disp *d, uint32_t n_tasks,
-                                           uint32_t n_workers,
                                            uint64_t n_slots, hbg__dent *ent,
                                            hbg__dlink *links, uint32_t *cnt,
                                            uint64_t *q) {
   d->q_tail = 0;
   d->q_head = 0;
   d->tasks_done = 0;
-  d->stopped = 0;
+  d->stop = n_tasks == 0; /* nothing to run: every worker leaves at once */
   d->failed = 0;
   d->error = 0;
   d->err_task = HBG__D_NONE;
   d->err_node = HBG__D_NONE;
   d->n_tasks = n_tasks;
-  d->n_workers = n_workers;
-  d->reserved = 0;
   d->n_slots = n_slots;
   d->ent = ent;
   d->links = links;
@@ -533,122 +687,191 @@ static inline HBG__SFN void hbg__disp_link(hbg__disp *d, uint32_t link,
   d->links[link].next = HBG__SA_XCHG32(&d->ent[dep].out_head, link);
 }
 
-static inline HBG__SFN void hbg__disp_push(hbg__disp *d, uint64_t item);
+/* Every worker leaves once it has run what it holds. */
+static inline HBG__SFN void hbg__disp_stop(hbg__disp *d, uint64_t *ops) {
+  HBG__DA_STORE32_REL(&d->stop, 1u);
+  ++*ops;
+}
 
-/* Every worker leaves once it has run what it holds: one stop item each,
- * pushed once. */
-static inline HBG__SFN void hbg__disp_stop(hbg__disp *d) {
-  if (!HBG__SA_CAS32(&d->stopped, 0u, 1u))
-    return;
-  for (uint32_t w = 0; w < d->n_workers; w++)
-    hbg__disp_push(d, HBG__D_STOP);
+/* Whether the workers are to leave (a relaxed read: what the stop
+ * publishes, nobody reads after it). */
+static inline HBG__SFN int hbg__disp_stopped(hbg__disp *d) {
+  return HBG__DA_LOAD32_RLX(&d->stop) != 0;
 }
 
 /* Keep the first error (and where), then stop: items already running
- * finish, nothing new runs (workers drop what they receive). */
+ * finish, nothing new starts. */
 static inline HBG__SFN void hbg__disp_fail(hbg__disp *d, int err,
-                                           uint32_t task, uint32_t node) {
+                                           uint32_t task, uint32_t node,
+                                           uint64_t *ops) {
   if (HBG__SA_CAS32(&d->failed, 0u, 1u)) {
     d->error = err;
     d->err_task = task;
     d->err_node = node;
-    HBG__SA_FENCE();
   }
-  hbg__disp_stop(d);
+  hbg__disp_stop(d, ops); /* the release store publishes the error too */
 }
 
-static inline HBG__SFN void hbg__disp_push(hbg__disp *d, uint64_t item) {
-  uint64_t at = HBG__SA_ADD64(&d->q_tail, (uint64_t)1);
+/* n slots, the first at the returned index. */
+static inline HBG__SFN uint64_t hbg__disp_reserve(hbg__disp *d, uint64_t n,
+                                                  uint64_t *ops) {
+  ++*ops;
+  return HBG__DA_ADD64_RLX(&d->q_tail, n);
+}
+
+/* Item into reserved slot `at`. */
+static inline HBG__SFN void hbg__disp_put(hbg__disp *d, uint64_t at,
+                                          uint64_t item, uint64_t *ops) {
   if (at >= d->n_slots) { /* cannot happen: every item is pushed once */
-    if (item != HBG__D_STOP)
-      hbg__disp_fail(d, HBG_IMG_E_CSR, (uint32_t)(item >> 32),
-                     (uint32_t)item);
+    hbg__disp_fail(d, HBG_IMG_E_CSR, (uint32_t)(item >> 32), (uint32_t)item,
+                   ops);
     return;
   }
-  HBG__SA_STORE64_REL(&d->q[at], item);
+  HBG__DA_STORE64_REL(&d->q[at], item);
+  ++*ops;
 }
 
 /* A ticket for the next item pushed: poll it with hbg__disp_poll. */
-static inline HBG__SFN uint64_t hbg__disp_ticket(hbg__disp *d) {
-  return HBG__SA_ADD64(&d->q_head, (uint64_t)1);
+static inline HBG__SFN uint64_t hbg__disp_ticket(hbg__disp *d, uint64_t *ops) {
+  ++*ops;
+  return HBG__DA_ADD64_RLX(&d->q_head, (uint64_t)1);
 }
 
-/* Ticket t's item, HBG__D_EMPTY while its push has not come. */
+/* Ticket t's item, HBG__D_EMPTY while its push has not come (count the
+ * load that returns an item as one operation). */
 static inline HBG__SFN uint64_t hbg__disp_poll(hbg__disp *d, uint64_t t) {
-  if (t >= d->n_slots) /* cannot happen (hbg__disp_slots) */
-    return HBG__D_STOP;
-  return HBG__SA_LOAD64_ACQ(&d->q[t]);
+  if (t >= d->n_slots) /* more tickets than items: only the stop serves */
+    return HBG__D_EMPTY;
+  return HBG__DA_LOAD64_ACQ(&d->q[t]);
 }
 
-/* A ready item: the caller's continuation when it has none yet (cont not
+/* A ready item: the worker's continuation when it has none yet (cont not
  * NULL, *cont HBG__D_EMPTY), else pushed. */
 static inline HBG__SFN void hbg__disp_ready(hbg__disp *d, uint64_t item,
-                                            uint64_t *cont) {
-  if (cont && HBG__SA_CAS64(cont, HBG__D_EMPTY, item))
+                                            uint64_t *cont, uint64_t *ops) {
+  if (cont && HBG__DA_CAS64_CTA(cont, HBG__D_EMPTY, item))
     return;
-  hbg__disp_push(d, item);
+  hbg__disp_put(d, hbg__disp_reserve(d, 1, ops), item, ops);
+}
+
+/* Nodes ids[0, n) of entry i, all ready: the first perhaps the
+ * continuation, the rest pushed with one reservation. */
+static inline HBG__SFN void hbg__disp_ready_n(hbg__disp *d, uint32_t i,
+                                              const uint32_t *ids, uint32_t n,
+                                              uint64_t *cont, uint64_t *ops) {
+  if (!n)
+    return;
+  uint32_t k = 0;
+  if (cont && HBG__DA_CAS64_CTA(cont, HBG__D_EMPTY,
+                                (uint64_t)i << 32 | ids[0]))
+    k = 1;
+  if (k == n)
+    return;
+  const uint64_t at = hbg__disp_reserve(d, n - k, ops);
+  for (uint32_t m = k; m < n; m++)
+    hbg__disp_put(d, at + (m - k), (uint64_t)i << 32 | ids[m], ops);
 }
 
 /* Entry i's dependencies are complete: its roots, or the task itself. */
 static inline HBG__SFN void hbg__disp_entry_ready(hbg__disp *d, uint32_t i,
-                                                  uint64_t *cont) {
+                                                  uint64_t *cont,
+                                                  uint64_t *ops) {
   const hbg_img_def_view *v = d->ent[i].def;
   if (!v) {
-    hbg__disp_ready(d, (uint64_t)i << 32 | HBG__D_NONE, cont);
+    hbg__disp_ready(d, (uint64_t)i << 32 | HBG__D_NONE, cont, ops);
     return;
   }
-  for (uint32_t k = 0; k < v->hdr->n_roots; k++)
-    hbg__disp_ready(d, (uint64_t)i << 32 | v->roots[k], cont);
+  hbg__disp_ready_n(d, i, v->roots, v->hdr->n_roots, cont, ops);
+}
+
+/* Group leader c of entry i has every producer done: its members ready
+ * (the consumers of its first producer whose leader it is). */
+static inline HBG__SFN void hbg__disp_group_ready(hbg__disp *d, uint32_t i,
+                                                  uint32_t c, uint64_t *cont,
+                                                  uint64_t *ops) {
+  const hbg__dent *e = &d->ent[i];
+  const hbg__dnode *pl = e->plan;
+  if (pl[c].members <= 1) {
+    hbg__disp_ready(d, (uint64_t)i << 32 | c, cont, ops);
+    return;
+  }
+  const hbg_img_def_view *v = e->def;
+  const uint32_t p0 = v->fanin[v->fanin_ptr[c]];
+  const uint32_t oa = v->fanout_ptr[p0], ob = v->fanout_ptr[p0 + 1];
+  uint32_t k = 0, n = pl[c].members;
+  if (cont && HBG__DA_CAS64_CTA(cont, HBG__D_EMPTY, (uint64_t)i << 32 | c))
+    k = 1; /* the leader runs next here; the others go out */
+  if (k == n)
+    return;
+  uint64_t at = hbg__disp_reserve(d, n - k, ops);
+  const uint64_t end = at + (n - k);
+  for (uint32_t o = oa; o < ob && at < end; o++) {
+    const uint32_t m = v->fanout[o];
+    if (pl[m].leader != c || (k && m == c))
+      continue;
+    hbg__disp_put(d, at++, (uint64_t)i << 32 | m, ops);
+  }
 }
 
 /* Item (i, j) (a graph node) has run: lane `lane` of `lanes` counts its
- * share of j's consumers, each one that completes made ready. Every lane
- * of the worker calls it after the worker's barrier that follows the
+ * share of j's consumers' groups, each that completes made ready. Every
+ * lane of the worker calls it after the worker's barrier that follows the
  * item's writes. */
 static inline HBG__SFN void hbg__disp_fanout(hbg__disp *d, uint32_t i,
                                              uint32_t j, uint32_t lane,
-                                             uint32_t lanes, uint64_t *cont) {
+                                             uint32_t lanes, uint64_t *cont,
+                                             uint64_t *ops) {
   const hbg__dent *e = &d->ent[i];
   const hbg_img_def_view *v = e->def;
+  const hbg__dnode *pl = e->plan;
   const uint32_t a = v->fanout_ptr[j], b = v->fanout_ptr[j + 1];
-  if (a + lane >= b)
-    return;
-  HBG__SA_FENCE(); /* release: the item's outputs before the counts */
   for (uint32_t k = a + lane; k < b; k += lanes) {
     const uint32_t c = v->fanout[k];
-    const uint32_t nf = v->fanin_ptr[c + 1] - v->fanin_ptr[c];
-    if (HBG__SA_ADD32(&d->cnt[e->node_base + c], 1u) + 1u == nf) {
-      HBG__SA_FENCE(); /* acquire: every producer's outputs */
-      hbg__disp_ready(d, (uint64_t)i << 32 | c, cont);
+    if (pl[c].leader != c)
+      continue; /* counted for its group */
+    if (pl[c].nf > 1) {
+      ++*ops;
+      if (HBG__DA_ADD32_AR(&d->cnt[e->node_base + c], 1u) + 1u != pl[c].nf)
+        continue;
     }
+    hbg__disp_group_ready(d, i, c, cont, ops);
   }
 }
 
-/* Entry i is complete: its dependents count down. */
-static inline HBG__SFN void hbg__disp_entry_done(hbg__disp *d, uint32_t i,
-                                                 uint64_t *cont) {
+/* Entry i is complete: its dependents count down. @return 1 when it was
+ * the window's last. */
+static inline HBG__SFN int hbg__disp_entry_done(hbg__disp *d, uint32_t i,
+                                                uint64_t *cont,
+                                                uint64_t *ops) {
+  HBG__SA_STORE32(&d->ent[i].done, 1u);
   for (uint32_t l = d->ent[i].out_head; l != HBG__D_NONE;
        l = d->links[l].next) {
     const uint32_t e = d->links[l].entry;
-    if (HBG__SA_SUB32(&d->ent[e].pending, 1u) == 1u) {
-      HBG__SA_FENCE();
-      hbg__disp_entry_ready(d, e, cont);
-    }
+    ++*ops;
+    if (HBG__DA_SUB32_AR(&d->ent[e].pending, 1u) == 1u)
+      hbg__disp_entry_ready(d, e, cont, ops);
   }
-  if (HBG__SA_ADD32(&d->tasks_done, 1u) + 1u == d->n_tasks)
-    hbg__disp_stop(d);
+  ++*ops;
+  if (HBG__DA_ADD32_AR(&d->tasks_done, 1u) + 1u != d->n_tasks)
+    return 0;
+  hbg__disp_stop(d, ops);
+  return 1;
 }
 
-/* Item (i, j) has run and its fan-out is counted (one lane): a graph
- * entry whose last node this was, or an ordinary task, completes. */
-static inline HBG__SFN void hbg__disp_item_done(hbg__disp *d, uint64_t item,
-                                                uint64_t *cont) {
+/* Item (i, j) has run and its fan-out is counted (one lane): an ordinary
+ * task, or a graph entry's last sink, completes its entry. @return 1 when
+ * the window is complete. */
+static inline HBG__SFN int hbg__disp_item_done(hbg__disp *d, uint64_t item,
+                                               uint64_t *cont, uint64_t *ops) {
   const uint32_t i = (uint32_t)(item >> 32), j = (uint32_t)item;
-  HBG__SA_FENCE(); /* release */
-  if (j != HBG__D_NONE && HBG__SA_SUB32(&d->ent[i].nodes_left, 1u) != 1u)
-    return;
-  HBG__SA_FENCE(); /* acquire: every node of the entry */
-  hbg__disp_entry_done(d, i, cont);
+  if (j != HBG__D_NONE) {
+    if (!(d->ent[i].plan[j].flags & HBG__DN_SINK))
+      return 0;
+    ++*ops;
+    if (HBG__DA_SUB32_AR(&d->ent[i].sinks_left, 1u) != 1u)
+      return 0;
+  }
+  return hbg__disp_entry_done(d, i, cont, ops);
 }
 
 #endif

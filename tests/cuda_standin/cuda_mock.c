@@ -84,6 +84,8 @@
  * (compute capability as major * 10 + minor, default 90).
  */
 #include <dlfcn.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -92,7 +94,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cuda.h>
 
@@ -134,6 +140,7 @@ struct CUfunc_st {
 typedef struct kcall {
   const struct CUfunc_st *fn;
   unsigned gx, bx; /* CTAs, threads per CTA */
+  int coop;        /* a cooperative launch: the whole grid resident */
   uint64_t args[ARGS_MAX / 8];
 } kcall;
 
@@ -200,6 +207,7 @@ struct CUgraphExec_st {
 struct CUctx_st {
   int dev;
   _Atomic int refs;
+  size_t stack; /* CU_LIMIT_STACK_SIZE (0: the driver's default) */
 };
 
 struct CUstream_st {
@@ -267,6 +275,9 @@ static int sms(void) {
   int n = env_int("HBG_MOCK_CUDA_SMS", 4);
   return n < 1 ? 1 : n > MOCK_MAX_GRID ? MOCK_MAX_GRID : n;
 }
+
+/* The device takes cooperative launches (HBG_MOCK_CUDA_COOP=0: not). */
+static int coop_ok(void) { return env_int("HBG_MOCK_CUDA_COOP", 1) != 0; }
 
 static int lanes(void) {
   int n = env_int("HBG_MOCK_CUDA_LANES", 4);
@@ -343,50 +354,660 @@ static const struct CUfunc_st funcs[] = {
 HBG_DC_ENTRIES(MOCK_ARGS_FIT)
 #undef MOCK_ARGS_FIT
 
-/* The CTA the calling thread runs (devcode.h). */
-static _Thread_local hbg_dc_host_dim cur_dim = {0, 1, 1};
+/* ---- the grid: GPU threads as fibers, warps as host threads ---- */
 
-const hbg_dc_host_dim *hbg_dc_host_grid(void) { return &cur_dim; }
+/* A launch runs every warp of every CTA on a host thread of its own (the
+ * warps of a CTA, and the CTAs, really run at once), and every GPU thread
+ * of a warp (a lane) as a fiber of that host thread, with its own stack.
+ * A lane runs until it reaches a point where a GPU's lanes meet or wait: a
+ * barrier of its warp or CTA, a vote, a shuffle, or a waiter's back-off
+ * (hbg_dc_host_pause); the warp's scheduler then runs another lane. After
+ * every barrier the lanes resume in an order that changes from one barrier
+ * to the next, so code that assumes an order of lanes between two meeting
+ * points meets other orders. Under ThreadSanitizer every lane is a fiber
+ * of its own, synchronised only at those meeting points, so a race between
+ * two lanes of a warp is reported like one between threads. */
+
+#define MOCK_SHARED_BYTES (48u << 10) /* a CTA's shared memory */
+#define MOCK_MAX_THREADS 4096u        /* GPU threads of one grid */
+#define MOCK_FIBER_STACK (512u << 10)
+
+#if defined(__SANITIZE_ADDRESS__)
+#define MOCK_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MOCK_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define MOCK_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define MOCK_TSAN 1
+#endif
+#endif
+#if defined(MOCK_ASAN)
+#include <sanitizer/common_interface_defs.h>
+#endif
+#if defined(MOCK_TSAN)
+#include <sanitizer/tsan_interface.h>
+#endif
+
+#if !defined(__x86_64__)
+#error "the cuda stand-in's fibers switch stacks with x86-64 code"
+#endif
+
+/* Save the callee-saved registers and the floating-point control words on
+ * the current stack, store its pointer at *from, continue on stack `to`
+ * (one saved the same way, or a new fiber's, which starts in
+ * mock_fiber_start with its argument in r12). */
+void mock_ctx_swap(void **from, void *to);
+void mock_fiber_start(void);
+__asm__(".text\n"
+        ".globl mock_ctx_swap\n"
+        ".hidden mock_ctx_swap\n"
+        ".type mock_ctx_swap,@function\n"
+        "mock_ctx_swap:\n"
+        "  pushq %rbp\n  pushq %rbx\n  pushq %r12\n"
+        "  pushq %r13\n  pushq %r14\n  pushq %r15\n"
+        "  subq $8, %rsp\n  stmxcsr (%rsp)\n  fnstcw 4(%rsp)\n"
+        "  movq %rsp, (%rdi)\n"
+        "  movq %rsi, %rsp\n"
+        "  ldmxcsr (%rsp)\n  fldcw 4(%rsp)\n  addq $8, %rsp\n"
+        "  popq %r15\n  popq %r14\n  popq %r13\n"
+        "  popq %r12\n  popq %rbx\n  popq %rbp\n"
+        "  ret\n"
+        ".size mock_ctx_swap,.-mock_ctx_swap\n"
+        ".globl mock_fiber_start\n"
+        ".hidden mock_fiber_start\n"
+        ".type mock_fiber_start,@function\n"
+        "mock_fiber_start:\n"
+        "  movq %r12, %rdi\n"
+        "  callq mock_fiber_main\n"
+        "  ud2\n"
+        ".size mock_fiber_start,.-mock_fiber_start\n");
+
+/* A CTA-wide barrier across its warps' host threads. */
+typedef struct mock_bar {
+  _Atomic uint32_t count, gen;
+  _Atomic uint32_t vote[2]; /* by generation parity */
+  uint32_t n;
+} mock_bar;
+
+enum { F_RUN = 0, F_WAIT = 1, F_DONE = 2 };
+
+struct mock_warp;
+
+typedef struct mock_fiber {
+  void *sp;
+  unsigned char *map; /* its stack, after a guard page */
+  struct mock_warp *w;
+  hbg_dc_host_dim dim;
+  _Atomic int state;
+  _Atomic int paused; /* backed off since the warp last moved on */
+  uint32_t round;     /* its next shuffle's half of the slots */
+  void *tsan;
+} mock_fiber;
+
+typedef struct mock_cta mock_cta;
+
+typedef struct mock_warp {
+  const kcall *k;
+  mock_cta *cta;
+  mock_fiber *f; /* [n] */
+  uint32_t n;
+  mock_fiber *cur;
+  void *sched_sp;
+  void *tsan_sched;
+  const void *sched_bottom; /* the host thread's own stack (ASan) */
+  size_t sched_size;
+  /* the warp's barrier (its lanes are fibers of one host thread) */
+  _Atomic uint32_t arrived, done, gen;
+  _Atomic int vote, vote_out;
+  char sync[2];      /* ThreadSanitizer's sync objects, by gen parity */
+  uint32_t *xchg;    /* [2][n]: shuffle slots */
+  uint64_t order;    /* picks where each round of lanes starts */
+  uint32_t backoff;
+  pthread_t th;
+} mock_warp;
+
+struct mock_cta {
+  mock_bar bar; /* its warps */
+  _Atomic int vote_out;
+  _Atomic uint32_t live; /* warps not yet done */
+  int sm;                /* where it is resident */
+  const struct CUfunc_st *fn;
+  mock_warp *warps;
+  uint32_t n_warps;
+  _Alignas(64) unsigned char shared[MOCK_SHARED_BYTES];
+};
+
+/* The lane running on the calling host thread (NULL outside a grid). */
+static _Thread_local mock_fiber *cur_fiber;
+static const hbg_dc_host_dim no_dim = {0, 1, 1, 0, 1};
+
+const hbg_dc_host_dim *hbg_dc_host_grid(void) {
+  return cur_fiber ? &cur_fiber->dim : &no_dim;
+}
 
 uint64_t hbg_dc_host_clock_ns(void) { return now_ns(); }
 
-void hbg_dc_host_pause(void) { sched_yield(); }
+static void futex_wait(_Atomic uint32_t *a, uint32_t v) {
+  syscall(SYS_futex, (uint32_t *)a, FUTEX_WAIT_PRIVATE, v, NULL, NULL, 0);
+}
 
-typedef struct cta_run {
-  const kcall *k;
-  unsigned cta;
-  pthread_t th;
-} cta_run;
+static void futex_wake(_Atomic uint32_t *a) {
+  syscall(SYS_futex, (uint32_t *)a, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL,
+          NULL, 0);
+}
 
-static void *cta_main(void *arg) {
-  cta_run *c = arg;
-  cur_dim.cta = c->cta;
-  cur_dim.ctas = c->k->gx;
-  cur_dim.lanes = c->k->bx;
-  cur_mod = c->k->fn->mod; /* the module hbg_dcu_* resolve in */
-  c->k->fn->run(c->k->args);
+/* Host threads of one CTA meet (the last arrival of each warp's lanes
+ * stands for its warp); @return whether any voted. */
+static int bar_wait(mock_bar *b, int pred) {
+  uint32_t g = atomic_load_explicit(&b->gen, memory_order_acquire);
+  if (pred)
+    atomic_fetch_or_explicit(&b->vote[g & 1], 1u, memory_order_relaxed);
+  if (atomic_fetch_add_explicit(&b->count, 1u, memory_order_acq_rel) + 1u ==
+      b->n) {
+    atomic_store_explicit(&b->count, 0u, memory_order_relaxed);
+    atomic_store_explicit(&b->vote[(g + 1) & 1], 0u, memory_order_relaxed);
+    atomic_store_explicit(&b->gen, g + 1, memory_order_release);
+    futex_wake(&b->gen);
+  } else {
+    while (atomic_load_explicit(&b->gen, memory_order_acquire) == g)
+      futex_wait(&b->gen, g);
+  }
+  return atomic_load_explicit(&b->vote[g & 1], memory_order_relaxed) != 0;
+}
+
+/* From the running lane (or from the scheduler: cur NULL) to `to` (NULL:
+ * the scheduler). A lane that has finished never comes back. */
+static void fiber_switch(mock_warp *w, mock_fiber *to) {
+  mock_fiber *from = w->cur;
+  void **save = from ? &from->sp : &w->sched_sp;
+  void *sp = to ? to->sp : w->sched_sp;
+#if defined(MOCK_ASAN)
+  void *fake = NULL;
+  const int leaving = from && atomic_load_explicit(&from->state,
+                                                   memory_order_relaxed) ==
+                                  F_DONE;
+  if (to)
+    __sanitizer_start_switch_fiber(leaving ? NULL : &fake,
+                                   to->map + 4096, MOCK_FIBER_STACK);
+  else
+    __sanitizer_start_switch_fiber(leaving ? NULL : &fake, w->sched_bottom,
+                                   w->sched_size);
+#endif
+#if defined(MOCK_TSAN)
+  __tsan_switch_to_fiber(to ? to->tsan : w->tsan_sched,
+                         __tsan_switch_to_fiber_no_sync);
+#endif
+  w->cur = to;
+  cur_fiber = to;
+  mock_ctx_swap(save, sp);
+#if defined(MOCK_ASAN)
+  __sanitizer_finish_switch_fiber(fake, NULL, NULL);
+#endif
+}
+
+/* The running lane waits: back to its warp's scheduler. */
+static void fiber_yield(mock_warp *w) { fiber_switch(w, NULL); }
+
+/* Every live lane of w has arrived: the next generation; the lanes resume
+ * (through the scheduler, in a new order). */
+static void warp_release(mock_warp *w) {
+  atomic_store_explicit(&w->arrived, 0u, memory_order_relaxed);
+  atomic_store_explicit(&w->vote_out,
+                        atomic_exchange_explicit(&w->vote, 0,
+                                                 memory_order_relaxed),
+                        memory_order_relaxed);
+  atomic_fetch_add_explicit(&w->gen, 1u, memory_order_relaxed);
+  for (uint32_t i = 0; i < w->n; i++)
+    if (atomic_load_explicit(&w->f[i].state, memory_order_relaxed) == F_WAIT)
+      atomic_store_explicit(&w->f[i].state, F_RUN, memory_order_relaxed);
+  w->order = w->order * 6364136223846793005ull + 1442695040888963407ull;
+  w->backoff = 0;
+}
+
+/* The running lane arrives at its warp's barrier (cta: at its CTA's, whose
+ * other warps the last lane to arrive meets). @return whether any lane
+ * (any thread of the CTA) voted. */
+static int lane_barrier(int pred, int cta) {
+  mock_fiber *me = cur_fiber;
+  mock_warp *w = me->w;
+  const uint32_t g = atomic_load_explicit(&w->gen, memory_order_relaxed);
+  (void)g; /* names this generation's sync object */
+#if defined(MOCK_TSAN)
+  __tsan_release(&w->sync[g & 1]);
+#endif
+  if (pred)
+    atomic_store_explicit(&w->vote, 1, memory_order_relaxed);
+  const uint32_t live =
+      w->n - atomic_load_explicit(&w->done, memory_order_relaxed);
+  if (atomic_fetch_add_explicit(&w->arrived, 1u, memory_order_relaxed) + 1u <
+      live) {
+    atomic_store_explicit(&me->state, F_WAIT, memory_order_relaxed);
+    fiber_yield(w);
+  } else {
+    if (cta) {
+#if defined(MOCK_TSAN)
+      __tsan_acquire(&w->sync[g & 1]);
+#endif
+      int any = bar_wait(&w->cta->bar,
+                         atomic_load_explicit(&w->vote, memory_order_relaxed));
+      atomic_store_explicit(&w->vote, any, memory_order_relaxed);
+#if defined(MOCK_TSAN)
+      __tsan_release(&w->sync[g & 1]);
+#endif
+    }
+    warp_release(w);
+    fiber_yield(w); /* the scheduler picks who goes first */
+  }
+#if defined(MOCK_TSAN)
+  __tsan_acquire(&w->sync[g & 1]);
+#endif
+  return atomic_load_explicit(&w->vote_out, memory_order_relaxed) != 0;
+}
+
+void hbg_dc_host_sync_cta(void) { (void)lane_barrier(0, 1); }
+
+int hbg_dc_host_sync_cta_or(int pred) { return lane_barrier(pred, 1); }
+
+void hbg_dc_host_sync_warp(void) { (void)lane_barrier(0, 0); }
+
+int hbg_dc_host_any_warp(int pred) { return lane_barrier(pred, 0); }
+
+uint32_t hbg_dc_host_shfl_xor(uint32_t v, uint32_t lane_mask) {
+  mock_fiber *me = cur_fiber;
+  mock_warp *w = me->w;
+  const uint32_t l = me->dim.tid % w->n, o = l ^ lane_mask;
+  uint32_t *slot = w->xchg + (size_t)me->round * w->n;
+  me->round ^= 1; /* the next round writes the other half */
+  slot[l] = v;
+  (void)lane_barrier(0, 0);
+  return o < w->n ? slot[o] : v;
+}
+
+void *hbg_dc_host_shared(uint64_t bytes) {
+  if (bytes > MOCK_SHARED_BYTES) {
+    fprintf(stderr, "cuda stand-in: %llu bytes of shared memory wanted, "
+                    "%u per CTA\n",
+            (unsigned long long)bytes, MOCK_SHARED_BYTES);
+    abort();
+  }
+  return cur_fiber->w->cta->shared;
+}
+
+/* A waiting lane backs off: the warp's other lanes run; when every lane
+ * that can run is waiting, the host thread leaves the CPU a while (the
+ * threads it waits for may need it). */
+void hbg_dc_host_pause(void) {
+  mock_fiber *me = cur_fiber;
+  if (!me) {
+    sched_yield();
+    return;
+  }
+  atomic_store_explicit(&me->paused, 1, memory_order_relaxed);
+  fiber_yield(me->w);
+}
+
+void mock_fiber_main(mock_fiber *f);
+void mock_fiber_main(mock_fiber *f) {
+  mock_warp *w = f->w;
+#if defined(MOCK_ASAN)
+  __sanitizer_finish_switch_fiber(NULL, &w->sched_bottom, &w->sched_size);
+#endif
+  w->k->fn->run(w->k->args);
+  atomic_store_explicit(&f->state, F_DONE, memory_order_relaxed);
+  atomic_fetch_add_explicit(&w->done, 1u, memory_order_relaxed);
+  /* lanes that left count as arrived: a barrier the rest wait at ends */
+  uint32_t live = w->n - atomic_load_explicit(&w->done, memory_order_relaxed);
+  if (live && atomic_load_explicit(&w->arrived, memory_order_relaxed) == live)
+    warp_release(w);
+  fiber_yield(w);
+  abort(); /* a finished lane is never resumed */
+}
+
+/* Lanes' stacks (a guard page, then MOCK_FIBER_STACK bytes), kept for the
+ * next launch: a peer executor launches a kernel per call. */
+static pthread_mutex_t stacks_mu = PTHREAD_MUTEX_INITIALIZER;
+static unsigned char **stacks;
+static size_t n_stacks, cap_stacks;
+
+static unsigned char *stack_get(void) {
+  const size_t page = 4096, len = page + MOCK_FIBER_STACK;
+  pthread_mutex_lock(&stacks_mu);
+  unsigned char *m = n_stacks ? stacks[--n_stacks] : NULL;
+  pthread_mutex_unlock(&stacks_mu);
+  if (m)
+    return m;
+  m = mmap(NULL, len, PROT_READ | PROT_WRITE,
+           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED || mprotect(m, page, PROT_NONE) != 0)
+    abort();
+  return m;
+}
+
+static void stack_put(unsigned char *m) {
+  pthread_mutex_lock(&stacks_mu);
+  if (n_stacks == cap_stacks) {
+    size_t cap = cap_stacks ? 2 * cap_stacks : 64;
+    unsigned char **v = realloc(stacks, cap * sizeof *v);
+    if (!v)
+      abort();
+    stacks = v;
+    cap_stacks = cap;
+  }
+  stacks[n_stacks++] = m;
+  pthread_mutex_unlock(&stacks_mu);
+}
+
+/* The warp's host thread: its lanes, each on a stack of its own, run until
+ * every one has finished. */
+static void warp_run(mock_warp *w) {
+  const size_t page = 4096, len = page + MOCK_FIBER_STACK;
+#if defined(MOCK_TSAN)
+  w->tsan_sched = __tsan_get_current_fiber();
+#endif
+  for (uint32_t i = 0; i < w->n; i++) {
+    mock_fiber *f = &w->f[i];
+    f->map = stack_get();
+    uint64_t *top = (uint64_t *)(void *)(f->map + len);
+    uint64_t *sp = top - 10; /* 16-aligned after the start's ret */
+    uint32_t csr[2];
+    __asm__ volatile("stmxcsr %0\n fnstcw %1" : "=m"(csr[0]), "=m"(csr[1]));
+    memcpy(&sp[0], csr, 8);
+    sp[1] = sp[2] = sp[3] = 0;      /* r15 r14 r13 */
+    sp[4] = (uint64_t)(uintptr_t)f; /* r12: the argument */
+    sp[5] = sp[6] = 0;              /* rbx rbp */
+    sp[7] = (uint64_t)(uintptr_t)mock_fiber_start;
+    f->sp = sp;
+#if defined(MOCK_TSAN)
+    f->tsan = __tsan_create_fiber(0);
+#endif
+  }
+  uint32_t left = w->n;
+  while (left) {
+    const uint32_t start = (uint32_t)(w->order >> 33) % w->n;
+    int ran = 0, moved = 0;
+    const uint32_t g0 = atomic_load_explicit(&w->gen, memory_order_relaxed);
+    for (uint32_t k = 0; k < w->n; k++) {
+      mock_fiber *f = &w->f[(start + k) % w->n];
+      if (atomic_load_explicit(&f->state, memory_order_relaxed) != F_RUN)
+        continue;
+      atomic_store_explicit(&f->paused, 0, memory_order_relaxed);
+      fiber_switch(w, f);
+      ran = 1;
+      if (atomic_load_explicit(&f->state, memory_order_relaxed) == F_DONE)
+        left--;
+      if (!atomic_load_explicit(&f->paused, memory_order_relaxed) ||
+          atomic_load_explicit(&w->gen, memory_order_relaxed) != g0)
+        moved = 1;
+      if (atomic_load_explicit(&w->gen, memory_order_relaxed) != g0)
+        break; /* a new round: start where its order says */
+    }
+    if (!ran && left) {
+      fprintf(stderr, "cuda stand-in: every lane of a warp waits at a "
+                      "barrier no lane can reach\n");
+      abort();
+    }
+    if (!moved) { /* every runnable lane is waiting on someone else */
+      if (w->backoff < 8) {
+        w->backoff++;
+        sched_yield();
+      } else {
+        struct timespec ts = {0, 20000};
+        nanosleep(&ts, NULL);
+      }
+    }
+  }
+  for (uint32_t i = 0; i < w->n; i++) {
+#if defined(MOCK_TSAN)
+    __tsan_destroy_fiber(w->f[i].tsan);
+#endif
+    stack_put(w->f[i].map);
+  }
+}
+
+/* ---- residency: SMs' threads and registers, CTAs placed on them ---- */
+
+#define MOCK_SM_THREADS 2048
+#define MOCK_SM_REGS 65536
+#define MOCK_SM_BLOCKS 32
+
+static pthread_mutex_t res_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t res_cv = PTHREAD_COND_INITIALIZER;
+static int sm_threads[MOCK_MAX_GRID], sm_regs[MOCK_MAX_GRID],
+    sm_blocks[MOCK_MAX_GRID]; /* in use */
+static int occupied;             /* hbgmock_occupy: SMs held whole */
+static uint64_t occupied_until;  /* 0: until released */
+static int stall_cta = -1;       /* hbgmock_stall_cta */
+
+/* Registers per thread of an entry point (what ptxas reported for the
+ * GPU build, rounded), and its local memory per thread. A linked module's
+ * executor takes HBG_MOCK_CUDA_LINKED_REGS / _LOCAL when set. */
+static int fn_regs(const struct CUfunc_st *f) {
+  if (f->mod)
+    return env_int("HBG_MOCK_CUDA_LINKED_REGS", 128);
+  return strcmp(f->name, "hbg_dc_exec") == 0 ? 128 : 64;
+}
+
+static int fn_local(const struct CUfunc_st *f) {
+  int base = strcmp(f->name, "hbg_dc_exec") == 0 ? 4048 : 512;
+  return f->mod ? env_int("HBG_MOCK_CUDA_LINKED_LOCAL", base) : base;
+}
+
+/* CTAs of bx threads of f one SM holds. */
+static int occupancy(const struct CUfunc_st *f, int bx) {
+  int by_threads = MOCK_SM_THREADS / bx;
+  int by_regs = MOCK_SM_REGS / (fn_regs(f) * bx);
+  int n = by_threads < by_regs ? by_threads : by_regs;
+  return n < MOCK_SM_BLOCKS ? n : MOCK_SM_BLOCKS;
+}
+
+/* res_mu held: an SM with room for a CTA of bx threads of f, or -1. */
+static int sm_fit(const struct CUfunc_st *f, int bx) {
+  for (int i = occupied; i < sms(); i++)
+    if (sm_threads[i] + bx <= MOCK_SM_THREADS &&
+        sm_regs[i] + fn_regs(f) * bx <= MOCK_SM_REGS &&
+        sm_blocks[i] < MOCK_SM_BLOCKS)
+      return i;
+  return -1;
+}
+
+static void sm_take(int i, const struct CUfunc_st *f, int bx, int sign) {
+  sm_threads[i] += sign * bx;
+  sm_regs[i] += sign * fn_regs(f) * bx;
+  sm_blocks[i] += sign;
+}
+
+/* res_mu held: wait until the occupying blocker is gone when it has a
+ * time limit (one without runs until hbgmock_occupy(0, 0)). */
+static void res_wait(void) {
+  if (occupied && occupied_until) {
+    uint64_t now = now_ns();
+    if (now >= occupied_until) {
+      occupied = 0;
+      pthread_cond_broadcast(&res_cv);
+      return;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t left = occupied_until - now;
+    ts.tv_sec += (time_t)(left / 1000000000u);
+    ts.tv_nsec += (long)(left % 1000000000u);
+    if (ts.tv_nsec >= 1000000000L) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&res_cv, &res_mu, &ts);
+    return;
+  }
+  pthread_cond_wait(&res_cv, &res_mu);
+}
+
+/* Place CTAs [0, n) of a grid (all at once for a cooperative launch, one
+ * after another otherwise, each waiting for room as a GPU's block
+ * scheduler does). */
+static void place(mock_cta *c, unsigned n, int bx, int coop) {
+  pthread_mutex_lock(&res_mu);
+  if (coop) {
+    for (;;) {
+      unsigned k = 0;
+      for (; k < n; k++) {
+        int i = sm_fit(c[k].fn, bx);
+        if (i < 0)
+          break;
+        c[k].sm = i;
+        sm_take(i, c[k].fn, bx, 1);
+      }
+      if (k == n)
+        break;
+      while (k-- > 0)
+        sm_take(c[k].sm, c[k].fn, bx, -1);
+      res_wait();
+    }
+  } else {
+    for (unsigned k = 0; k < n; k++) {
+      int i;
+      while ((i = sm_fit(c[k].fn, bx)) < 0)
+        res_wait();
+      c[k].sm = i;
+      sm_take(i, c[k].fn, bx, 1);
+    }
+  }
+  pthread_mutex_unlock(&res_mu);
+}
+
+static void unplace(mock_cta *c, int bx) {
+  pthread_mutex_lock(&res_mu);
+  sm_take(c->sm, c->fn, bx, -1);
+  pthread_cond_broadcast(&res_cv);
+  pthread_mutex_unlock(&res_mu);
+}
+
+/* Tests: the next n SMs are held whole by a foreign kernel for ms
+ * milliseconds (ms < 0: until hbgmock_occupy(0, 0)), as a persistent
+ * kernel on another stream would; CTAs wait for room. */
+MOCK_EXPORT void hbgmock_occupy(int n, int ms) {
+  pthread_mutex_lock(&res_mu);
+  occupied = n < 0 ? 0 : n > sms() ? sms() : n;
+  occupied_until = ms < 0 ? 0 : now_ns() + (uint64_t)ms * 1000000u;
+  pthread_cond_broadcast(&res_cv);
+  pthread_mutex_unlock(&res_mu);
+}
+
+/* Tests: in the next grid launched, CTA `cta` becomes resident only once
+ * every other CTA of that grid has left (a CTA the block scheduler holds
+ * back: what a grid that does not fit meets). -1 disarms. */
+MOCK_EXPORT void hbgmock_stall_cta(int cta) {
+  pthread_mutex_lock(&res_mu);
+  stall_cta = cta;
+  pthread_mutex_unlock(&res_mu);
+}
+
+static void *warp_main(void *arg) {
+  mock_warp *w = arg;
+  /* back-off sleeps of microseconds, not the default 50 us of slack */
+  (void)prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+  cur_mod = w->k->fn->mod; /* the module hbg_dcu_* resolve in */
+  warp_run(w);
   cur_mod = NULL;
+  cur_fiber = NULL;
+  if (atomic_fetch_sub_explicit(&w->cta->live, 1u, memory_order_acq_rel) ==
+      1u)
+    unplace(w->cta, (int)w->k->bx);
   return NULL;
 }
 
-/* Run a launch's grid: CTA 0 on the calling thread, the others on threads
- * of their own, all at once (a GPU keeps the executor's persistent grid
- * resident, and its CTAs wait on each other). A grid the stand-in cannot
- * give threads to is a failure of the test machine: abort. */
+static unsigned warp_of(unsigned lanes) {
+  unsigned w = (unsigned)env_int("HBG_MOCK_CUDA_WARP", 32);
+  if (w < 1)
+    w = 1;
+  if (w > lanes)
+    w = lanes;
+  while (lanes % w)
+    w--; /* warps tile the CTA */
+  return w;
+}
+
+/* CTAs [from, to) of the grid: placed, their warps' threads started. */
+static void grid_start(const kcall *k, mock_cta *c, unsigned from,
+                       unsigned to) {
+  place(c + from, to - from, (int)k->bx, k->coop);
+  pthread_attr_t at;
+  pthread_attr_init(&at);
+  pthread_attr_setstacksize(&at, 1u << 20);
+  for (unsigned i = from; i < to; i++)
+    for (unsigned j = 0; j < c[i].n_warps; j++)
+      if (pthread_create(&c[i].warps[j].th, &at, warp_main,
+                         &c[i].warps[j]) != 0)
+        abort();
+  pthread_attr_destroy(&at);
+}
+
+static void grid_join(mock_cta *c, unsigned from, unsigned to) {
+  for (unsigned i = from; i < to; i++)
+    for (unsigned j = 0; j < c[i].n_warps; j++)
+      pthread_join(c[i].warps[j].th, NULL);
+}
+
+/* Run a launch's grid: every warp a host thread, every lane a fiber, all
+ * CTAs at once as far as the SMs hold them (a cooperative launch waits
+ * until the whole grid fits). A grid the stand-in cannot give threads or
+ * stacks to is a failure of the test machine: abort. */
 static void run_grid(const kcall *k) {
-  cta_run *c = calloc(k->gx, sizeof *c);
+  const unsigned G = k->gx, L = k->bx, W = warp_of(L), NW = L / W;
+  mock_cta *c = calloc(G, sizeof *c);
   if (!c)
     abort();
-  for (unsigned i = 0; i < k->gx; i++) {
-    c[i].k = k;
-    c[i].cta = i;
-  }
-  for (unsigned i = 1; i < k->gx; i++)
-    if (pthread_create(&c[i].th, NULL, cta_main, &c[i]) != 0)
+  for (unsigned i = 0; i < G; i++) {
+    c[i].fn = k->fn;
+    c[i].bar.n = NW;
+    c[i].n_warps = NW;
+    atomic_init(&c[i].live, NW);
+    c[i].warps = calloc(NW, sizeof *c[i].warps);
+    if (!c[i].warps)
       abort();
-  cta_main(&c[0]);
-  for (unsigned i = 1; i < k->gx; i++)
-    pthread_join(c[i].th, NULL);
+    for (unsigned j = 0; j < NW; j++) {
+      mock_warp *w = &c[i].warps[j];
+      w->k = k;
+      w->cta = &c[i];
+      w->n = W;
+      w->order = (uint64_t)(i * NW + j) * 0x9e3779b97f4a7c15ull + 1;
+      w->f = calloc(W, sizeof *w->f);
+      w->xchg = calloc(2 * (size_t)W, sizeof *w->xchg);
+      if (!w->f || !w->xchg)
+        abort();
+      for (unsigned l = 0; l < W; l++) {
+        w->f[l].w = w;
+        w->f[l].dim = (hbg_dc_host_dim){i, G, L, j * W + l, W};
+      }
+    }
+  }
+  pthread_mutex_lock(&res_mu);
+  int stall = stall_cta >= 0 && (unsigned)stall_cta < G ? stall_cta : -1;
+  stall_cta = -1;
+  pthread_mutex_unlock(&res_mu);
+  if (stall < 0) {
+    grid_start(k, c, 0, G);
+    grid_join(c, 0, G);
+  } else { /* the others first, then the held-back one */
+    unsigned s = (unsigned)stall;
+    grid_start(k, c, 0, s);
+    grid_start(k, c, s + 1, G);
+    grid_join(c, 0, s);
+    grid_join(c, s + 1, G);
+    grid_start(k, c, s, s + 1);
+    grid_join(c, s, s + 1);
+  }
+  for (unsigned i = 0; i < G; i++) {
+    for (unsigned j = 0; j < c[i].n_warps; j++) {
+      free(c[i].warps[j].f);
+      free(c[i].warps[j].xchg);
+    }
+    free(c[i].warps);
+  }
   free(c);
 }
 
@@ -774,8 +1395,13 @@ MOCK_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute a,
     *pi = MOCK_MAX_GRID;
     return CUDA_SUCCESS;
   case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X:
+    *pi = lanes();
+    return CUDA_SUCCESS;
   case CU_DEVICE_ATTRIBUTE_WARP_SIZE:
-    *pi = lanes(); /* a host thread runs a CTA's lanes as one worker */
+    *pi = (int)warp_of((unsigned)lanes());
+    return CUDA_SUCCESS;
+  case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH:
+    *pi = coop_ok();
     return CUDA_SUCCESS;
   default:
     return CUDA_ERROR_INVALID_VALUE;
@@ -796,6 +1422,8 @@ MOCK_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice d) {
     return CUDA_ERROR_INVALID_DEVICE;
   pthread_mutex_lock(&mu);
   primary[d].dev = d;
+  if (!primary[d].stack)
+    primary[d].stack = 1024; /* the driver's default per thread */
   primary[d].refs++;
   pthread_mutex_unlock(&mu);
   *pctx = &primary[d];
@@ -2263,29 +2891,113 @@ static CUresult queue_kernels(struct CUstream_st *s, const kcall *k, size_t n) {
   return CUDA_SUCCESS;
 }
 
+/* Queue (or capture) a launch of f; coop: cooperative. */
+static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                       unsigned bx, unsigned by, unsigned bz, unsigned shmem,
+                       CUstream s, void **params, void **extra, int coop) {
+  if (!f || !s)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (!params || extra || !params[0] || shmem)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (gx < 1 || gx > MOCK_MAX_GRID || bx < 1 || bx > (unsigned)lanes() ||
+      gx * bx > MOCK_MAX_THREADS || gy != 1 || gz != 1 || by != 1 || bz != 1)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (coop && (!coop_ok() || gx > (unsigned)(occupancy(f, (int)bx) * sms())))
+    return coop_ok() ? CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE
+                     : CUDA_ERROR_NOT_SUPPORTED;
+  kcall k;
+  memset(&k, 0, sizeof k);
+  k.fn = f;
+  k.gx = gx;
+  k.bx = bx;
+  k.coop = coop;
+  memcpy(k.args, params[0], f->args_size); /* parameters are copied now */
+  pthread_mutex_lock(&mu);
+  CUresult r = s->capture ? graph_add(s->capture, &k) : queue_kernels(s, &k, 1);
+  pthread_mutex_unlock(&mu);
+  return r;
+}
+
 MOCK_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gx,
                                     unsigned int gy, unsigned int gz,
                                     unsigned int bx, unsigned int by,
                                     unsigned int bz, unsigned int shmem,
                                     CUstream s, void **params, void **extra) {
   ENTER_CTX("cuLaunchKernel");
-  if (!f || !s)
-    return CUDA_ERROR_INVALID_HANDLE;
-  if (!params || extra || !params[0] || shmem)
+  return launch(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra, 0);
+}
+
+/* Like the driver: every CTA resident at once (the launch waits for room),
+ * a grid past what the SMs hold is COOPERATIVE_LAUNCH_TOO_LARGE. */
+MOCK_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gx,
+                                               unsigned int gy,
+                                               unsigned int gz,
+                                               unsigned int bx,
+                                               unsigned int by,
+                                               unsigned int bz,
+                                               unsigned int shmem, CUstream s,
+                                               void **params) {
+  ENTER_CTX("cuLaunchCooperativeKernel");
+  return launch(f, gx, gy, gz, bx, by, bz, shmem, s, params, NULL, 1);
+}
+
+MOCK_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(
+    int *n, CUfunction f, int bs, size_t smem) {
+  ENTER_CTX("cuOccupancyMaxActiveBlocksPerMultiprocessor");
+  if (!n || !f)
     return CUDA_ERROR_INVALID_VALUE;
-  if (gx < 1 || gx > MOCK_MAX_GRID || bx < 1 || bx > (unsigned)lanes() ||
-      gy != 1 || gz != 1 || by != 1 || bz != 1)
+  if (bs < 1 || bs > lanes() || smem)
     return CUDA_ERROR_INVALID_VALUE;
-  kcall k;
-  memset(&k, 0, sizeof k);
-  k.fn = f;
-  k.gx = gx;
-  k.bx = bx;
-  memcpy(k.args, params[0], f->args_size); /* parameters are copied now */
+  *n = occupancy(f, bs);
+  return CUDA_SUCCESS;
+}
+
+MOCK_EXPORT CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute a,
+                                        CUfunction f) {
+  ENTER_CTX("cuFuncGetAttribute");
+  if (!pi || !f)
+    return CUDA_ERROR_INVALID_VALUE;
+  switch (a) {
+  case CU_FUNC_ATTRIBUTE_NUM_REGS:
+    *pi = fn_regs(f);
+    return CUDA_SUCCESS;
+  case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES:
+    *pi = fn_local(f);
+    return CUDA_SUCCESS;
+  case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+    *pi = lanes();
+    return CUDA_SUCCESS;
+  case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES:
+    *pi = (int)MOCK_SHARED_BYTES;
+    return CUDA_SUCCESS;
+  default:
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+MOCK_EXPORT CUresult cuCtxGetLimit(size_t *v, CUlimit l) {
+  ENTER_CTX("cuCtxGetLimit");
+  if (!v || l != CU_LIMIT_STACK_SIZE)
+    return CUDA_ERROR_UNSUPPORTED_LIMIT;
   pthread_mutex_lock(&mu);
-  CUresult r = s->capture ? graph_add(s->capture, &k) : queue_kernels(s, &k, 1);
+  *v = cur_ctx->stack;
   pthread_mutex_unlock(&mu);
-  return r;
+  return CUDA_SUCCESS;
+}
+
+MOCK_EXPORT CUresult cuCtxSetLimit(CUlimit l, size_t v) {
+  ENTER_CTX("cuCtxSetLimit");
+  if (l != CU_LIMIT_STACK_SIZE)
+    return CUDA_ERROR_UNSUPPORTED_LIMIT;
+  pthread_mutex_lock(&mu);
+  cur_ctx->stack = v;
+  pthread_mutex_unlock(&mu);
+  return CUDA_SUCCESS;
+}
+
+/* Tests: the calling thread's context's stack limit (0 without one). */
+MOCK_EXPORT size_t hbgmock_stack_limit(void) {
+  return cur_ctx ? cur_ctx->stack : 0;
 }
 
 MOCK_EXPORT CUresult cuStreamBeginCapture_v2(CUstream s,

@@ -108,6 +108,37 @@ void hbg__cu_scratch_free(hbg_device *dev, hbg__cu_scratch *s) {
  * with sizing hints (every bind's) grows it to what its window needs. */
 #define CU_XSCRATCH_DEFAULT ((uint64_t)HBG_DC_EXEC_MIN_SCRATCH)
 
+/* A launch of the executor may wait this long (device clock) for its
+ * CTAs or its items before it fails with HBG_E_TIMEOUT. */
+#define CU_DEADLINE_MS_DEFAULT 10000u
+#define CU_DEADLINE_MS_MAX 86400000u /* a day */
+
+/* deadline_ms= (else HBG_CUDA_DEADLINE_MS, else the default) into *ns.
+ * @return 0 or HBG_E_INVAL, the native message naming where it came
+ * from. */
+static int cu_deadline_opt(hbg_device *dev, const char *options,
+                           uint64_t *ns) {
+  uint64_t ms = CU_DEADLINE_MS_DEFAULT;
+  const char *from = "HBG_CUDA_DEADLINE_MS";
+  int rc = hbg__env_u64(from, &ms);
+  char v[8];
+  if (hbg__opt_get(options, "deadline_ms", v, sizeof v) != 0) {
+    from = "deadline_ms=";
+    ms = 0;
+    rc = hbg__opt_u64(options, "deadline_ms", &ms);
+  }
+  if (rc < 0 || ms < 1 || ms > CU_DEADLINE_MS_MAX) {
+    hbg_device_set_native(dev, 0,
+                          "%s: want milliseconds 1..%u: how long a launch "
+                          "of the device executor may wait for its CTAs or "
+                          "its items (default %u)",
+                          from, CU_DEADLINE_MS_MAX, CU_DEADLINE_MS_DEFAULT);
+    return HBG_E_INVAL;
+  }
+  *ns = ms * 1000000u;
+  return 0;
+}
+
 /* exec=, scratch= and worker=: *device 0 (verify) or 1 (the default);
  * *scratch the initial size of the executor's block per stream; *cta 1
  * when a whole CTA is one worker (worker=cta), 0 for a warp (worker=warp,
@@ -155,29 +186,6 @@ static int cu_exec_opts(hbg_device *dev, const char *options, int *device,
   return 0;
 }
 
-/* exec=device: one CTA per SM and 256 lanes each, within the device's
- * grid and block limits; workers of a warp each (the stand-in reports a
- * warp as wide as its blocks: its host threads run a CTA as one worker),
- * or of a CTA with worker=cta. */
-static int cu_exec_grid(hbg_device *dev, hbg__cuda *c, int cta) {
-  int sms = 0, max_grid = 0, max_block = 0, warp = 0;
-  CU_TRY(dev, c, HBG_E_DEVICE, cuDeviceGetAttribute, &sms,
-         CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, c->cudev);
-  CU_TRY(dev, c, HBG_E_DEVICE, cuDeviceGetAttribute, &max_grid,
-         CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, c->cudev);
-  CU_TRY(dev, c, HBG_E_DEVICE, cuDeviceGetAttribute, &max_block,
-         CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, c->cudev);
-  CU_TRY(dev, c, HBG_E_DEVICE, cuDeviceGetAttribute, &warp,
-         CU_DEVICE_ATTRIBUTE_WARP_SIZE, c->cudev);
-  c->ctas = (unsigned)HBG__MAX(HBG__MIN(sms, max_grid), 1);
-  c->lanes = (unsigned)HBG__MAX(HBG__MIN(256, max_block), 1);
-  /* the executor runs a warp as a worker only when warps tile the CTA */
-  c->worker_lanes = c->lanes;
-  if (!cta && warp == 32 && c->lanes % 32 == 0)
-    c->worker_lanes = 32;
-  return 0;
-}
-
 static int cu_open(hbg_device *dev, const char *options) {
   char path[512];
   char why[768];
@@ -186,13 +194,16 @@ static int cu_open(hbg_device *dev, const char *options) {
   HBG__RETURN_IF(hbg__cu_lib_path(options, path, sizeof path) < 0,
                  HBG_E_INVAL);
   int exec_device = 1, worker_cta = 0;
-  uint64_t xscratch = 0;
+  uint64_t xscratch = 0, deadline_ns = 0;
   HBG__TRY(cu_exec_opts(dev, options, &exec_device, &xscratch, &worker_cta));
+  HBG__TRY(cu_deadline_opt(dev, options, &deadline_ns));
   hbg__cuda *c = calloc(1, sizeof *c);
   if (!c)
     return HBG_E_NOMEM;
   c->exec_device = exec_device;
   c->xscratch = xscratch;
+  c->worker_cta = worker_cta;
+  c->deadline_ns = deadline_ns;
   int rc = hbg__cu_load(path, &c->lib, &c->f, why, sizeof why);
   if (rc < 0) {
     hbg_device_set_native(dev, 0, "%s", why);
@@ -254,7 +265,7 @@ static int cu_open(hbg_device *dev, const char *options) {
   if (rc < 0)
     goto err_sync;
   if (c->exec_device) {
-    rc = cu_exec_grid(dev, c, worker_cta);
+    rc = hbg__cu_exec_shape(dev, c, c->fn_exec, &c->xbuilt);
     if (rc < 0)
       goto err_mod;
   }

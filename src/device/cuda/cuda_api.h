@@ -64,6 +64,19 @@
      unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,    \
      unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,    \
      void **kernelParams, void **extra))                                       \
+  /* the executor's grid: every CTA resident at once (cuda_module.c) */       \
+  X(CUresult, cuLaunchCooperativeKernel,                                       \
+    (CUfunction f, unsigned int gridDimX, unsigned int gridDimY,               \
+     unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,    \
+     unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,    \
+     void **kernelParams))                                                     \
+  X(CUresult, cuOccupancyMaxActiveBlocksPerMultiprocessor,                     \
+    (int *numBlocks, CUfunction func, int blockSize,                           \
+     size_t dynamicSMemSize))                                                  \
+  X(CUresult, cuFuncGetAttribute,                                              \
+    (int *pi, CUfunction_attribute attrib, CUfunction hfunc))                  \
+  X(CUresult, cuCtxGetLimit, (size_t * pvalue, CUlimit limit))                 \
+  X(CUresult, cuCtxSetLimit, (CUlimit limit, size_t value))                    \
   /* stream capture into CUDA graphs (the cuda-graph bench arm) */             \
   X(CUresult, cuStreamBeginCapture_v2,                                         \
     (CUstream hStream, CUstreamCaptureMode mode))                              \

@@ -81,6 +81,20 @@ typedef struct hbg__cu_stats {
   _Atomic uint64_t scratch_allocs, scratch_frees, scratch_in_use;
 } hbg__cu_stats;
 
+/* The device executor's function and the grid it launches with
+ * (exec=device): the built-in module's, or a user-kernel link's (each link
+ * sizes its own: a linked function takes other registers and stack).
+ * Immutable once made. */
+typedef struct hbg__cu_exec {
+  CUfunction fn;
+  unsigned ctas, lanes;  /* grid: one CTA per SM; threads per CTA */
+  unsigned worker_lanes; /* lanes per worker: the warp, or the CTA
+                            (worker=cta) */
+  int per_sm;            /* CTAs of `lanes` threads an SM holds
+                            (cuOccupancyMaxActiveBlocksPerMultiprocessor) */
+  int regs, local_bytes; /* per thread, as the driver reports them */
+} hbg__cu_exec;
+
 typedef struct hbg__cuda {
   void *lib; /* dlopen handle of the driver library */
   hbg__cu_fns f;
@@ -96,9 +110,10 @@ typedef struct hbg__cuda {
    * (hbg_dc_exec on the GPU); with 1, the grid, block and per-stream
    * scratch block (scratch= option) of each launch. */
   int exec_device;
-  unsigned ctas, lanes;
-  unsigned worker_lanes; /* lanes per worker: the warp, or the CTA
-                            (worker=cta) */
+  int worker_cta; /* worker=cta: a CTA per worker, else a warp */
+  int coop;       /* the device launches cooperative grids */
+  uint64_t deadline_ns; /* deadline_ms=: how long a launch may wait */
+  hbg__cu_exec xbuilt;  /* the built-in module's executor */
   uint64_t xscratch;
   uint64_t mem_bytes;
   /* non-overlapping ranges, kind = HBG__CU_* */
@@ -194,6 +209,12 @@ int hbg__cu_check_window(hbg_device *dev, hbg_dev_queue *q, hbg_devptr window,
  * or the mapped driver error. */
 int hbg__cu_exec_launch(hbg_device *dev, hbg_dev_queue *q,
                         const hbg_dev_launch_desc *l);
+/* exec=device: fn's grid as the device holds it (the most lanes up to
+ * 256 that one SM takes, one CTA per SM), with the context's stack limit
+ * raised to fn's frame where it is below. @return 0, HBG_E_LIMIT (no CTA
+ * of fn fits an SM: the native message says why), or a mapped error. */
+int hbg__cu_exec_shape(hbg_device *dev, hbg__cuda *c, CUfunction fn,
+                       hbg__cu_exec *out);
 /* exec=device: the queue's scratch block (at queue creation). */
 int hbg__cu_exec_queue_init(hbg_device *dev, hbg__cuda *c, hbg_dev_queue *q);
 /* exec=device: free the queue's blocks (at its destruction, the stream

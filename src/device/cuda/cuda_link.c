@@ -52,7 +52,9 @@ struct hbg__cu_link {
   uint32_t n_img, cap_img;
   CUmodule *mod; /* every module loaded, the newest last */
   uint32_t n_mod, cap_mod;
-  _Atomic(CUfunction) fn;  /* the newest module's hbg_dc_exec */
+  hbg__cu_exec **ex; /* [n_mod]: each module's executor and its grid */
+  uint32_t cap_ex;
+  _Atomic(hbg__cu_exec *) cur; /* the newest module's */
   _Atomic uint64_t floats; /* the largest registered scratch */
   hbg__cu_link_stats st;
 };
@@ -536,7 +538,12 @@ static int link_publish(hbg_device *dev, hbg__cuda *c, hbg__cu_link *l,
                         uint32_t n_img) {
   char *ptx = hbg__cu_dispatch_ptx(regs, n);
   HBG__RETURN_IF(!ptx, HBG_E_NOMEM);
+  hbg__cu_exec *ex = NULL;
   int rc = HBG__RESERVE(l->mod, l->cap_mod, (uint64_t)l->n_mod + 1);
+  if (rc == 0)
+    rc = HBG__RESERVE(l->ex, l->cap_ex, (uint64_t)l->n_mod + 1);
+  if (rc == 0 && !(ex = calloc(1, sizeof *ex)))
+    rc = HBG_E_NOMEM;
   if (rc < 0)
     goto out_ptx;
   const char *dir = cache_dir();
@@ -576,16 +583,30 @@ static int link_publish(hbg_device *dev, hbg__cuda *c, hbg__cu_link *l,
       goto out_image;
   }
   l->st.load_ns = hbg__now_ns() - t1;
+  /* the linked function takes its own registers and stack: its own grid */
+  rc = hbg__cu_exec_shape(dev, c, fn, ex);
+  if (rc < 0) {
+    (void)c->f.cuModuleUnload(mod);
+    const char *native = "";
+    (void)hbg_device_native_error(dev, NULL, &native);
+    hbg__error_set("hbg_kernel_register: the executor linked with user "
+                   "kernels cannot run: %s",
+                   native ? native : "");
+    goto out_image;
+  }
   l->st.linked_bytes = lo.size;
   if (hit)
     l->st.cache_hits++;
   else if (dir && cache_write(path, key, lo.image, lo.size) == 0)
     l->st.cache_writes++;
+  l->ex[l->n_mod] = ex;
+  ex = NULL;
   l->mod[l->n_mod++] = mod;
-  atomic_store_explicit(&l->fn, fn, memory_order_release);
+  atomic_store_explicit(&l->cur, l->ex[l->n_mod - 1], memory_order_release);
 out_image:
   free(lo.image);
 out_ptx:
+  free(ex);
   free(ptx);
   return rc;
 }
@@ -754,11 +775,11 @@ int hbg__cu_link_check(hbg__cuda *c, const hbg_task *t, char *why,
   return 0;
 }
 
-CUfunction hbg__cu_link_exec(hbg__cuda *c, CUfunction plain) {
+const hbg__cu_exec *hbg__cu_link_exec(hbg__cuda *c) {
   hbg__cu_link *l = atomic_load(&c->link);
-  CUfunction fn = l ? atomic_load_explicit(&l->fn, memory_order_acquire)
-                    : NULL;
-  return fn ? fn : plain;
+  const hbg__cu_exec *ex =
+      l ? atomic_load_explicit(&l->cur, memory_order_acquire) : NULL;
+  return ex ? ex : &c->xbuilt;
 }
 
 uint64_t hbg__cu_link_floats(hbg__cuda *c, uint64_t floats) {
@@ -775,8 +796,10 @@ void hbg__cu_link_free(hbg_device *dev, hbg__cuda *c) {
     CUresult e = c->f.cuModuleUnload(l->mod[i]);
     if (e != CUDA_SUCCESS)
       (void)hbg__cu_err(dev, e, "cuModuleUnload", HBG_E_DEVICE);
+    free(l->ex[i]);
   }
   free(l->mod);
+  free(l->ex);
   regs_free(l->r, l->n);
   for (uint32_t i = 0; i < l->n_img; i++)
     free(l->img[i].p);

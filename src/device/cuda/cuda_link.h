@@ -48,10 +48,10 @@ int hbg__cu_kernel_register(hbg_device *dev, const hbg_kernel_impl *k,
 int hbg__cu_link_check(hbg__cuda *c, const hbg_task *t, char *why,
                        size_t len);
 
-/* The launch's view: the linked executor's hbg_dc_exec (plain, the
- * built-in module's, while nothing is registered), and a kernel scratch
+/* The launch's view: the linked executor and its grid (the built-in
+ * module's, c->xbuilt, while nothing is registered), and a kernel scratch
  * need raised to the largest registered user kernel's. */
-CUfunction hbg__cu_link_exec(hbg__cuda *c, CUfunction plain);
+const hbg__cu_exec *hbg__cu_link_exec(hbg__cuda *c);
 uint64_t hbg__cu_link_floats(hbg__cuda *c, uint64_t floats);
 
 /* At close, the context current: unload every module, free the rest. */

@@ -36,7 +36,30 @@ _Static_assert(sizeof(hbg_dc_status) == sizeof(hbg_dev_status) &&
                        offsetof(hbg_dev_status, run_ns) &&
                    offsetof(hbg_dc_status, setup_nodes) ==
                        offsetof(hbg_dev_status, setup_nodes) &&
-                   HBG_DEV_STATUS_SPLIT == HBG_DC_STATUS_SPLIT,
+                   offsetof(hbg_dc_status, phase) ==
+                       offsetof(hbg_dev_status, phase) &&
+                   offsetof(hbg_dc_status, dispatch_ops) ==
+                       offsetof(hbg_dev_status, dispatch_ops) &&
+                   offsetof(hbg_dc_status, kernel_phases) ==
+                       offsetof(hbg_dev_status, kernel_phases) &&
+                   offsetof(hbg_dc_status, body_ns) ==
+                       offsetof(hbg_dev_status, body_ns) &&
+                   offsetof(hbg_dc_status, tail_ns) ==
+                       offsetof(hbg_dev_status, tail_ns) &&
+                   offsetof(hbg_dc_status, workers) ==
+                       offsetof(hbg_dev_status, workers) &&
+                   offsetof(hbg_dc_status, step) ==
+                       offsetof(hbg_dev_status, step) &&
+                   offsetof(hbg_dc_status, arrived) ==
+                       offsetof(hbg_dev_status, arrived) &&
+                   offsetof(hbg_dc_status, ctas) ==
+                       offsetof(hbg_dev_status, ctas) &&
+                   HBG_DEV_STATUS_SPLIT == HBG_DC_STATUS_SPLIT &&
+                   HBG_DEV_STATUS_COUNTS == HBG_DC_STATUS_COUNTS &&
+                   HBG_DEV_PHASE_START == HBG_DC_PHASE_START &&
+                   HBG_DEV_PHASE_SETUP == HBG_DC_PHASE_SETUP &&
+                   HBG_DEV_PHASE_RUN == HBG_DC_PHASE_RUN &&
+                   HBG_E_TIMEOUT == HBG_DC_E_TIMEOUT,
                "the device code's status is hbg_dev_status");
 
 int hbg__cu_module_load(hbg_device *dev, hbg__cuda *c) {
@@ -350,6 +373,75 @@ static int exec_ranges(hbg_device *dev, hbg__cuda *c, hbg_dev_queue *q) {
   return 0;
 }
 
+/* CU_TRY for the shape: a failing call's error, named. */
+#define SHAPE_TRY(call, ...)                                                   \
+  do {                                                                         \
+    CUresult shape__e = c->f.call(__VA_ARGS__);                                \
+    if (shape__e != CUDA_SUCCESS)                                              \
+      return hbg__cu_err(dev, shape__e, #call, HBG_E_DEVICE);                  \
+  } while (0)
+
+int hbg__cu_exec_shape(hbg_device *dev, hbg__cuda *c, CUfunction fn,
+                       hbg__cu_exec *out) {
+  int sms = 0, max_grid = 0, max_block = 0, warp = 0, coop = 0, fmax = 0;
+  int regs = 0, local = 0;
+  SHAPE_TRY(cuDeviceGetAttribute, &sms,
+            CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, c->cudev);
+  SHAPE_TRY(cuDeviceGetAttribute, &max_grid,
+            CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, c->cudev);
+  SHAPE_TRY(cuDeviceGetAttribute, &max_block,
+            CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, c->cudev);
+  SHAPE_TRY(cuDeviceGetAttribute, &warp, CU_DEVICE_ATTRIBUTE_WARP_SIZE,
+            c->cudev);
+  SHAPE_TRY(cuDeviceGetAttribute, &coop,
+            CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, c->cudev);
+  SHAPE_TRY(cuFuncGetAttribute, &fmax,
+            CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, fn);
+  SHAPE_TRY(cuFuncGetAttribute, &regs, CU_FUNC_ATTRIBUTE_NUM_REGS, fn);
+  SHAPE_TRY(cuFuncGetAttribute, &local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES,
+            fn);
+  warp = HBG__MAX(warp, 1);
+  /* The most lanes up to 256, a whole number of warps, that one SM holds
+   * (a linked function may take more registers per thread). */
+  int lanes = HBG__MAX(HBG__MIN(HBG__MIN(256, max_block), fmax), 1);
+  if (lanes > warp)
+    lanes -= lanes % warp;
+  int per_sm = 0;
+  for (;;) {
+    SHAPE_TRY(cuOccupancyMaxActiveBlocksPerMultiprocessor, &per_sm, fn,
+              lanes, 0);
+    if (per_sm > 0 || lanes <= warp)
+      break;
+    lanes = HBG__MAX(lanes / 2 / warp * warp, warp);
+  }
+  if (per_sm <= 0) {
+    hbg_device_set_native(dev, 0,
+                          "the device executor cannot run: not one CTA of %d "
+                          "threads fits an SM (%d registers and %d bytes of "
+                          "local memory per thread)",
+                          lanes, regs, local);
+    return HBG_E_LIMIT;
+  }
+  /* Its frame on the stack: the context's limit raised to it (never
+   * lowered: the context is shared with the application). */
+  size_t stack = 0;
+  SHAPE_TRY(cuCtxGetLimit, &stack, CU_LIMIT_STACK_SIZE);
+  if (local > 0 && (size_t)local > stack)
+    SHAPE_TRY(cuCtxSetLimit, CU_LIMIT_STACK_SIZE, (size_t)local);
+  out->fn = fn;
+  out->ctas = (unsigned)HBG__MAX(HBG__MIN(sms, max_grid), 1);
+  out->lanes = (unsigned)lanes;
+  out->per_sm = per_sm;
+  out->regs = regs;
+  out->local_bytes = local;
+  /* a warp per worker only when warps tile the CTA */
+  out->worker_lanes = out->lanes;
+  if (!c->worker_cta && lanes % warp == 0 && lanes / warp <= 8)
+    out->worker_lanes = (unsigned)warp;
+  c->coop = coop != 0;
+  return 0;
+}
+
 int hbg__cu_exec_launch(hbg_device *dev, hbg_dev_queue *q,
                         const hbg_dev_launch_desc *l) {
   hbg__cuda *c = hbg_device_impl(dev);
@@ -361,6 +453,9 @@ int hbg__cu_exec_launch(hbg_device *dev, hbg_dev_queue *q,
   const int tracing = hbg_device_tracing(dev);
   uint64_t t0 = tracing ? hbg__now_ns() : 0;
   HBG__TRY(hbg__cu_enter(dev, c));
+  const hbg__cu_exec *ex = hbg__cu_link_exec(c);
+  const uint64_t n_workers =
+      (uint64_t)ex->ctas * (ex->lanes / ex->worker_lanes);
   if (q->xretired)
     (void)exec_reap(dev, c, q, 0); /* a failure is kept as the native error */
   if (l->flags & HBG_DEV_LAUNCH_SIZED) {
@@ -375,8 +470,7 @@ int hbg__cu_exec_launch(hbg_device *dev, hbg_dev_queue *q,
                           l->n_tasks, c->dmem.n, l->n_deps, l->n_nodes,
                           l->n_btensors, l->n_bscalars,
                           hbg__cu_link_floats(c, l->kernel_scratch),
-                          (uint64_t)c->ctas * (c->lanes / c->worker_lanes),
-                          &lay);
+                          n_workers, &lay);
     q->xneed = lay.need;
     if (lay.need > q->xbytes)
       HBG__TRY(exec_grow(dev, c, q, lay.need, pool));
@@ -393,12 +487,23 @@ int hbg__cu_exec_launch(hbg_device *dev, hbg_dev_queue *q,
                         .n_ranges = q->xr_n,
                         .cache_slots = HBG_DC_EXEC_CACHE_SLOTS,
                         .pool_bytes = q->xpool,
-                        .worker_lanes = c->worker_lanes};
+                        .worker_lanes = ex->worker_lanes,
+                        .deadline_ns = c->deadline_ns};
   void *params[] = {&a};
-  CUresult e = c->f.cuLaunchKernel(hbg__cu_link_exec(c, c->fn_exec), c->ctas,
-                                   1, 1, c->lanes, 1, 1, 0, q->s, params, NULL);
+  /* Cooperative: the grid starts only once every CTA is resident (its
+   * CTAs wait for each other at set-up); a device without cooperative
+   * launches gets a plain one, its waits bounded by the deadline. */
+  CUresult e =
+      c->coop ? c->f.cuLaunchCooperativeKernel(ex->fn, ex->ctas, 1, 1,
+                                               ex->lanes, 1, 1, 0, q->s,
+                                               params)
+              : c->f.cuLaunchKernel(ex->fn, ex->ctas, 1, 1, ex->lanes, 1, 1,
+                                    0, q->s, params, NULL);
   if (e != CUDA_SUCCESS)
-    return hbg__cu_err(dev, e, "cuLaunchKernel", HBG_E_DEVICE);
+    return hbg__cu_err(dev, e,
+                       c->coop ? "cuLaunchCooperativeKernel"
+                               : "cuLaunchKernel",
+                       HBG_E_DEVICE);
   q->xgen++;
   HBG__CU_ADD(c, launches, 1);
   if (tracing) {

@@ -132,8 +132,10 @@ HBG_DC_FN int dc_check_graph(const hbg_win_task *t, hbg_dc_status *st,
 
 HBG_DC_ENTRY(hbg_dc_check_window, hbg_dc_check_args) {
   hbg_dc_status st;
-  st.flags = st.reserved = 0;
+  st.flags = st.phase = 0;
   st.setup_ns = st.run_ns = st.setup_nodes = 0;
+  st.dispatch_ops = st.kernel_phases = st.body_ns = st.tail_ns = 0;
+  st.workers = st.step = st.arrived = st.ctas = 0;
   st.error = 0;
   st.task = DC_NONE;
   st.node = DC_NONE;

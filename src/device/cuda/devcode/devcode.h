@@ -41,10 +41,18 @@ typedef struct hbg_dc_status {
   uint32_t tasks_done;
   uint64_t nodes_done;
   uint64_t defs_verified;
-  uint32_t flags; /* HBG_DEV_STATUS_SPLIT (1): the three below written */
-  uint32_t reserved;
+  uint32_t flags; /* HBG_DEV_STATUS_SPLIT (1): the three below written;
+                     HBG_DEV_STATUS_COUNTS (2): the counters after them */
+  uint32_t phase; /* HBG_DEV_PHASE_*: where a launch past its deadline
+                     waited */
   uint64_t setup_ns, run_ns;
   uint64_t setup_nodes;
+  uint64_t dispatch_ops, kernel_phases;
+  uint64_t body_ns, tail_ns;
+  uint32_t workers;
+  uint32_t step;     /* HBG_DEV_PHASE_SETUP: the grid barrier (1-based) */
+  uint32_t arrived;  /* HBG_DEV_PHASE_START / SETUP: CTAs that got there */
+  uint32_t ctas;
 } hbg_dc_status;
 
 /* hbg_dc_check_window: validate the task window of `bytes` bytes at
@@ -102,9 +110,12 @@ typedef struct hbg_dc_exec_args {
   uint64_t n_ranges;
   uint64_t cache_slots; /* verdict cache entries in the block */
   uint64_t pool_bytes;  /* bytes of private Definition copies */
-  uint32_t worker_lanes; /* GPU: lanes per worker, 32 or the block's
-                            threads (a host build runs one worker per CTA) */
+  uint32_t worker_lanes; /* lanes per worker: the warp's (32 on a GPU) or
+                            the block's threads */
   uint32_t reserved;
+  uint64_t deadline_ns; /* a CTA waits at most this long from its start
+                           (device clock) before the launch fails with
+                           HBG_DC_E_TIMEOUT */
 } hbg_dc_exec_args;
 
 /* The block's control header (its first bytes; a zeroed one is a fresh
@@ -116,8 +127,15 @@ typedef struct hbg_dc_exec_ctl {
   uint64_t pool_bytes;
   uint64_t pool_used;   /* pool bytes in use */
   uint64_t launches;    /* launches run on this block */
+  uint64_t exit_word;   /* atomic: gen << 32 | CTAs of launch gen that
+                           have left (a launch counts without waiting for
+                           CTA 0's prologue) */
+  uint64_t start_word;  /* atomic: gen << 32 | CTAs of launch gen that
+                           have started */
+  uint64_t tmo_gen;     /* atomic: the last launch past its deadline */
+  uint32_t tmo_phase, tmo_step, tmo_arrived; /* where it waited */
+  uint32_t tmo_task, tmo_node;
   uint32_t cache_n;     /* cache entries in use */
-  uint32_t exited;      /* CTAs that have left (atomic) */
   uint32_t bar_count;   /* grid barrier: CTAs arrived (atomic) */
   uint32_t bar_gen;     /* grid barrier: passes (atomic) */
   uint64_t err_key;     /* the least set-up error key (atomic minimum) */
@@ -132,7 +150,10 @@ typedef struct hbg_dc_exec_ctl {
   uint64_t defs_validated; /* this launch's counters (atomic) */
   uint64_t setup_nodes;
   uint64_t items_done;
+  uint64_t ops, phases, body_ns;
   uint64_t t0, t_setup; /* the device's clock: start, end of set-up */
+  uint64_t t_done;      /* the window's completion (0: not seen) */
+  uint64_t off_cur;     /* the workers' current items, from the block */
   hbg_img_win_view wv;  /* the window's copy, validated */
 } hbg_dc_exec_ctl;
 
@@ -140,8 +161,16 @@ typedef struct hbg_dc_exec_ctl {
 #define HBG_DC_STATUS_SPLIT 1u
 
 /* hbg_dev_status.error when the scratch block is too small
- * (HBG_E_DEVMEM). */
+ * (HBG_E_DEVMEM), and when a launch ran past its deadline
+ * (HBG_E_TIMEOUT). */
 #define HBG_DC_E_DEVMEM (-3)
+#define HBG_DC_E_TIMEOUT (-22)
+/* hbg_dc_status.flags and .phase: hbg_device.h's HBG_DEV_STATUS_* and
+ * HBG_DEV_PHASE_* (checked in cuda_module.c). */
+#define HBG_DC_STATUS_COUNTS 2u
+#define HBG_DC_PHASE_START 1u
+#define HBG_DC_PHASE_SETUP 2u
+#define HBG_DC_PHASE_RUN 3u
 /* The least block the host provides. */
 #define HBG_DC_EXEC_MIN_SCRATCH 4096u
 
@@ -218,11 +247,15 @@ void *hbg_dc_host_ptr(uint64_t addr, uint64_t len);
 /* Called each time the device code validates a Definition (the stand-in
  * counts them, so tests see validation skipped where a verdict is kept). */
 void hbg_dc_host_def_validated(void);
-/* A host build runs a launch of G CTAs of L threads as G host threads,
- * each running its CTA's L lanes one after another between barriers; the
- * runner tells each thread which CTA it is. */
+/* A host build runs a launch of G CTAs of L threads as G x L host threads,
+ * each one GPU thread: threads of a CTA and of a warp really run at once,
+ * and meet only where the GPU's would (the barriers, votes and shuffles
+ * below). The runner tells each thread where it is. */
 typedef struct hbg_dc_host_dim {
-  uint32_t cta, ctas, lanes;
+  uint32_t cta, ctas; /* this CTA, CTAs of the grid */
+  uint32_t lanes;     /* threads per CTA (blockDim) */
+  uint32_t tid;       /* this thread in its CTA (threadIdx) */
+  uint32_t warp;      /* threads per warp (a divisor of lanes) */
 } hbg_dc_host_dim;
 const hbg_dc_host_dim *hbg_dc_host_grid(void);
 /* The host's monotonic clock (the device clock of a host build). */
@@ -230,6 +263,50 @@ uint64_t hbg_dc_host_clock_ns(void);
 /* A waiting thread's back-off: yield the CPU. */
 void hbg_dc_host_pause(void);
 #define HBG__SA_PAUSE() hbg_dc_host_pause()
+/* __syncthreads, __syncthreads_or, __syncwarp, __any_sync and
+ * __shfl_xor_sync over the calling thread's CTA or warp (every thread of
+ * it calls; each a barrier with release/acquire order). */
+void hbg_dc_host_sync_cta(void);
+int hbg_dc_host_sync_cta_or(int pred);
+void hbg_dc_host_sync_warp(void);
+int hbg_dc_host_any_warp(int pred);
+uint32_t hbg_dc_host_shfl_xor(uint32_t v, uint32_t lane_mask);
+/* The calling CTA's shared memory (the same block for every thread of it,
+ * at least `bytes` long, uninitialised like a GPU's). */
+void *hbg_dc_host_shared(uint64_t bytes);
+#endif
+
+/* The SIMT model, one spelling for both builds: thread and CTA indices,
+ * barriers of a CTA and of a warp, a warp's vote and shuffle, a CTA's
+ * shared block (one per entry point: `DC_SHARED_BLOCK(T, p)` makes p
+ * point at the CTA's T). */
+#if defined(__CUDA_ARCH__)
+#define DC_TID threadIdx.x
+#define DC_NTID blockDim.x
+#define DC_CTA blockIdx.x
+#define DC_CTAS gridDim.x
+#define DC_WARP 32u
+#define DC_SYNC_CTA() __syncthreads()
+#define DC_SYNC_CTA_OR(p) __syncthreads_or(p)
+#define DC_SYNC_WARP() __syncwarp()
+#define DC_ANY_WARP(p) (__syncwarp(), __any_sync(0xffffffffu, (p)))
+#define DC_SHFL_XOR(v, m) __shfl_xor_sync(0xffffffffu, (v), (m))
+#define DC_SHARED_BLOCK(T, p)                                                  \
+  __shared__ T p##_store;                                                      \
+  T *const p = &p##_store
+#else /* the host build (nvcc's host pass parses these bodies too) */
+#define DC_TID (hbg_dc_host_grid()->tid)
+#define DC_NTID (hbg_dc_host_grid()->lanes)
+#define DC_CTA (hbg_dc_host_grid()->cta)
+#define DC_CTAS (hbg_dc_host_grid()->ctas)
+#define DC_WARP (hbg_dc_host_grid()->warp)
+#define DC_SYNC_CTA() hbg_dc_host_sync_cta()
+#define DC_SYNC_CTA_OR(p) hbg_dc_host_sync_cta_or(p)
+#define DC_SYNC_WARP() hbg_dc_host_sync_warp()
+#define DC_ANY_WARP(p) hbg_dc_host_any_warp(p)
+#define DC_SHFL_XOR(v, m) hbg_dc_host_shfl_xor((v), (m))
+#define DC_SHARED_BLOCK(T, p)                                                  \
+  T *const p = (T *)hbg_dc_host_shared(sizeof(T))
 #endif
 
 #ifdef __cplusplus

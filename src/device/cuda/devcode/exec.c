@@ -73,13 +73,13 @@
     }                                                                          \
   } while (0)
 
-#if defined(__CUDA_ARCH__)
-#define DX_TID threadIdx.x
-#define DX_NTID blockDim.x
-#define DX_CTA blockIdx.x
-#define DX_CTAS gridDim.x
-#define DX_CTA_SYNC() __syncthreads()
-#define DX_SHARED __shared__
+/* The SIMT model's spelling (devcode.h): a GPU's threads, or the host
+ * build's threads standing for them one for one. */
+#define DX_TID DC_TID
+#define DX_NTID DC_NTID
+#define DX_CTA DC_CTA
+#define DX_CTAS DC_CTAS
+#define DX_CTA_SYNC() DC_SYNC_CTA()
 /* This thread, once: lane t of its CTA. */
 #define DX_EACH_THREAD(t)                                                      \
   for (uint32_t t = DX_TID, t##_once = 1; t##_once; t##_once = 0)
@@ -89,24 +89,13 @@
 #define DX_LANE0 if (dx_lane == 0)
 #define DX_WSYNC()                                                             \
   do {                                                                         \
-    if (dx_w == 32)                                                            \
-      __syncwarp();                                                            \
+    if (dx_w == DC_WARP)                                                       \
+      DC_SYNC_WARP();                                                          \
     else                                                                       \
-      __syncthreads();                                                         \
+      DC_SYNC_CTA();                                                           \
   } while (0)
-#else
-/* A host build: one thread per CTA runs its lanes one after another. */
-#define DX_TID 0u
-#define DX_NTID (hbg_dc_host_grid()->lanes)
-#define DX_CTA (hbg_dc_host_grid()->cta)
-#define DX_CTAS (hbg_dc_host_grid()->ctas)
-#define DX_CTA_SYNC() ((void)0)
-#define DX_SHARED
-#define DX_EACH_THREAD(t) for (uint32_t t = 0; t < DX_NTID; t++)
-#define DX_EACH_LANE(l) for (uint32_t l = 0; l < dx_w; l++)
-#define DX_LANE0 if (1)
-#define DX_WSYNC() ((void)0)
-#endif
+/* The worker's barrier, with a vote: whether any of its lanes' p held. */
+#define DX_WSYNC_OR(p) (dx_w == DC_WARP ? DC_ANY_WARP(p) : DC_SYNC_CTA_OR(p))
 
 /* Workers per CTA on a GPU: 256 threads of 32-lane warps. */
 #define DX_MAX_WPC 8u
@@ -272,8 +261,11 @@ typedef struct dx_x {
   uint32_t *bits; /* live ranges holding an image */
   hbg__dent *dent; /* the dispatch core's entries */
   hbg__disp *d;
+  uint64_t *cur;  /* each worker's current item (HBG__D_EMPTY: none) */
   uint32_t n_tasks;
   uint32_t groups;
+  uint64_t gen;      /* this launch */
+  uint64_t deadline; /* this CTA's: its start + the launch's deadline */
 } dx_x;
 
 enum { DX_D_NONE = 0, DX_D_HIT, DX_D_COPY, DX_D_INPLACE };
@@ -284,6 +276,14 @@ enum { DX_D_NONE = 0, DX_D_HIT, DX_D_COPY, DX_D_INPLACE };
 HBG_DC_FN uint32_t *dx_masks(const dx_x *x, uint64_t pool_off,
                              uint64_t size) {
   return (uint32_t *)(void *)(x->pool + pool_off + hbg_dc_exec_al64(size));
+}
+
+/* The dispatch plan of a pooled Definition (hbg__disp_plan), after its
+ * masks. */
+HBG_DC_FN hbg__dnode *dx_plan_of(const dx_x *x, uint64_t pool_off,
+                                 uint64_t size) {
+  return (hbg__dnode *)(void *)(x->pool + pool_off + hbg_dc_exec_al64(size) +
+                                hbg_dc_exec_masks_bytes(size));
 }
 
 /* Residues mod 8 an address may have for element 0 at offset off of
@@ -301,25 +301,62 @@ HBG_DC_FN uint64_t *dx_bind(const dx_x *x, const hbg_dc_xent *e) {
   return (uint64_t *)(void *)(x->blk + e->bind);
 }
 
+/* ---- the deadline ---- */
+
+/* Launch gen is over: some CTA ran past its deadline. */
+HBG_DC_FN int dx_over(const dx_x *x) {
+  return HBG__DA_LOAD64_RLX(&x->ctl->tmo_gen) == x->gen;
+}
+
+/* This CTA's deadline has passed. */
+HBG_DC_FN int dx_late(const dx_x *x) { return dx_clock() > x->deadline; }
+
+/* The launch ran past its deadline, waiting in `phase` (step, arrived:
+ * HBG_DEV_PHASE_*'s details): the first to say so keeps where, and every
+ * CTA leaves at its next wait. */
+HBG_DC_FN int dx_timeout(dx_x *x, uint32_t phase, uint32_t step,
+                         uint32_t arrived) {
+  hbg_dc_exec_ctl *ctl = x->ctl;
+  uint64_t g = HBG__SA_LOAD64(&ctl->tmo_gen);
+  if (g == x->gen || !HBG__SA_CAS64(&ctl->tmo_gen, g, x->gen))
+    return 0;
+  ctl->tmo_phase = phase;
+  ctl->tmo_step = step;
+  ctl->tmo_arrived = arrived;
+  ctl->tmo_task = ctl->tmo_node = DC_NONE;
+  return 1;
+}
+
 /* ---- grid barrier ---- */
 
-HBG_DC_FN void dx_grid_sync(hbg_dc_exec_ctl *ctl) {
+/* Every CTA meets (the barrier's `step`, from 1, names it in a timeout).
+ * @return 1, alike in every thread, when the launch is over instead. */
+HBG_DC_FN int dx_grid_sync(dx_x *x, uint32_t step) {
+  hbg_dc_exec_ctl *ctl = x->ctl;
+  int over = 0;
   DX_CTA_SYNC();
   if (DX_TID == 0) {
-    HBG__SA_FENCE(); /* this CTA's writes before its arrival */
-    uint32_t g = HBG__SA_LOAD32(&ctl->bar_gen);
+    const uint32_t g = HBG__DA_LOAD32_RLX(&ctl->bar_gen);
     uint32_t ns = 32;
-    if (HBG__SA_ADD32(&ctl->bar_count, 1u) + 1u == DX_CTAS) {
+    /* acquire-release: this CTA's writes out, the earlier arrivals' in */
+    if (HBG__DA_ADD32_AR(&ctl->bar_count, 1u) + 1u == DX_CTAS) {
       HBG__SA_STORE32(&ctl->bar_count, 0u);
-      HBG__SA_FENCE();
-      HBG__SA_ADD32(&ctl->bar_gen, 1u);
+      HBG__DA_STORE32_REL(&ctl->bar_gen, g + 1u);
     } else {
-      while (HBG__SA_LOAD32(&ctl->bar_gen) == g)
+      while (HBG__DA_LOAD32_ACQ(&ctl->bar_gen) == g) {
+        if (dx_over(x))
+          break;
+        if (dx_late(x)) {
+          dx_timeout(x, HBG_DC_PHASE_SETUP, step,
+                     HBG__DA_LOAD32_RLX(&ctl->bar_count));
+          break;
+        }
         dx_pause(&ns);
+      }
     }
-    HBG__SA_FENCE(); /* every CTA's writes before what follows */
+    over = dx_over(x);
   }
-  DX_CTA_SYNC();
+  return DC_SYNC_CTA_OR(over);
 }
 
 /* ---- set-up, phase 2: each entry on its own ---- */
@@ -344,8 +381,13 @@ HBG_DC_FN uint32_t dx_group(dx_x *x, uint64_t size, uint64_t hash,
       HBG__SA_STORE32(&r->claim, 2u);
     }
     uint32_t ns = 32;
-    while (HBG__SA_LOAD32(&r->claim) == 1)
+    while (HBG__SA_LOAD32(&r->claim) == 1) {
+      if (dx_late(x)) { /* its claimer stopped midway: the launch ends */
+        dx_timeout(x, HBG_DC_PHASE_SETUP, 2, 0);
+        return h;
+      }
       dx_pause(&ns);
+    }
     HBG__SA_FENCE();
     if (r->size == size && r->hash == hash) {
       dx_min32(&r->leader, i);
@@ -716,18 +758,22 @@ HBG_DC_FN int dx_finish_graph(dx_x *x, uint32_t i, const hbg_win_task *wt,
   const hbg_dc_exec_args *a = x->a;
   hbg_dc_xent *e = &x->xe[i];
   hbg_dc_xdef *r = dx_rec(x, i);
-  uint64_t key = HBG_IMG_KEY_NONE, pool_off, kscr;
-  uint32_t first_user;
+  uint64_t key = HBG_IMG_KEY_NONE, pool_off, kscr, size;
+  uint32_t first_user, sinks;
   if (!go || r->state == DX_D_HIT) {
     const hbg_dc_centry *c = &x->cache[go ? r->cache : e->cache];
     pool_off = c->pool_off;
     kscr = c->kscr;
     first_user = c->first_user;
+    sinks = c->n_sinks;
+    size = c->size;
   } else {
     key = r->key;
     pool_off = r->pool_off;
     kscr = r->kscr;
     first_user = r->first_user;
+    sinks = r->sinks;
+    size = r->size;
     if (r->state == DX_D_COPY && key == HBG_IMG_KEY_NONE &&
         r->leader == i && r->cache != DC_NONE && r == &x->xd[e->def]) {
       hbg_dc_centry *c = &x->cache[r->cache];
@@ -735,6 +781,7 @@ HBG_DC_FN int dx_finish_graph(dx_x *x, uint32_t i, const hbg_win_task *wt,
       c->first_user = first_user;
       c->n_nodes = ((const hbg_def_hdr *)(const void *)(x->pool + pool_off))
                        ->n_nodes;
+      c->n_sinks = sinks;
       c->size = r->size; /* a hit for later launches */
     }
   }
@@ -769,7 +816,8 @@ HBG_DC_FN int dx_finish_graph(dx_x *x, uint32_t i, const hbg_win_task *wt,
   dx_max64(&ctl->kscr, kscr);
   hbg__dent *d = &x->dent[i];
   d->def = &e->v;
-  d->nodes_left = dh->n_nodes;
+  d->plan = dx_plan_of(x, pool_off, size);
+  d->sinks_left = sinks;
   d->node_base = HBG__SA_ADD64(&ctl->nodes, (uint64_t)dh->n_nodes);
   return 1;
 }
@@ -869,35 +917,61 @@ HBG_DC_FN uint32_t dx_err_node(dx_x *x, uint64_t key) {
   return DC_NONE;
 }
 
-/* Written by the last CTA to leave. */
-HBG_DC_FN void dx_status(const hbg_dc_exec_args *a, hbg_dc_exec_ctl *ctl,
-                         const hbg__disp *d, uint64_t t_end) {
+/* A counter of launch gen's CTAs in a word (gen << 32 | count) that no
+ * CTA needs to reset first: the first to count for a new launch starts it
+ * over. @return the count with this CTA. */
+HBG_DC_FN uint32_t dx_gen_count(uint64_t *w, uint64_t gen) {
+  uint64_t o = HBG__SA_LOAD64(w), n;
+  do {
+    n = (o >> 32) == (gen & 0xffffffffu) ? o + 1
+                                         : (gen & 0xffffffffu) << 32 | 1u;
+  } while (!HBG__SA_CAS64(w, o, n) && ((o = HBG__SA_LOAD64(w)), 1));
+  return (uint32_t)n;
+}
+
+/* Written by the last CTA to leave: ran, the window ran; t_end, its clock
+ * then. */
+HBG_DC_FN void dx_status(const dx_x *x, int ran, uint32_t workers,
+                         uint64_t t_end) {
+  const hbg_dc_exec_ctl *ctl = x->ctl;
+  const hbg__disp *d = ran ? x->d : NULL;
   hbg_dc_status st;
-  st.flags = HBG_DC_STATUS_SPLIT;
-  st.reserved = 0;
+  st.flags = HBG_DC_STATUS_SPLIT | HBG_DC_STATUS_COUNTS;
+  st.phase = st.step = st.arrived = 0;
   st.error = 0;
   st.task = st.node = DC_NONE;
-  st.tasks_done = 0;
+  st.tasks_done = d ? d->tasks_done : 0;
   st.nodes_done = HBG__SA_LOAD64(&ctl->items_done);
   st.defs_verified = HBG__SA_LOAD64(&ctl->defs_validated);
   st.setup_nodes = HBG__SA_LOAD64(&ctl->setup_nodes);
-  st.setup_ns = ctl->t_setup - ctl->t0;
-  st.run_ns = t_end - ctl->t_setup;
-  if (ctl->err_key != DX_KEY_NONE) {
+  const uint64_t t_setup = ran ? ctl->t_setup : t_end;
+  st.setup_ns = t_setup > ctl->t0 ? t_setup - ctl->t0 : 0;
+  st.run_ns = t_end > t_setup ? t_end - t_setup : 0;
+  st.dispatch_ops = HBG__SA_LOAD64(&ctl->ops);
+  st.kernel_phases = HBG__SA_LOAD64(&ctl->phases);
+  st.body_ns = HBG__SA_LOAD64(&ctl->body_ns);
+  st.tail_ns = ctl->t_done && t_end > ctl->t_done ? t_end - ctl->t_done : 0;
+  st.workers = workers;
+  st.ctas = DX_CTAS;
+  if (ctl->tmo_gen == x->gen) {
+    st.error = HBG_DC_E_TIMEOUT;
+    st.phase = ctl->tmo_phase;
+    st.step = ctl->tmo_step;
+    st.arrived = ctl->tmo_arrived;
+    st.task = ctl->tmo_task;
+    st.node = ctl->tmo_node;
+  } else if (ctl->err_key != DX_KEY_NONE) {
     st.error = dx_key_code(ctl->err_key);
     /* the window's own errors are at no entry */
     st.task = (ctl->err_key >> 61) == DX_P_WIN ? DC_NONE
                                                : dx_key_entry(ctl->err_key);
     st.node = ctl->err_node;
-  } else if (d) {
-    st.tasks_done = d->tasks_done;
-    if (d->failed) {
-      st.error = d->error;
-      st.task = d->err_task;
-      st.node = d->err_node;
-    }
+  } else if (d && d->failed) {
+    st.error = d->error;
+    st.task = d->err_task;
+    st.node = d->err_node;
   }
-  hbg_dc_status *out = (hbg_dc_status *)dc_ptr(a->status, sizeof st);
+  hbg_dc_status *out = (hbg_dc_status *)dc_ptr(x->a->status, sizeof st);
   if (out)
     *out = st;
 }
@@ -906,76 +980,71 @@ HBG_DC_FN void dx_status(const hbg_dc_exec_args *a, hbg_dc_exec_ctl *ctl,
 
 /* A worker's shared state (shared memory on a GPU). */
 typedef struct dx_wk {
-  hbg__kcall call;
   hbg__ktensor t[HBG_IMG_MAX_ARGS_PER_NODE];
   uint64_t sc[HBG_IMG_MAX_SCALARS_PER_NODE];
-  uint64_t item, cont;
-  hbg_def_node nd;
-  int rc, state; /* state: 0 run, 1 drop, 2 leave */
-  int urc;       /* a user kernel's lanes' error (user.h) */
+  uint64_t pick[2]; /* lane 0's choice for the worker, by iteration
+                       parity: the item, or HBG__D_EMPTY to leave */
+  uint64_t cont;    /* the continuation the fan-out keeps */
+  int urc;          /* a user kernel's lanes' least error (user.h) */
+  int reserved;
 } dx_wk;
 
-/* Lane 0: the item's call without its tensors and scalars. */
-HBG_DC_FN void dx_resolve0(dx_x *x, dx_wk *w) {
-  const uint32_t i = (uint32_t)(w->item >> 32), j = (uint32_t)w->item;
-  w->rc = 0;
-  w->call.t = w->t;
-  w->call.sc = w->sc;
-  if (j == HBG__D_NONE) {
-    const hbg_win_task *wt = hbg_img_win_task(&x->ctl->wv, i);
-    w->call.kernel = wt->kernel;
-    w->call.nt = wt->n_tensors;
-    w->call.ns = wt->n_scalars;
-    return;
-  }
-  w->nd = x->xe[i].v.nodes[j];
-  w->call.kernel = w->nd.kernel;
-  w->call.nt = w->nd.n_tensors;
-  w->call.ns = w->nd.n_scalars;
-}
+/* A CTA's shared memory: the arguments where every thread reaches them (a
+ * GPU thread's copy of a parameter is its own), the launch's view, the
+ * workers' state. */
+typedef struct dx_shared {
+  hbg_dc_exec_args as;
+  dx_x xs;
+  dx_wk wks[DX_MAX_WPC];
+  int go;
+} dx_shared;
 
-/* Lane l of W: its share of the item's tensors and scalars. Every tensor
- * lies where set-up checked it: an ordinary task's inside a live
- * allocation, a node's inside its boundary tensor or heap block (the
- * validated copy says so), and those inside live allocations. */
-HBG_DC_FN void dx_resolve_lane(dx_x *x, dx_wk *w, uint32_t l, uint32_t W) {
-  const uint32_t i = (uint32_t)(w->item >> 32), j = (uint32_t)w->item;
+/* Lane l of W: item's call (every lane computes the same one from the
+ * immutable images), with its share of the tensors and scalars written to
+ * the worker's shared arrays. Every tensor lies where set-up checked it:
+ * an ordinary task's inside a live allocation, a node's inside its
+ * boundary tensor or heap block (the validated copy says so), and those
+ * inside live allocations. @return 0, or HBG_IMG_E_RANGE where a host
+ * build cannot map a tensor (a GPU reads what set-up checked). */
+HBG_DC_FN int dx_resolve(dx_x *x, dx_wk *w, uint64_t item, hbg__kcall *c,
+                         uint32_t l, uint32_t W) {
+  const uint32_t i = (uint32_t)(item >> 32), j = (uint32_t)item;
   const hbg_win_task *wt = hbg_img_win_task(&x->ctl->wv, i);
+  int rc = 0;
+  c->t = w->t;
+  c->sc = w->sc;
+  c->attn.d = 0;
+  c->scale = 0.0f;
   if (j == HBG__D_NONE) {
+    c->kernel = wt->kernel;
+    c->nt = wt->n_tensors;
+    c->ns = wt->n_scalars;
     const hbg_sub_tensor *ts = hbg_img_win_task_tensors(wt);
     const uint64_t *ss = hbg_img_win_task_scalars(wt);
     for (uint32_t k = l; k < wt->n_tensors; k += W) {
       hbg__ktensor *t = &w->t[k];
-      t->dtype = ts[k].dtype;
-      t->ndim = ts[k].ndim;
-      t->mode = ts[k].mode;
-      for (uint32_t d = 0; d < HBG_IMG_MAX_DIMS; d++) {
-        t->shape[d] = ts[k].shape[d];
-        t->strides[d] = ts[k].strides[d];
-      }
+      DX_TENSOR_META(t, &ts[k]);
       t->data = dc_ptr(ts[k].addr + ts[k].offset,
                        hbg_img_extent(ts[k].dtype, ts[k].ndim, ts[k].mode,
                                       ts[k].shape, ts[k].strides));
-      if (!t->data) /* a host build's map only: checked at set-up */
-        w->rc = HBG_IMG_E_RANGE;
+      if (!t->data)
+        rc = HBG_IMG_E_RANGE;
     }
     for (uint32_t k = l; k < wt->n_scalars; k += W)
       w->sc[k] = ss[k];
-    return;
+    return rc;
   }
   const hbg_dc_xent *e = &x->xe[i];
   const hbg_img_def_view *v = &e->v;
+  const hbg_def_node *nd = &v->nodes[j];
   const uint64_t *b = dx_bind(x, e);
-  for (uint32_t k = l; k < w->nd.n_tensors; k += W) {
-    const hbg_def_tensor *dt = &v->tensors[w->nd.first_tensor + k];
+  c->kernel = nd->kernel;
+  c->nt = nd->n_tensors;
+  c->ns = nd->n_scalars;
+  for (uint32_t k = l; k < nd->n_tensors; k += W) {
+    const hbg_def_tensor *dt = &v->tensors[nd->first_tensor + k];
     hbg__ktensor *t = &w->t[k];
-    t->dtype = dt->dtype;
-    t->ndim = dt->ndim;
-    t->mode = dt->mode;
-    for (uint32_t d = 0; d < HBG_IMG_MAX_DIMS; d++) {
-      t->shape[d] = dt->shape[d];
-      t->strides[d] = dt->strides[d];
-    }
+    DX_TENSOR_META(t, dt);
     uint64_t base = dt->src >= HBG_SRC_INTERNAL
                         ? wt->heap_addr
                         : b[2 * dt->ref] + b[2 * dt->ref + 1];
@@ -983,13 +1052,14 @@ HBG_DC_FN void dx_resolve_lane(dx_x *x, dx_wk *w, uint32_t l, uint32_t W) {
                      hbg_img_extent(dt->dtype, dt->ndim, dt->mode, dt->shape,
                                     dt->strides));
     if (!t->data)
-      w->rc = HBG_IMG_E_RANGE;
+      rc = HBG_IMG_E_RANGE;
   }
   const uint64_t *bs = b + 2ull * e->sh.n_tensors;
-  for (uint32_t k = l; k < w->nd.n_scalars; k += W) {
-    const hbg_def_scalar *s = &v->scalars[w->nd.first_scalar + k];
+  for (uint32_t k = l; k < nd->n_scalars; k += W) {
+    const hbg_def_scalar *s = &v->scalars[nd->first_scalar + k];
     w->sc[k] = s->kind == HBG_IMG_SCALAR_STATIC ? s->value : bs[s->index];
   }
+  return rc;
 }
 
 /* ---- the kernel ---- */
@@ -1013,6 +1083,7 @@ HBG_DC_FN void dx_clear(dx_x *x) {
       r->first_user = DC_NONE;
       r->kscr = 0;
       r->key = HBG_IMG_KEY_NONE;
+      r->sinks = 0;
       r->pool_off = UINT64_MAX;
       r->size = r->hash = 0;
       r->src = NULL;
@@ -1026,7 +1097,9 @@ HBG_DC_FN void dx_clear(dx_x *x) {
       x->xe[k].def_ptr = NULL;
       x->dent[k].out_head = HBG__D_NONE;
       x->dent[k].def = NULL;
-      x->dent[k].nodes_left = 0;
+      x->dent[k].plan = NULL;
+      x->dent[k].sinks_left = 0;
+      x->dent[k].done = 0;
     }
     for (uint64_t k = g; k < (x->a->n_ranges + 31) / 32; k += G)
       x->bits[k] = 0;
@@ -1100,13 +1173,31 @@ HBG_DC_FN void dx_compare(dx_x *x) {
   }
 }
 
+/* Set-up's grid barriers, in order (a timeout names the one it waited
+ * at). */
+enum {
+  DX_STEP_WINDOW = 1, /* the window's copy */
+  DX_STEP_CLEAR,      /* this launch's records cleared */
+  DX_STEP_ENTRIES,    /* every entry on its own */
+  DX_STEP_COMPARE,    /* Definitions against the cache and their groups */
+  DX_STEP_PLAN,       /* 4: pool space planned */
+  DX_STEP_COPY,       /* 4: private copies made */
+  DX_STEP_VALID,      /* 4: validated */
+  DX_STEP_DPLAN,      /* 4: their dispatch plans */
+  DX_STEP_FINISH,     /* every entry against its Definition */
+  DX_STEP_BOUNDS,     /* every boundary tensor */
+  DX_STEP_TAIL        /* the dispatch state laid out */
+};
+
 /* 4 (when some Definition is new, changed or differs): plan, copy,
- * validate, with the grid's barriers between. */
-HBG_DC_FN void dx_new_defs(dx_x *x) {
+ * validate, and for each copy that passed its dispatch plan, with the
+ * grid's barriers between. @return 1 when the launch is over. */
+HBG_DC_FN int dx_new_defs(dx_x *x) {
   const uint64_t G = DX_GRID, nd = x->groups + (uint64_t)x->n_tasks;
   if (DX_CTA == 0 && DX_TID == 0)
     dx_plan(x);
-  dx_grid_sync(x->ctl);
+  if (dx_grid_sync(x, DX_STEP_PLAN))
+    return 1;
   DX_EACH_THREAD(t) {
     const uint64_t g = DX_GTID(t);
     for (uint64_t k = 0; k < nd; k++) {
@@ -1122,7 +1213,8 @@ HBG_DC_FN void dx_new_defs(dx_x *x) {
         m[w] = 0xffu;
     }
   }
-  dx_grid_sync(x->ctl);
+  if (dx_grid_sync(x, DX_STEP_COPY))
+    return 1;
   DX_EACH_THREAD(t) {
     const uint64_t g = DX_GTID(t);
     uint64_t nodes = 0;
@@ -1145,7 +1237,28 @@ HBG_DC_FN void dx_new_defs(dx_x *x) {
     if (nodes)
       HBG__SA_ADD64(&x->ctl->setup_nodes, nodes);
   }
-  dx_grid_sync(x->ctl);
+  if (dx_grid_sync(x, DX_STEP_VALID))
+    return 1;
+  DX_EACH_THREAD(t) {
+    const uint64_t g = DX_GTID(t);
+    for (uint64_t k = 0; k < nd; k++) {
+      hbg_dc_xdef *r = &x->xd[k];
+      if (r->state != DX_D_COPY || r->key != HBG_IMG_KEY_NONE)
+        continue;
+      const uint8_t *p = x->pool + r->pool_off;
+      hbg_img_def_view v;
+      hbg_img_def_view_trusted(p, (const hbg_def_hdr *)(const void *)p, &v);
+      hbg__dnode *plan = dx_plan_of(x, r->pool_off, r->size);
+      uint32_t sinks = 0;
+      for (uint64_t u = g; u < v.hdr->n_nodes; u += G) {
+        hbg__disp_plan(&v, (uint32_t)u, &plan[u]);
+        sinks += (plan[u].flags & HBG__DN_SINK) != 0;
+      }
+      if (sinks)
+        HBG__SA_ADD32(&r->sinks, sinks);
+    }
+  }
+  return dx_grid_sync(x, DX_STEP_DPLAN);
 }
 
 /* 5: every entry against its Definition; dependency links; the status
@@ -1228,17 +1341,18 @@ HBG_DC_FN void dx_bounds(dx_x *x) {
   }
 }
 
-/* 6: the block's tail (fan-in counters, the queue, the workers' scratch)
- * laid out alike by every thread, cleared; the dispatch core started.
- * @return 1 when the window runs. */
+/* 6: the block's tail (fan-in counters, the queue, the workers' current
+ * items and scratch) laid out alike by every thread, cleared; the
+ * dispatch core started. @return 1 when the window runs. */
 HBG_DC_FN int dx_tail(dx_x *x, uint64_t n_workers) {
   hbg_dc_exec_ctl *ctl = x->ctl;
   const uint64_t G = DX_GRID, n = x->n_tasks;
   const uint64_t nodes = ctl->nodes, kfl = ctl->kscr;
   const uint64_t off_cnt = x->lay.off_bump + hbg_dc_exec_al64(ctl->bump);
-  const uint64_t n_slots = hbg__disp_slots(n + nodes, n_workers);
+  const uint64_t n_slots = hbg__disp_slots(n + nodes);
   const uint64_t off_q = off_cnt + hbg_dc_exec_al64(nodes * 4);
-  const uint64_t off_k = off_q + hbg_dc_exec_al64(n_slots * 8);
+  const uint64_t off_cur = off_q + hbg_dc_exec_al64(n_slots * 8);
+  const uint64_t off_k = off_cur + hbg_dc_exec_al64(n_workers * 8);
   const uint64_t need = off_k + hbg_dc_exec_al64(kfl * 4) * n_workers;
   if (ctl->err_key != DX_KEY_NONE)
     return 0;
@@ -1251,156 +1365,168 @@ HBG_DC_FN int dx_tail(dx_x *x, uint64_t n_workers) {
   }
   uint32_t *cnt = (uint32_t *)(void *)(x->blk + off_cnt);
   uint64_t *q = (uint64_t *)(void *)(x->blk + off_q);
+  uint64_t *cur = (uint64_t *)(void *)(x->blk + off_cur);
   DX_EACH_THREAD(t) {
     const uint64_t g = DX_GTID(t);
     for (uint64_t k = g; k < nodes; k += G)
       cnt[k] = 0;
     for (uint64_t k = g; k < n_slots; k += G)
       q[k] = HBG__D_EMPTY;
+    for (uint64_t k = g; k < n_workers; k += G)
+      cur[k] = HBG__D_EMPTY;
+    if (t == 0)
+      x->cur = cur;
   }
   if (DX_CTA == 0 && DX_TID == 0) {
     ctl->need = need;
     ctl->kscr_off = off_k;
     ctl->kscr_floats = hbg_dc_exec_al64(kfl * 4) / 4;
-    hbg__disp_init(x->d, (uint32_t)n, (uint32_t)n_workers, n_slots, x->dent,
-                   x->d->links, cnt, q);
+    ctl->off_cur = off_cur;
+    hbg__disp_init(x->d, (uint32_t)n, n_slots, x->dent, x->d->links, cnt, q);
   }
   return 1;
 }
 
-/* The run, by one worker (all its lanes): its continuation, else a
- * ticket; the item's arguments, its phases, its consumers. @return the
- * items it ran (lane 0's count). */
-HBG_DC_FN uint64_t dx_run(dx_x *x, dx_wk *wk, float *kscr, uint32_t dx_w
-#if defined(__CUDA_ARCH__)
-                          ,
-                          uint32_t dx_lane
-#endif
-) {
-  uint64_t done = 0;
+/* The run ran past the deadline (the thread whose claim won): where, the
+ * least item a worker is running, else the first entry not complete. */
+HBG_DC_FN void dx_timeout_run(dx_x *x, uint64_t n_workers) {
+  hbg_dc_exec_ctl *ctl = x->ctl;
+  uint64_t least = HBG__D_EMPTY;
+  for (uint64_t k = 0; k < n_workers; k++) {
+    const uint64_t it = HBG__DA_LOAD64_RLX(&x->cur[k]);
+    if (it < least)
+      least = it;
+  }
+  if (least != HBG__D_EMPTY) {
+    ctl->tmo_task = (uint32_t)(least >> 32);
+    ctl->tmo_node = (uint32_t)least;
+    return;
+  }
+  uint32_t i = 0;
+  while (i < x->n_tasks && HBG__SA_LOAD32(&x->d->ent[i].done))
+    i++;
+  ctl->tmo_task = i < x->n_tasks ? i : DC_NONE;
+}
+
+/* A worker's counts, per lane (summed over the grid at the end). */
+typedef struct dx_count {
+  uint64_t ops;    /* dispatch operations (every lane) */
+  uint64_t items;  /* lane 0: items run */
+  uint64_t phases; /* lane 0: kernel phases run */
+  uint64_t body_ns;
+} dx_count;
+
+/* The run, by one worker (every lane of it): its continuation, else a
+ * ticket; the item's arguments, its phases, its consumers. Every decision
+ * that steers the lanes is lane 0's, handed over through the worker's
+ * shared memory after a barrier (a slot by iteration parity: lane 0 never
+ * rewrites one another lane may still read), or a vote of the lanes. */
+HBG_DC_FN void dx_run(dx_x *x, dx_wk *wk, float *kscr, uint32_t dx_w,
+                      uint32_t dx_lane, uint64_t wid, uint64_t n_workers,
+                      dx_count *n) {
+  hbg__disp *d = x->d;
+  uint32_t par = 0;
   DX_LANE0 wk->cont = HBG__D_EMPTY;
-  DX_WSYNC();
   for (;;) {
     DX_LANE0 {
       uint64_t item = wk->cont;
       wk->cont = HBG__D_EMPTY;
-      if (item == HBG__D_EMPTY) {
-        uint64_t tk = hbg__disp_ticket(x->d);
+      wk->urc = 0;
+      if (item == HBG__D_EMPTY && !hbg__disp_stopped(d)) {
+        const uint64_t tk = hbg__disp_ticket(d, &n->ops);
         uint32_t ns = 32;
-        while ((item = hbg__disp_poll(x->d, tk)) == HBG__D_EMPTY)
+        while ((item = hbg__disp_poll(d, tk)) == HBG__D_EMPTY) {
+          if (hbg__disp_stopped(d))
+            break;
+          if (dx_late(x)) {
+            if (dx_timeout(x, HBG_DC_PHASE_RUN, 0, 0))
+              dx_timeout_run(x, n_workers);
+            hbg__disp_stop(d, &n->ops);
+            break;
+          }
           dx_pause(&ns);
-      } else {
-        HBG__SA_FENCE(); /* acquire: its producers' outputs */
+        }
+        if (item != HBG__D_EMPTY)
+          n->ops++; /* the acquire load that handed it over */
       }
-      wk->item = item;
-      wk->state = item == HBG__D_STOP                 ? 2
-                  : HBG__SA_LOAD32(&x->d->failed) ? 1
-                                                   : 0;
-      if (wk->state == 0)
-        dx_resolve0(x, wk);
+      if (hbg__disp_stopped(d))
+        item = HBG__D_EMPTY; /* what it holds is dropped */
+      wk->pick[par] = item;
+      HBG__DA_STORE64_RLX(&x->cur[wid], item);
     }
     DX_WSYNC();
-    if (wk->state == 2)
+    const uint64_t item = wk->pick[par];
+    par ^= 1;
+    if (item == HBG__D_EMPTY)
       break;
-    if (wk->state == 1)
+    const uint32_t i = (uint32_t)(item >> 32), j = (uint32_t)item;
+    hbg__kcall c;
+    const int bad = dx_resolve(x, wk, item, &c, dx_lane, dx_w) != 0;
+    int rc = DX_WSYNC_OR(bad) ? HBG_IMG_E_RANGE : 0;
+    if (rc == 0)
+      rc = hbg__k_values_check(&c);
+    if (rc == 0 && dcu_floats(&c) > x->ctl->kscr_floats)
+      rc = HBG_DC_E_DEVMEM;
+    if (rc) { /* every lane computed the same rc */
+      DX_LANE0 hbg__disp_fail(d, rc, i, j, &n->ops);
       continue;
-    DX_EACH_LANE(l) { dx_resolve_lane(x, wk, l, dx_w); }
-    DX_WSYNC();
+    }
+    hbg__k_prepare(&c);
+    const uint64_t np = dcu_phases(&c);
+    uint64_t t0 = 0;
+    DX_LANE0 t0 = dx_clock();
+    int stop = 0;
+    uint64_t ph = 0;
+    while (ph < np && !stop) {
+      const int ur = dcu_phase(&c, ph, dx_lane, dx_w, kscr, &wk->urc);
+      ph++;
+#if DCU_VOTES
+      stop = DX_WSYNC_OR(ur != 0);
+#else
+      (void)ur;
+      DX_WSYNC();
+#endif
+    }
     DX_LANE0 {
-      if (wk->rc == 0)
-        wk->rc = hbg__k_values_check(&wk->call);
-      if (wk->rc == 0 && dcu_floats(&wk->call) > x->ctl->kscr_floats)
-        wk->rc = HBG_DC_E_DEVMEM;
-      if (wk->rc == 0)
-        hbg__k_prepare(&wk->call);
-      DCU_RESET(wk->urc);
+      n->phases += ph;
+      n->body_ns += dx_clock() - t0;
     }
-    DX_WSYNC();
-    if (wk->rc) {
-      DX_LANE0 hbg__disp_fail(x->d, wk->rc, (uint32_t)(wk->item >> 32),
-                              (uint32_t)wk->item);
-      DX_WSYNC();
+    if (stop) { /* a lane of a user kernel failed: the call ends */
+      DX_LANE0 hbg__disp_fail(d, wk->urc, i, j, &n->ops);
       continue;
     }
-    const uint64_t np = dcu_phases(&wk->call);
-    for (uint64_t ph = 0; ph < np; ph++) {
-      DX_EACH_LANE(l) { dcu_phase(&wk->call, ph, l, dx_w, kscr, &wk->urc); }
-      DX_WSYNC();
-      if (DCU_STOP(wk->urc)) /* a lane failed: the call ends */
-        break;
-    }
-    if (DCU_STOP(wk->urc)) {
-      DX_LANE0 hbg__disp_fail(x->d, wk->urc, (uint32_t)(wk->item >> 32),
-                              (uint32_t)wk->item);
-      DX_WSYNC();
-      continue;
-    }
-    const uint32_t i = (uint32_t)(wk->item >> 32), j = (uint32_t)wk->item;
     if (j != HBG__D_NONE)
-      DX_EACH_LANE(l) { hbg__disp_fanout(x->d, i, j, l, dx_w, &wk->cont); }
+      hbg__disp_fanout(d, i, j, dx_lane, dx_w, &wk->cont, &n->ops);
     DX_WSYNC();
     DX_LANE0 {
-      hbg__disp_item_done(x->d, wk->item, &wk->cont);
-      done++;
+      if (hbg__disp_item_done(d, item, &wk->cont, &n->ops))
+        x->ctl->t_done = dx_clock();
+      HBG__DA_STORE64_RLX(&x->cur[wid], HBG__D_EMPTY);
+      n->items++;
     }
   }
-  return done;
 }
 
-HBG_DC_ENTRY(hbg_dc_exec, hbg_dc_exec_args) {
-  /* the arguments where every thread of the CTA reaches them (a GPU
-   * thread's copy of a parameter is its own) */
-  DX_SHARED hbg_dc_exec_args as;
-  DX_SHARED dx_x xs;
-  DX_SHARED dx_wk wks[DX_MAX_WPC];
-  DX_SHARED int go;
-  uint8_t *blk = (uint8_t *)dc_ptr(a.scratch, a.scratch_bytes);
-  if (!blk || a.scratch_bytes < HBG_DC_EXEC_MIN_SCRATCH ||
-      a.scratch % 64) { /* the host never launches so */
-    if (DX_CTA == 0 && DX_TID == 0) {
-      hbg_dc_status st;
-      st.error = HBG_IMG_E_RANGE;
-      st.task = st.node = DC_NONE;
-      st.tasks_done = 0;
-      st.nodes_done = st.defs_verified = 0;
-      st.flags = st.reserved = 0;
-      st.setup_ns = st.run_ns = st.setup_nodes = 0;
-      hbg_dc_status *out = (hbg_dc_status *)dc_ptr(a.status, sizeof st);
-      if (out)
-        *out = st;
-    }
-    return;
-  }
-  hbg_dc_exec_ctl *ctl = (hbg_dc_exec_ctl *)(void *)blk;
-  /* Workers: a warp or the whole CTA on a GPU, the CTA on a host build. */
-#if defined(__CUDA_ARCH__)
-  const uint32_t dx_w =
-      (a.worker_lanes == 32 && DX_NTID % 32 == 0 && DX_NTID / 32 <= DX_MAX_WPC)
-          ? 32u
-          : DX_NTID;
-  const uint32_t dx_lane = DX_TID % dx_w;
-  dx_wk *wk = &wks[DX_TID / dx_w];
-#else
-  const uint32_t dx_w = DX_NTID;
-  dx_wk *wk = &wks[0];
-#endif
-  const uint32_t wpc = DX_NTID / dx_w;
-  const uint64_t n_workers = (uint64_t)DX_CTAS * wpc;
-
-  /* Prologue: CTA 0 resets the launch's state, the others wait for it. */
+/* Launch gen begins: CTA 0 resets the launch's state, the others wait for
+ * it. @return 1, alike in every thread, when the launch is over instead. */
+HBG_DC_FN int dx_prologue(dx_x *x, uint64_t n_workers) {
+  hbg_dc_exec_ctl *ctl = x->ctl;
+  const hbg_dc_exec_args *a = x->a;
+  int over = 0;
   if (DX_TID == 0) {
+    (void)dx_gen_count(&ctl->start_word, x->gen);
     if (DX_CTA == 0) {
       ctl->t0 = dx_clock();
       /* A new block (zeroed), or a cache of another shape, starts empty;
        * a pool grown in place keeps its copies (its start does not move) */
-      if (ctl->cache_slots != a.cache_slots || a.pool_bytes < ctl->pool_used) {
-        ctl->cache_slots = a.cache_slots;
+      if (ctl->cache_slots != a->cache_slots ||
+          a->pool_bytes < ctl->pool_used) {
+        ctl->cache_slots = a->cache_slots;
         ctl->cache_n = 0;
         ctl->pool_used = 0;
       }
-      ctl->pool_bytes = a.pool_bytes;
+      ctl->pool_bytes = a->pool_bytes;
       ctl->launches++;
-      ctl->exited = 0;
       ctl->bar_count = 0;
       ctl->err_key = DX_KEY_NONE;
       ctl->err_node = DC_NONE;
@@ -1408,32 +1534,51 @@ HBG_DC_ENTRY(hbg_dc_exec, hbg_dc_exec_args) {
       ctl->n_workers = (uint32_t)n_workers;
       ctl->bump = ctl->nodes = ctl->kscr = 0;
       ctl->defs_validated = ctl->setup_nodes = ctl->items_done = 0;
+      ctl->ops = ctl->phases = ctl->body_ns = 0;
       ctl->t_setup = ctl->t0;
+      ctl->t_done = 0;
       ctl->need = 0;
-      HBG__SA_STORE64_REL(&ctl->gen, a.gen);
+      HBG__SA_STORE64_REL(&ctl->gen, a->gen);
     } else {
       uint32_t ns = 32;
-      while (HBG__SA_LOAD64_ACQ(&ctl->gen) != a.gen)
+      while (HBG__SA_LOAD64_ACQ(&ctl->gen) != a->gen) {
+        if (dx_over(x))
+          break;
+        if (dx_late(x)) {
+          dx_timeout(x, HBG_DC_PHASE_START, 0,
+                     (uint32_t)HBG__SA_LOAD64(&ctl->start_word));
+          break;
+        }
         dx_pause(&ns);
+      }
     }
+    over = dx_over(x);
   }
-  DX_CTA_SYNC();
+  return DC_SYNC_CTA_OR(over);
+}
 
+/* Set-up, by the whole grid (steps 1 to 6 above). @return 1 when the
+ * window runs; *over 1 when the launch is over instead. */
+HBG_DC_FN int dx_setup(dx_x *x, dx_shared *sh, uint64_t n_workers,
+                       int *over) {
+  hbg_dc_exec_ctl *ctl = x->ctl;
+  const hbg_dc_exec_args *a = x->a;
+  uint8_t *blk = x->blk;
   /* 1. the window's copy (the launch reads only that) */
   hbg_dc_exec_layout lay;
-  hbg_dc_exec_layout_of(a.cache_slots, a.pool_bytes, a.bytes, 0, 0, 0, 0, 0,
-                        0, 0, 0, &lay);
-  const uint8_t *w0 = (const uint8_t *)dc_ptr(a.window, a.bytes);
-  const uint64_t *r0 = (const uint64_t *)dc_ptr(a.ranges, a.n_ranges * 16);
+  hbg_dc_exec_layout_of(a->cache_slots, a->pool_bytes, a->bytes, 0, 0, 0, 0,
+                        0, 0, 0, 0, &lay);
+  const uint8_t *w0 = (const uint8_t *)dc_ptr(a->window, a->bytes);
+  const uint64_t *r0 = (const uint64_t *)dc_ptr(a->ranges, a->n_ranges * 16);
   const int sane = w0 && r0 && lay.need != UINT64_MAX &&
-                   lay.off_xent <= a.scratch_bytes;
+                   lay.off_xent <= a->scratch_bytes;
   if (sane) {
     uint8_t *wc = blk + lay.off_win;
     DX_EACH_THREAD(t) {
-      for (uint64_t k = DX_GTID(t); k < a.bytes / 8; k += DX_GRID)
+      for (uint64_t k = DX_GTID(t); k < a->bytes / 8; k += DX_GRID)
         ((uint64_t *)(void *)wc)[k] = ((const uint64_t *)(const void *)w0)[k];
       if (DX_GTID(t) == 0)
-        for (uint64_t k = a.bytes / 8 * 8; k < a.bytes; k++)
+        for (uint64_t k = a->bytes / 8 * 8; k < a->bytes; k++)
           wc[k] = w0[k];
     }
   } else if (DX_CTA == 0 && DX_TID == 0) {
@@ -1441,16 +1586,17 @@ HBG_DC_ENTRY(hbg_dc_exec, hbg_dc_exec_args) {
                        w0 && r0 ? HBG_DC_E_DEVMEM : HBG_IMG_E_RANGE));
     ctl->need = lay.off_xent;
   }
-  dx_grid_sync(ctl);
+  if ((*over = dx_grid_sync(x, DX_STEP_WINDOW)))
+    return 0;
 
   /* every thread: the copy's header, then the launch's layout */
   hbg_img_win_view wv;
-  int rc = sane ? hbg_img_win_check_head(blk + lay.off_win, a.bytes, &wv) : 1;
+  int rc = sane ? hbg_img_win_check_head(blk + lay.off_win, a->bytes, &wv) : 1;
   if (rc == 0) {
-    hbg_dc_exec_layout_of(a.cache_slots, a.pool_bytes, a.bytes,
-                          wv.hdr->n_tasks, a.n_ranges, 0, 0, 0, 0, 0, 0,
+    hbg_dc_exec_layout_of(a->cache_slots, a->pool_bytes, a->bytes,
+                          wv.hdr->n_tasks, a->n_ranges, 0, 0, 0, 0, 0, 0,
                           &lay);
-    if (lay.off_bump > a.scratch_bytes) { /* hints too small or none */
+    if (lay.off_bump > a->scratch_bytes) { /* hints too small or none */
       if (DX_CTA == 0 && DX_TID == 0) {
         dx_err(ctl, DX_KEY(DX_P_WIN, DC_NONE, 0, 0, HBG_DC_E_DEVMEM));
         ctl->need = lay.off_bump;
@@ -1461,11 +1607,6 @@ HBG_DC_ENTRY(hbg_dc_exec, hbg_dc_exec_args) {
     dx_err(ctl, DX_KEY(DX_P_WIN, DC_NONE, 0, 0, rc));
   }
   if (DX_TID == 0) {
-    dx_x *x = &xs;
-    as = a;
-    x->a = &as;
-    x->ctl = ctl;
-    x->blk = blk;
     x->r = r0;
     x->lay = lay;
     x->cache = (hbg_dc_centry *)(void *)(blk + lay.off_cache);
@@ -1483,75 +1624,137 @@ HBG_DC_ENTRY(hbg_dc_exec, hbg_dc_exec_args) {
     }
   }
   DX_CTA_SYNC();
-  dx_x *x = &xs;
 
   /* 2. every entry on its own (records cleared first) */
   if (rc == 0)
     dx_clear(x);
-  dx_grid_sync(ctl);
+  if ((*over = dx_grid_sync(x, DX_STEP_CLEAR)))
+    return 0;
   if (rc == 0)
     dx_entries(x);
-  dx_grid_sync(ctl);
+  if ((*over = dx_grid_sync(x, DX_STEP_ENTRIES)))
+    return 0;
 
   /* 3. Definitions against the cache and their group leaders */
   if (rc == 0)
     dx_compare(x);
-  dx_grid_sync(ctl);
+  if ((*over = dx_grid_sync(x, DX_STEP_COMPARE)))
+    return 0;
 
-  /* 4. new, changed and differing Definitions: copied, validated (every
-   * CTA decides alike from the published flags) */
+  /* 4. new, changed and differing Definitions: copied, validated, planned
+   * (every CTA decides alike from the published flags) */
   if (DX_TID == 0) {
     int work = 0;
     for (uint32_t k = 0; rc == 0 && k < x->groups && !work; k++)
       work = x->xd[k].claim == 2 && x->xd[k].miss;
     for (uint32_t i = 0; rc == 0 && i < x->n_tasks && !work; i++)
       work = x->xe[i].ok && x->xe[i].differs;
-    go = work;
+    sh->go = work;
   }
   DX_CTA_SYNC();
-  if (go)
-    dx_new_defs(x);
+  const int go = sh->go;
+  if (go && (*over = dx_new_defs(x)))
+    return 0;
 
   /* 5. every entry against its Definition, then its boundary tensors */
   if (rc == 0)
     dx_finish(x, go);
-  dx_grid_sync(ctl);
+  if ((*over = dx_grid_sync(x, DX_STEP_FINISH)))
+    return 0;
   if (rc == 0)
     dx_bounds(x);
-  dx_grid_sync(ctl);
+  if ((*over = dx_grid_sync(x, DX_STEP_BOUNDS)))
+    return 0;
 
-  /* 6. the tail, the dispatch core started, the ready entries seeded */
+  /* 6. the tail, the dispatch core started */
   const int run = rc == 0 && dx_tail(x, n_workers);
-  dx_grid_sync(ctl);
-  if (DX_CTA == 0 && DX_TID == 0)
-    ctl->t_setup = dx_clock();
-  uint64_t done = 0;
+  if ((*over = dx_grid_sync(x, DX_STEP_TAIL)))
+    return 0;
+  return run;
+}
+
+HBG_DC_ENTRY(hbg_dc_exec, hbg_dc_exec_args) {
+  DC_SHARED_BLOCK(dx_shared, sh);
+  uint8_t *blk = (uint8_t *)dc_ptr(a.scratch, a.scratch_bytes);
+  if (!blk || a.scratch_bytes < HBG_DC_EXEC_MIN_SCRATCH ||
+      a.scratch % 64) { /* the host never launches so */
+    if (DX_CTA == 0 && DX_TID == 0) {
+      hbg_dc_status st;
+      st.error = HBG_IMG_E_RANGE;
+      st.task = st.node = DC_NONE;
+      st.tasks_done = 0;
+      st.nodes_done = st.defs_verified = 0;
+      st.flags = st.phase = 0;
+      st.setup_ns = st.run_ns = st.setup_nodes = 0;
+      st.dispatch_ops = st.kernel_phases = st.body_ns = st.tail_ns = 0;
+      st.workers = st.step = st.arrived = st.ctas = 0;
+      hbg_dc_status *out = (hbg_dc_status *)dc_ptr(a.status, sizeof st);
+      if (out)
+        *out = st;
+    }
+    return;
+  }
+  hbg_dc_exec_ctl *ctl = (hbg_dc_exec_ctl *)(void *)blk;
+  /* Workers: a warp, or the whole CTA. */
+  const uint32_t dx_w = (a.worker_lanes == DC_WARP && DX_NTID % DC_WARP == 0 &&
+                         DX_NTID / DC_WARP <= DX_MAX_WPC)
+                            ? DC_WARP
+                            : DX_NTID;
+  const uint32_t dx_lane = DX_TID % dx_w;
+  dx_wk *wk = &sh->wks[DX_TID / dx_w];
+  const uint32_t wpc = DX_NTID / dx_w;
+  const uint64_t n_workers = (uint64_t)DX_CTAS * wpc;
+  const uint64_t wid = (uint64_t)DX_CTA * wpc + DX_TID / dx_w;
+  if (DX_TID == 0) {
+    dx_x *x = &sh->xs;
+    sh->as = a;
+    x->a = &sh->as;
+    x->ctl = ctl;
+    x->blk = blk;
+    x->gen = a.gen;
+    x->n_tasks = 0;
+    x->cur = NULL;
+    const uint64_t t = dx_clock();
+    x->deadline = a.deadline_ns && a.deadline_ns < UINT64_MAX - t
+                      ? t + a.deadline_ns
+                      : UINT64_MAX;
+  }
+  DX_CTA_SYNC();
+  dx_x *x = &sh->xs;
+  dx_count n = {0, 0, 0, 0};
+  int over = dx_prologue(x, n_workers), run = 0;
+  if (!over)
+    run = dx_setup(x, sh, n_workers, &over);
   if (run) {
-    DX_EACH_THREAD(t) {
+    if (DX_CTA == 0 && DX_TID == 0)
+      ctl->t_setup = dx_clock();
+    DX_EACH_THREAD(t) { /* the entries without dependencies made ready */
       for (uint64_t i = DX_GTID(t); i < x->n_tasks; i += DX_GRID)
         if (hbg_img_win_task(&ctl->wv, (uint32_t)i)->n_deps == 0)
-          hbg__disp_entry_ready(x->d, (uint32_t)i, NULL);
+          hbg__disp_entry_ready(x->d, (uint32_t)i, NULL, &n.ops);
     }
     float *kscr = (float *)(void *)(blk + ctl->kscr_off) +
-                  ((uint64_t)DX_CTA * wpc + DX_TID / dx_w) * ctl->kscr_floats;
-#if defined(__CUDA_ARCH__)
-    done = dx_run(x, wk, kscr, dx_w, dx_lane);
-#else
-    done = dx_run(x, wk, kscr, dx_w);
-#endif
+                  wid * ctl->kscr_floats;
+    dx_run(x, wk, kscr, dx_w, dx_lane, wid, n_workers, &n);
   }
 
-  /* leave: the last CTA writes the status */
-  if (done)
-    HBG__SA_ADD64(&ctl->items_done, done);
+  /* leave: counts summed, the last CTA writes the status */
+  if (n.ops)
+    HBG__SA_ADD64(&ctl->ops, n.ops);
+  if (n.items)
+    HBG__SA_ADD64(&ctl->items_done, n.items);
+  if (n.phases)
+    HBG__SA_ADD64(&ctl->phases, n.phases);
+  if (n.body_ns)
+    HBG__SA_ADD64(&ctl->body_ns, n.body_ns);
   DX_CTA_SYNC();
   if (DX_TID == 0) {
     HBG__SA_FENCE();
-    if (HBG__SA_ADD32(&ctl->exited, 1u) + 1u == DX_CTAS) {
+    if (dx_gen_count(&ctl->exit_word, x->gen) == DX_CTAS) {
       HBG__SA_FENCE();
-      if (ctl->err_key != DX_KEY_NONE)
+      if (ctl->tmo_gen != x->gen && ctl->err_key != DX_KEY_NONE)
         ctl->err_node = dx_err_node(x, ctl->err_key);
-      dx_status(&a, ctl, run ? x->d : NULL, dx_clock());
+      dx_status(x, run, (uint32_t)n_workers, dx_clock());
     }
   }
 }

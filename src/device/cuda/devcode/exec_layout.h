@@ -13,7 +13,8 @@
  *     their own);
  *     the verdict cache: `cache_slots` entries (hbg_dc_centry);
  *     the pool: `pool_bytes` of private Definition copies, each with its
- *     boundary tensors' alignment masks (hbg_dc_exec_pool_slot);
+ *     boundary tensors' alignment masks and its nodes' dispatch plan
+ *     (hbg_dc_exec_pool_slot);
  *   this launch's:
  *     the window's private copy;
  *     one hbg_dc_xent per entry;
@@ -23,8 +24,8 @@
  *     the dispatch core's entries (hbg__dent);
  *     the bump area: per graph entry its Submission's boundary and
  *     scalars, per entry its dependency links;
- *     the fan-in counters, the ticket queue, one kernel scratch area per
- *     worker.
+ *     the fan-in counters, the ticket queue, each worker's current item,
+ *     one kernel scratch area per worker.
  */
 #ifndef HBG_DEVICE_CUDA_DEVCODE_EXEC_LAYOUT_H
 #define HBG_DEVICE_CUDA_DEVCODE_EXEC_LAYOUT_H
@@ -47,6 +48,8 @@ typedef struct hbg_dc_centry {
                           UINT32_MAX (a user kernel's: asked of the
                           linked module at each launch) */
   uint32_t n_nodes;
+  uint32_t n_sinks;    /* nodes nothing consumes */
+  uint32_t reserved;
 } hbg_dc_centry;
 
 /* Per window entry, this launch. */
@@ -85,6 +88,8 @@ typedef struct hbg_dc_xdef {
   uint32_t first_user; /* atomic minimum (validation) */
   uint64_t kscr;       /* atomic maximum (validation) */
   uint64_t key;        /* atomic minimum: the validator's least key */
+  uint32_t sinks;      /* atomic: nodes nothing consumes (the plan's) */
+  uint32_t reserved;
   uint64_t pool_off;   /* its copy (state COPY) */
   const uint8_t *src;  /* the bytes it is copied or validated from */
 } hbg_dc_xdef;
@@ -117,18 +122,29 @@ static inline HBG_IMAGE_FN uint64_t hbg_dc_exec_al64(uint64_t n) {
 
 /* Pool bytes of one Definition of `size` bytes: its copy, then one u32
  * alignment mask per boundary tensor (a boundary signature takes 40 bytes
- * of the image, so there are at most size / 40). */
+ * of the image, so there are at most size / 40), then one hbg__dnode per
+ * node (a node takes at least 48 bytes: its record and two CSR row
+ * starts). */
+static inline HBG_IMAGE_FN uint64_t hbg_dc_exec_masks_bytes(uint64_t size) {
+  return hbg_dc_exec_al64((size / 40 + 1) * 4);
+}
+static inline HBG_IMAGE_FN uint64_t hbg_dc_exec_plan_nodes(uint64_t size) {
+  return size / 48 + 1;
+}
 static inline HBG_IMAGE_FN uint64_t hbg_dc_exec_pool_slot(uint64_t size) {
-  return hbg_dc_exec_al64(size) + hbg_dc_exec_al64((size / 40 + 1) * 4);
+  return hbg_dc_exec_al64(size) + hbg_dc_exec_masks_bytes(size) +
+         hbg_dc_exec_al64(hbg_dc_exec_plan_nodes(size) * sizeof(hbg__dnode));
 }
 
 /* Pool bytes that hold any `n_defs` Definitions of `def_bytes` bytes in
- * all (each slot rounds up by less than 64 + 64 + size / 10 + 4). */
+ * all (each slot rounds up by less than 64 + (size / 10 + 68) +
+ * (size / 3 + 80)). */
 static inline HBG_IMAGE_FN uint64_t hbg_dc_exec_pool_bytes(uint64_t def_bytes,
                                                           uint64_t n_defs) {
   if (def_bytes > HBG_DC_EXEC_MAX_COUNT || n_defs > HBG_DC_EXEC_MAX_COUNT)
     return UINT64_MAX;
-  return hbg_dc_exec_al64(def_bytes + def_bytes / 10 + n_defs * 132);
+  return hbg_dc_exec_al64(def_bytes + def_bytes / 10 + def_bytes / 3 +
+                          n_defs * 212);
 }
 
 /* The Definition groups' table size for n_tasks entries. */
@@ -178,8 +194,8 @@ hbg_dc_exec_layout_of(uint64_t cache_slots, uint64_t pool_bytes,
   uint64_t bump = (n_btensors * 2 + n_bscalars) * 8 +
                   n_deps * sizeof(hbg__dlink);
   uint64_t tail = hbg_dc_exec_al64(n_nodes * 4) +
-                  hbg_dc_exec_al64(
-                      hbg__disp_slots(n_tasks + n_nodes, n_workers) * 8);
+                  hbg_dc_exec_al64(hbg__disp_slots(n_tasks + n_nodes) * 8) +
+                  hbg_dc_exec_al64(n_workers * 8);
   uint64_t stride = hbg_dc_exec_al64(kscr_floats * 4);
   if (stride && n_workers > (UINT64_MAX >> 2) / stride)
     return;

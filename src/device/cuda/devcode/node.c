@@ -11,17 +11,17 @@
 
 #include "kernels/kern_src.h"
 
-#if defined(__CUDA_ARCH__)
-#define DN_TID threadIdx.x
-#define DN_LANES blockDim.x
-#define DN_SYNC() __syncthreads()
-#define DN_SHARED __shared__
-#else
-#define DN_TID 0u
-#define DN_LANES 1u
-#define DN_SYNC() ((void)0)
-#define DN_SHARED
-#endif
+#define DN_TID DC_TID
+#define DN_LANES DC_NTID
+#define DN_SYNC() DC_SYNC_CTA()
+
+/* A CTA's shared memory: the call, resolved once for its threads. */
+typedef struct dn_shared {
+  hbg__ktensor t[HBG_DC_NODE_MAX_TENSORS];
+  uint64_t sc[HBG_DC_NODE_MAX_SCALARS];
+  hbg__kcall call;
+  int go;
+} dn_shared;
 
 /* Thread 0: the call's hbg__kcall with resolved tensors. @return 0 or an
  * error code. */
@@ -68,29 +68,26 @@ HBG_DC_FN int dn_resolve(const hbg_dc_node_args *a, hbg__kcall *c,
 }
 
 HBG_DC_ENTRY(hbg_dc_node, hbg_dc_node_args) {
-  DN_SHARED hbg__ktensor t[HBG_DC_NODE_MAX_TENSORS];
-  DN_SHARED uint64_t sc[HBG_DC_NODE_MAX_SCALARS];
-  DN_SHARED hbg__kcall call;
-  DN_SHARED int go;
+  DC_SHARED_BLOCK(dn_shared, sh);
   if (DN_TID == 0) {
-    go = 0;
+    sh->go = 0;
     uint64_t *st = (uint64_t *)dc_ptr(a.status, sizeof(uint64_t));
     /* an earlier call failed: this one does nothing (first error wins) */
     if (st && *st == 0) {
-      int rc = dn_resolve(&a, &call, t, sc);
+      int rc = dn_resolve(&a, &sh->call, sh->t, sh->sc);
       if (rc)
         *st = hbg_dc_node_status_pack(rc, a.index);
       else
-        go = 1;
+        sh->go = 1;
     }
   }
   DN_SYNC();
-  if (!go)
+  if (!sh->go)
     return;
   float *kscr = (float *)dc_ptr(a.scratch, a.scratch_floats * sizeof(float));
-  uint64_t n = hbg__k_phases(&call);
+  uint64_t n = hbg__k_phases(&sh->call);
   for (uint64_t ph = 0; ph < n; ph++) {
-    hbg__k_phase(&call, ph, DN_TID, DN_LANES, kscr);
+    hbg__k_phase(&sh->call, ph, DN_TID, DN_LANES, kscr);
     DN_SYNC();
   }
 }

@@ -82,12 +82,14 @@ HBG_DC_FN uint64_t dcu_phases(const hbg__kcall *c) {
 }
 
 /* Lane `lane`'s share of phase ph; a user kernel's error goes to *urc,
- * which keeps the most negative (a positive result is HBG_E_KERNEL). */
-HBG_DC_FN void dcu_phase(const hbg__kcall *c, uint64_t ph, uint32_t lane,
-                         uint32_t n_lanes, float *scratch, int *urc) {
+ * which keeps the most negative (a positive result is HBG_E_KERNEL).
+ * @return this lane's error, 0 if none (the lanes vote on it after the
+ * phase's barrier: DCU_VOTES). */
+HBG_DC_FN int dcu_phase(const hbg__kcall *c, uint64_t ph, uint32_t lane,
+                        uint32_t n_lanes, float *scratch, int *urc) {
   if (!hbg_img_kernel_is_user(c->kernel)) {
     hbg__k_phase(c, ph, lane, n_lanes, scratch);
-    return;
+    return 0;
   }
   hbg_kernel_call k;
   k.kernel = c->kernel;
@@ -101,27 +103,29 @@ HBG_DC_FN void dcu_phase(const hbg__kcall *c, uint64_t ph, uint32_t lane,
     r = HBG_IMG_E_KERNEL;
   if (r < 0) {
 #if defined(__CUDA_ARCH__)
-    atomicMin(urc, r);
+    atomicMin_block(urc, r);
 #else
-    if (r < *urc)
-      *urc = r;
+    int o = __atomic_load_n(urc, __ATOMIC_RELAXED);
+    while (r < o && !__atomic_compare_exchange_n(urc, &o, r, 0,
+                                                 __ATOMIC_RELAXED,
+                                                 __ATOMIC_RELAXED)) {
+    }
 #endif
   }
+  return r;
 }
 
-/* Before an item's phases; after a phase's barrier: a lane failed, the
- * call ends. */
-#define DCU_RESET(urc) ((urc) = 0)
-#define DCU_STOP(urc) ((urc) != 0)
+/* A phase's lanes may fail: the executor votes after each phase. */
+#define DCU_VOTES 1
 
 #else /* the whole-program module: built-in kernels only */
 
 #define dcu_check(c) ((void)(c), HBG_IMG_E_KERNEL)
 #define dcu_floats(c) hbg__k_scratch_floats(c)
 #define dcu_phases(c) hbg__k_phases(c)
-#define dcu_phase(c, ph, lane, n, s, urc) hbg__k_phase(c, ph, lane, n, s)
-#define DCU_RESET(urc) ((void)&(urc))
-#define DCU_STOP(urc) 0
+#define dcu_phase(c, ph, lane, n, s, urc)                                      \
+  ((void)(urc), hbg__k_phase(c, ph, lane, n, s), 0)
+#define DCU_VOTES 0
 
 #endif
 
