@@ -585,19 +585,19 @@ static void t_lanes(void) {
     for (int i = 0; i < R * D; i++)
       out[i] = 12345.0f;
     ASSERT_OK(hbg__kernel_run_lanes(cs_[c].k, cs_[c].t, cs_[c].nt, cs_[c].sc,
-                                    cs_[c].ns, 1));
+                                    cs_[c].ns, 1, NULL));
     memcpy(ref, out, sizeof ref);
     for (size_t l = 0; l < HBG__ARRAY_LEN(lanes); l++) {
       for (int i = 0; i < R * D; i++)
         out[i] = 12345.0f;
       ASSERT_OK(hbg__kernel_run_lanes(cs_[c].k, cs_[c].t, cs_[c].nt,
-                                      cs_[c].sc, cs_[c].ns, lanes[l]));
+                                      cs_[c].sc, cs_[c].ns, lanes[l], NULL));
       if (memcmp(out, ref, sizeof ref) != 0)
         T_FAIL("%s with %u lanes differs from 1 lane",
                hbg__kernel_name(cs_[c].k), lanes[l]);
     }
   }
-  ASSERT_ERR(hbg__kernel_run_lanes(HBG_KERNEL_ADD, cs_[1].t, 3, NULL, 0, 0),
+  ASSERT_ERR(hbg__kernel_run_lanes(HBG_KERNEL_ADD, cs_[1].t, 3, NULL, 0, 0, NULL),
              HBG_E_INVAL);
 }
 

@@ -37,6 +37,7 @@ static int compute_policy(bench_result *r, uint32_t arm, uint64_t *scratch) {
   p->deps = keep.deps;
   p->record = keep.record;
   size_t n = 0;
+  double items = 0;
   for (size_t i = 0; i < r->n_recs; i++) {
     const bench_rec *x = &r->recs[i];
     if (x->arm != arm)
@@ -60,6 +61,14 @@ static int compute_policy(bench_result *r, uint32_t arm, uint64_t *scratch) {
       p->split_binds++;
       p->setup_nodes += (double)x->setup_nodes;
     }
+    if (x->counts) {
+      p->count_binds++;
+      items += (double)x->items;
+      p->ops_per_item += (double)x->dispatch_ops;
+      p->phases_per_item += (double)x->kernel_phases;
+      p->body_ns += (double)x->body_ns;
+      p->tail_ns += (double)x->tail_ns;
+    }
     if (x->arena_high_water > p->arena_high_water)
       p->arena_high_water = x->arena_high_water;
     if (x->verified >= 0) {
@@ -79,6 +88,10 @@ static int compute_policy(bench_result *r, uint32_t arm, uint64_t *scratch) {
   for (size_t i = 0; i < sizeof means / sizeof means[0]; i++)
     *means[i] /= (double)n;
   p->setup_nodes = p->split_binds ? p->setup_nodes / p->split_binds : NAN;
+  p->ops_per_item = items > 0 ? p->ops_per_item / items : NAN;
+  p->phases_per_item = items > 0 ? p->phases_per_item / items : NAN;
+  p->body_ns = p->count_binds ? p->body_ns / p->count_binds : NAN;
+  p->tail_ns = p->count_binds ? p->tail_ns / p->count_binds : NAN;
   p->dev_setup.median = p->dev_setup.min = p->dev_setup.tmean = NAN;
   if (p->split_binds) {
     size_t k = 0;
@@ -337,6 +350,10 @@ static int json_policy(cJSON *arr, const bench_policy_res *p) {
     bad |= jsum(o, "device_setup_us", &p->dev_setup);
     bad |= jnum(o, "exec_defs_validated_per_bind", p->defs_validated);
     bad |= jnum(o, "exec_setup_nodes_per_bind", p->setup_nodes);
+    bad |= jnum(o, "exec_dispatch_ops_per_item", p->ops_per_item);
+    bad |= jnum(o, "exec_phases_per_item", p->phases_per_item);
+    bad |= jnum(o, "device_body_us", p->body_ns / 1e3);
+    bad |= jnum(o, "device_tail_us", p->tail_ns / 1e3);
   }
   bad |= jnum(o, "binds", p->binds);
   bad |= jnum(o, "verified_binds", p->checked);

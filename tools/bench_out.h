@@ -47,6 +47,11 @@ typedef struct bench_rec {
    * it validated; split 0 where the device gives no set-up figures. */
   uint64_t dev_setup_ns, setup_nodes, defs_validated;
   uint8_t split;
+  /* Its counters (hbg_bind_stats' exec_counts): items run, dispatch
+   * operations, kernel phases, kernel-body and tail device time; counts 0
+   * where the device gives none. */
+  uint8_t counts;
+  uint64_t items, dispatch_ops, kernel_phases, body_ns, tail_ns;
 } bench_rec;
 
 typedef struct bench_policy_res {
@@ -79,6 +84,11 @@ typedef struct bench_policy_res {
   bench_summary dev_setup;
   double setup_nodes, defs_validated;
   uint32_t split_binds;
+  /* Its counters over the binds that reported them (count_binds; NaN
+   * without): dispatch operations and kernel phases per item, kernel-body
+   * and tail device time per bind (ns, means). */
+  double ops_per_item, phases_per_item, body_ns, tail_ns;
+  uint32_t count_binds;
 } bench_policy_res;
 
 /* bench_result.verify_every: verify the last measured bind of each block. */

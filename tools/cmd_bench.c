@@ -179,6 +179,12 @@ static int finish(bench *B, bench_arm *a, hbg_bind *b, const bench_slot *s) {
   x->split = st.exec_split != 0;
   x->dev_setup_ns = st.device_setup_ns;
   x->setup_nodes = st.exec_setup_nodes;
+  x->counts = st.exec_counts != 0;
+  x->items = st.exec_items;
+  x->dispatch_ops = st.exec_dispatch_ops;
+  x->kernel_phases = st.exec_kernel_phases;
+  x->body_ns = st.device_body_ns;
+  x->tail_ns = st.device_tail_ns;
   return 0;
 }
 

@@ -839,18 +839,37 @@ typedef struct hbg_bind_stats {
                                    that validates; a verdict kept from an
                                    earlier bind is not counted) */
   uint32_t exec_split;         /* 1: the first three were reported */
-  uint32_t reserved;
+  uint32_t exec_counts;        /* 1: the counters below were reported */
+  /* The executor's counters (exec_counts 1: the sim, and cuda with
+   * exec=device), summed over its workers; 0 elsewhere. */
+  uint64_t exec_items;         /* items it ran (ordinary tasks + nodes) */
+  uint64_t exec_dispatch_ops;  /* its scheduling's global atomics, fences,
+                                  release stores and item-handing acquire
+                                  loads (kernel bodies excluded; the sim:
+                                  its scheduler's counted operations, done
+                                  under its lock) */
+  uint64_t exec_kernel_phases; /* kernel phases run (a barrier of the
+                                  worker after each) */
+  uint64_t device_body_ns;     /* device time inside kernel bodies (cuda
+                                  exec=device; 0 on the sim) */
+  uint64_t device_tail_ns;     /* from the window's completion to the
+                                  executor's end (cuda exec=device) */
+  uint32_t exec_workers;       /* its workers (a warp, a CTA, a thread) */
+  uint32_t reserved2;
 } hbg_bind_stats;
 
 /* sizeof(hbg_bind_stats) before device_ns was added. */
 #define HBG_BIND_STATS_SIZE_V1 152u
 /* sizeof(hbg_bind_stats) before device_setup_ns was added. */
 #define HBG_BIND_STATS_SIZE_V2 160u
+/* sizeof(hbg_bind_stats) before exec_items was added. */
+#define HBG_BIND_STATS_SIZE_V3 200u
 
 /* *out receives the bind's statistics. Set out->struct_size to
  * sizeof(hbg_bind_stats) first: a caller built before device_ns has
  * HBG_BIND_STATS_SIZE_V1 there, one built before device_setup_ns
- * HBG_BIND_STATS_SIZE_V2, and gets nothing written past that; any other
+ * HBG_BIND_STATS_SIZE_V2, one built before exec_items
+ * HBG_BIND_STATS_SIZE_V3, and gets nothing written past that; any other
  * value gets the whole struct (a struct grows only at its end).
  * @return 0 and *out, or HBG_E_INVAL. */
 HBG_API int hbg_bind_stats_get(const hbg_bind *b, hbg_bind_stats *out);

@@ -812,6 +812,44 @@ static int upload_window(hbg_bind *b) {
   return 0;
 }
 
+/* The device ran past its deadline: where it waited, for hbg_last_error
+ * (kept in the bind: hbg_bind_wait sets it after collecting). */
+static void timeout_message(hbg_bind *b, const hbg_dev_status *st) {
+  char *m = b->timeout_msg;
+  const size_t n = sizeof b->timeout_msg;
+  switch (st->phase) {
+  case HBG_DEV_PHASE_START:
+    snprintf(m, n, "the device executor ran past its deadline waiting for "
+                   "its launch to begin: %u of %u CTAs started (the rest "
+                   "were never resident: another kernel holding the "
+                   "device's SMs?)",
+             st->arrived, st->ctas);
+    break;
+  case HBG_DEV_PHASE_SETUP:
+    snprintf(m, n, "the device executor ran past its deadline in set-up, "
+                   "at grid barrier %u: %u of %u CTAs arrived (the rest were "
+                   "never resident: another kernel holding the device's "
+                   "SMs?)",
+             st->step, st->arrived, st->ctas);
+    break;
+  case HBG_DEV_PHASE_RUN:
+    if (st->task != HBG_TASK_NONE && st->node != HBG_TASK_NONE)
+      snprintf(m, n, "the device executor ran past its deadline in the run: "
+                     "window entry %u, graph node %u was still running",
+               st->task, st->node);
+    else if (st->task != HBG_TASK_NONE)
+      snprintf(m, n, "the device executor ran past its deadline in the run: "
+                     "window entry %u had not completed and no worker was "
+                     "running an item",
+               st->task);
+    else
+      snprintf(m, n, "the device executor ran past its deadline in the run");
+    break;
+  default:
+    snprintf(m, n, "the device executor ran past its deadline");
+  }
+}
+
 /* The device has finished the launched bind: read its status. An
  * unreadable status is the bind's outcome, for later calls too. */
 static void collect(hbg_bind *b) {
@@ -841,6 +879,17 @@ static void collect(hbg_bind *b) {
       b->st.device_run_ns = st.run_ns;
       b->st.exec_setup_nodes = st.setup_nodes;
     }
+    if (st.flags & HBG_DEV_STATUS_COUNTS) {
+      b->st.exec_counts = 1;
+      b->st.exec_items = st.nodes_done;
+      b->st.exec_dispatch_ops = st.dispatch_ops;
+      b->st.exec_kernel_phases = st.kernel_phases;
+      b->st.device_body_ns = st.body_ns;
+      b->st.device_tail_ns = st.tail_ns;
+      b->st.exec_workers = st.workers;
+    }
+    if (st.error == HBG_E_TIMEOUT)
+      timeout_message(b, &st);
   }
 }
 
@@ -975,7 +1024,10 @@ int hbg_bind_wait(hbg_bind *b) {
     if (rc < 0)
       return rc;
     collect(b);
-    if (b->err_entry != HBG_TASK_NONE && b->err_node != HBG_TASK_NONE)
+    if (b->st.device_status == HBG_E_TIMEOUT)
+      hbg__error_set("device: HBG_E_TIMEOUT: %s; the runtime stays usable",
+                     b->timeout_msg);
+    else if (b->err_entry != HBG_TASK_NONE && b->err_node != HBG_TASK_NONE)
       hbg__error_set("device: %s at window entry %u, graph node %u",
                      hbg_err_name(b->st.device_status), b->err_entry,
                      b->err_node);
@@ -994,8 +1046,12 @@ int hbg_bind_stats_get(const hbg_bind *b, hbg_bind_stats *out) {
   _Static_assert(offsetof(hbg_bind_stats, device_setup_ns) ==
                      HBG_BIND_STATS_SIZE_V2,
                  "the second version ends where device_setup_ns starts");
+  _Static_assert(offsetof(hbg_bind_stats, exec_items) ==
+                     HBG_BIND_STATS_SIZE_V3,
+                 "the third version ends where exec_items starts");
   size_t n = out->struct_size == HBG_BIND_STATS_SIZE_V1 ||
-                     out->struct_size == HBG_BIND_STATS_SIZE_V2
+                     out->struct_size == HBG_BIND_STATS_SIZE_V2 ||
+                     out->struct_size == HBG_BIND_STATS_SIZE_V3
                  ? out->struct_size
                  : sizeof *out;
   hbg_bind_stats st = b->st;

@@ -210,6 +210,7 @@ struct hbg_bind {
   uint64_t sub_bytes; /* coalesced: Submission bytes inside the window */
   uint64_t bulk_len;  /* pinned-bulk: bytes of the bind's packed images */
   uint32_t err_entry, err_node; /* device status location (HBG_TASK_NONE) */
+  char timeout_msg[320]; /* where a bind past its deadline waited */
   /* The window's sizing for the launch descriptor (HBG_DEV_LAUNCH_SIZED):
    * dependencies and graph nodes of the published entries, the most
    * kernel scratch (floats) one of their calls needs; and

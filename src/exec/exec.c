@@ -62,6 +62,7 @@ typedef struct xrun {
   uint32_t running;
   uint64_t defs_verified;
   uint64_t setup_nodes; /* node records the set-up read */
+  uint64_t phases;      /* kernel phases run (under mu) */
   int error;
   uint32_t err_task, err_node;
   int finished;
@@ -199,12 +200,13 @@ static int def_kernels_check(const xdef *d, uint32_t *bad) {
 
 /* A user kernel runs from the registry, a built-in from kernels.c. */
 static int run_kernel(hbg__exec *e, uint32_t kernel, const hbg__ktensor *t,
-                      uint32_t nt, const uint64_t *sc, uint32_t ns) {
+                      uint32_t nt, const uint64_t *sc, uint32_t ns,
+                      uint64_t *phases) {
   if (hbg_img_kernel_is_user(kernel)) {
     HBG__TRY(hbg__kernel_check(kernel, t, nt, ns));
-    return hbg__ukernels_run(e->uk, kernel, t, nt, sc, ns, e->lanes);
+    return hbg__ukernels_run(e->uk, kernel, t, nt, sc, ns, e->lanes, phases);
   }
-  return hbg__kernel_run_lanes(kernel, t, nt, sc, ns, e->lanes);
+  return hbg__kernel_run_lanes(kernel, t, nt, sc, ns, e->lanes, phases);
 }
 
 /* No kernel of this launch may write over an image it reads; whatever it
@@ -499,16 +501,23 @@ static void check_finished(xrun *r) {
   }
 }
 
-static int run_item(xrun *r, uint64_t item) {
+/* Run one item; *phases += the kernel phases it ran. */
+static int run_item(xrun *r, uint64_t item, uint64_t *phases) {
   uint32_t i = (uint32_t)(item >> 32), j = (uint32_t)item;
   const xtask *x = &r->tasks[i];
-  if (j == NONE)
-    return run_kernel(r->e, x->kernel, x->t, x->nt, x->sc, x->ns);
-  hbg__ktensor t[HBG_IMG_MAX_ARGS_PER_NODE];
-  uint64_t sc[HBG_IMG_MAX_SCALARS_PER_NODE];
-  uint32_t k, nt, ns;
-  HBG__TRY(node_args(&x->g, x, j, t, sc, &k, &nt, &ns));
-  return run_kernel(r->e, k, t, nt, sc, ns);
+  uint64_t ph = 0;
+  int rc;
+  if (j == NONE) {
+    rc = run_kernel(r->e, x->kernel, x->t, x->nt, x->sc, x->ns, &ph);
+  } else {
+    hbg__ktensor t[HBG_IMG_MAX_ARGS_PER_NODE];
+    uint64_t sc[HBG_IMG_MAX_SCALARS_PER_NODE];
+    uint32_t k, nt, ns;
+    HBG__TRY(node_args(&x->g, x, j, t, sc, &k, &nt, &ns));
+    rc = run_kernel(r->e, k, t, nt, sc, ns, &ph);
+  }
+  *phases += ph;
+  return rc;
 }
 
 static void wake(hbg__exec *e, const xrun *r) {
@@ -533,12 +542,13 @@ static int step_locked(hbg__exec *e, xrun *r) {
   r->running++;
   wake(e, r);
   pthread_mutex_unlock(&e->mu);
-  uint64_t ran = 0;
+  uint64_t ran = 0, phases = 0;
   int rc = 0;
-  while (ran < take && (rc = run_item(r, items[ran])) == 0)
+  while (ran < take && (rc = run_item(r, items[ran], &phases)) == 0)
     ran++;
   pthread_mutex_lock(&e->mu);
   r->running--;
+  r->phases += phases;
   for (uint64_t k = 0; k < ran && !s->failed; k++)
     hbg__sched_done(s, items[k]);
   if (rc < 0)
@@ -631,10 +641,13 @@ int hbg__exec_run(hbg__exec *e, const hbg_dev_launch_desc *l,
   const uint64_t t2 = hbg__now_ns();
   if (!t1)
     t1 = t2;
-  st->flags = HBG_DEV_STATUS_SPLIT;
+  st->flags = HBG_DEV_STATUS_SPLIT | HBG_DEV_STATUS_COUNTS;
   st->setup_ns = t1 - t0;
   st->run_ns = t2 - t1;
   st->setup_nodes = r.setup_nodes;
+  st->dispatch_ops = r.s ? r.s->ops : 0;
+  st->kernel_phases = r.phases;
+  st->workers = e->n_threads + 1; /* its threads and the launching one */
   free(r.defs);
   free(r.img);
   free(r.wr);

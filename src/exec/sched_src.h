@@ -185,11 +185,20 @@ typedef struct hbg__sched {
   int32_t error;           /* the first error, with its entry and node */
   uint32_t err_task, err_node;
   uint32_t reserved;
+  uint64_t ops; /* the operations below counted (an includer's report) */
   hbg__sched_task *task; /* [n_tasks] */
   uint32_t *out;         /* [n_deps] dependents, per task in a row */
   uint32_t *fanin;       /* [n_nodes] finished producers (atomic) */
   uint64_t *q;           /* [n_items] */
 } hbg__sched;
+
+/* Count n of the core's atomic operations (plain under
+ * HBG__SCHED_SERIAL, like the operations themselves). */
+#if defined(HBG__SCHED_SERIAL)
+#define HBG__SCHED_OPS(s, n) ((s)->ops += (n))
+#else
+#define HBG__SCHED_OPS(s, n) ((void)HBG__SA_ADD64(&(s)->ops, (uint64_t)(n)))
+#endif
 
 static inline HBG__SFN uint64_t hbg__sched_al8(uint64_t n) {
   return (n + 7) & ~(uint64_t)7;
@@ -277,6 +286,7 @@ static inline HBG__SFN int hbg__sched_task_set(hbg__sched *s, uint32_t i,
 
 static inline HBG__SFN void hbg__sched_push(hbg__sched *s, uint32_t task,
                                             uint32_t node) {
+  HBG__SCHED_OPS(s, 2); /* the tail, the slot */
   uint64_t at = HBG__SA_ADD64(&s->q_tail, (uint64_t)1);
   if (at >= s->n_items) {
     hbg__sched_fail(s, HBG_IMG_E_CSR, task, node);
@@ -352,12 +362,14 @@ static inline HBG__SFN int hbg__sched_pop(hbg__sched *s, uint64_t *item) {
   uint64_t v;
   while ((v = HBG__SA_LOAD64_ACQ(&s->q[h])) == HBG__SCHED_EMPTY) {
   }
+  HBG__SCHED_OPS(s, 2); /* the head, the slot */
   *item = v;
   return 1;
 }
 
 static inline HBG__SFN void hbg__sched_task_done(hbg__sched *s, uint32_t i) {
   const hbg__sched_task *t = &s->task[i];
+  HBG__SCHED_OPS(s, 1 + t->n_out);
   HBG__SA_ADD32(&s->tasks_done, 1u);
   for (uint32_t k = 0; k < t->n_out; k++) {
     uint32_t d = s->out[t->first_out + k];
@@ -374,6 +386,7 @@ static inline HBG__SFN void hbg__sched_task_done(hbg__sched *s, uint32_t i) {
 static inline HBG__SFN void hbg__sched_done(hbg__sched *s, uint64_t item) {
   uint32_t i = (uint32_t)(item >> 32), j = (uint32_t)item;
   HBG__SA_FENCE(); /* the item's outputs before its consumers' counts */
+  HBG__SCHED_OPS(s, 1);
   HBG__SA_ADD64(&s->items_done, (uint64_t)1);
   hbg__sched_task *t = &s->task[i];
   if (j == HBG__SCHED_NONE) {
@@ -399,6 +412,7 @@ static inline HBG__SFN void hbg__sched_done(hbg__sched *s, uint64_t item) {
       return;
     }
     uint32_t nf = g->def.fanin_ptr[c + 1] - g->def.fanin_ptr[c];
+    HBG__SCHED_OPS(s, 1);
     uint32_t old = HBG__SA_ADD32(&s->fanin[t->node_base + c], 1u);
     if (old >= nf) {
       hbg__sched_fail(s, HBG_IMG_E_CSR, i, j);
@@ -407,6 +421,7 @@ static inline HBG__SFN void hbg__sched_done(hbg__sched *s, uint64_t item) {
     if (old + 1 == nf)
       hbg__sched_push(s, i, c);
   }
+  HBG__SCHED_OPS(s, 1);
   if (HBG__SA_SUB32(&t->nodes_left, 1u) == 1u)
     hbg__sched_task_done(s, i);
 }

@@ -154,13 +154,16 @@ int hbg__ukernels_has(hbg__ukernels *u, uint32_t kernel) {
 /* A lane-model call: every phase, each by lanes 0..n_lanes-1 in turn; a
  * phase whose lanes fail ends the call with the most negative error. */
 static int run_lanes(const uk_entry *e, const hbg__ktensor *t, uint32_t nt,
-                     const uint64_t *sc, uint32_t ns, uint32_t n_lanes) {
+                     const uint64_t *sc, uint32_t ns, uint32_t n_lanes,
+                     uint64_t *ran) {
   HBG__RETURN_IF(n_lanes == 0, HBG_E_INVAL);
   uint64_t phases = e->phases;
   if (e->rows_of) {
     HBG__RETURN_IF(e->rows_of > nt, HBG_E_KERNEL);
     phases *= hbg_kernel_rows(&t[e->rows_of - 1]);
   }
+  if (ran)
+    *ran = phases;
   hbg_kernel_call c = {.kernel = e->kernel, .n_tensors = nt, .n_scalars = ns,
                        .t = t, .scalars = sc};
   float stack[LANE_STACK_FLOATS];
@@ -185,12 +188,14 @@ static int run_lanes(const uk_entry *e, const hbg__ktensor *t, uint32_t nt,
 
 int hbg__ukernels_run(hbg__ukernels *u, uint32_t kernel, const hbg__ktensor *t,
                       uint32_t nt, const uint64_t *sc, uint32_t ns,
-                      uint32_t n_lanes) {
+                      uint32_t n_lanes, uint64_t *phases) {
   uk_entry e;
   HBG__TRY(get(u, kernel, &e));
   HBG__RETURN_IF(nt > HBG_IMG_MAX_ARGS_PER_NODE, HBG_E_KERNEL);
   if (e.lane)
-    return run_lanes(&e, t, nt, sc, ns, n_lanes);
+    return run_lanes(&e, t, nt, sc, ns, n_lanes, phases);
+  if (phases)
+    *phases = 1; /* a plain function: one call */
   hbg_kernel_fn fn = e.fn;
   void *user = e.user;
   hbg_tensor args[HBG_IMG_MAX_ARGS_PER_NODE];

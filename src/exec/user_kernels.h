@@ -40,12 +40,13 @@ int hbg__ukernels_get(hbg__ukernels *u, uint32_t kernel, hbg_kernel_fn *fn,
 int hbg__ukernels_has(hbg__ukernels *u, uint32_t kernel);
 
 /* Run user kernel `kernel` on t[0..nt) (data set) and the scalars; a
- * lane-model kernel as n_lanes lanes per phase. @return the
+ * lane-model kernel as n_lanes lanes per phase; *phases (when not NULL)
+ * gets its phases (a plain function counts one). @return the
  * implementation's result (0 or negative; a positive result is
  * HBG_E_KERNEL), HBG_E_KERNEL when none is registered (or a per-row
  * phase count names a tensor the call lacks), HBG_E_NOMEM. */
 int hbg__ukernels_run(hbg__ukernels *u, uint32_t kernel, const hbg__ktensor *t,
                       uint32_t nt, const uint64_t *sc, uint32_t ns,
-                      uint32_t n_lanes);
+                      uint32_t n_lanes, uint64_t *phases);
 
 #endif

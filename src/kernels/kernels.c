@@ -335,7 +335,8 @@ static void run_phases(const hbg__kcall *c, uint32_t n_lanes, float *s) {
 }
 
 int hbg__kernel_run_lanes(uint32_t kernel, const hbg__ktensor *t, uint32_t nt,
-                          const uint64_t *sc, uint32_t ns, uint32_t n_lanes) {
+                          const uint64_t *sc, uint32_t ns, uint32_t n_lanes,
+                          uint64_t *phases) {
   HBG__RETURN_IF(n_lanes == 0, HBG_E_INVAL);
   HBG__TRY(hbg__kernel_check(kernel, t, nt, ns));
   HBG__RETURN_IF(ns > 0 && !sc, HBG_E_KERNEL);
@@ -345,6 +346,8 @@ int hbg__kernel_run_lanes(uint32_t kernel, const hbg__ktensor *t, uint32_t nt,
   hbg__kcall c = {.kernel = kernel, .nt = nt, .ns = ns, .t = t, .sc = sc};
   HBG__TRY(hbg__k_values_check(&c));
   hbg__k_prepare(&c);
+  if (phases)
+    *phases = hbg__k_phases(&c);
   uint64_t need = hbg__k_scratch_floats(&c);
   if (need == 0) {
     run_phases(&c, n_lanes, NULL);
@@ -364,5 +367,5 @@ int hbg__kernel_run_lanes(uint32_t kernel, const hbg__ktensor *t, uint32_t nt,
 
 int hbg__kernel_run(uint32_t kernel, const hbg__ktensor *t, uint32_t nt,
                     const uint64_t *sc, uint32_t ns) {
-  return hbg__kernel_run_lanes(kernel, t, nt, sc, ns, 1);
+  return hbg__kernel_run_lanes(kernel, t, nt, sc, ns, 1, NULL);
 }

@@ -134,12 +134,13 @@ uint64_t hbg__task_scratch_floats(const hbg_task *t);
 /* Check everything (as check, plus scalar values) and run the kernel on
  * the calling thread, its phases one after another and in each the lanes
  * 0..n_lanes-1 in turn (kern_src.h); the result is the same for every
- * n_lanes >= 1. @return 0, HBG_E_KERNEL (nothing written then),
- * HBG_E_NOMEM (ATTN's scratch over 4096 floats could not be allocated) or
- * HBG_E_INVAL (n_lanes 0). Thread-safe. */
+ * n_lanes >= 1. *phases (when not NULL) gets the phases run. @return 0,
+ * HBG_E_KERNEL (nothing written then), HBG_E_NOMEM (ATTN's scratch over
+ * 4096 floats could not be allocated) or HBG_E_INVAL (n_lanes 0).
+ * Thread-safe. */
 int hbg__kernel_run_lanes(uint32_t kernel, const hbg__ktensor *t, uint32_t nt,
                           const uint64_t *scalars, uint32_t ns,
-                          uint32_t n_lanes);
+                          uint32_t n_lanes, uint64_t *phases);
 
 /* hbg__kernel_run_lanes with one lane (the fastest on a CPU). */
 int hbg__kernel_run(uint32_t kernel, const hbg__ktensor *t, uint32_t nt,
