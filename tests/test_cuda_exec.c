@@ -13,8 +13,10 @@
  *     and the stand-in's count of validator runs): graph entries naming it
  *     again (a resident one or one inline in a Submission) reuse its view
  *     and run bit-exact; an entry naming a second, corrupt one still fails
- *     at that entry; past the 16 a launch remembers, a forgotten one is
- *     validated again;
+ *     at that entry; verdicts are kept across launches until the queue's
+ *     pool of private copies is full: then the cache starts over, and a
+ *     forgotten Definition is validated again (17 distinct ones, counts
+ *     exact, each launch's output checked);
  *   - user kernels (no device implementation) are HBG_E_KERNEL at their
  *     entry and node in a hand-built window, and refused when submitted
  *     or recorded through a runtime;
@@ -37,6 +39,7 @@
 #include "core/core.h"
 #include "device/cuda/cuda_internal.h"
 #include "device/cuda/devcode/devcode.h"
+#include "device/cuda/devcode/exec_layout.h"
 #include "test_exec_fixture.h"
 
 #define N XG_N
@@ -140,9 +143,11 @@ static void scene_close(scene *s) {
 }
 
 /* The true sizing of a window of a COPY and `graphs` graph entries over
- * the scene's graph naming `defs` distinct Definitions. */
-static hbg_dev_launch_desc hints(scene *s, uint64_t W, uint64_t bytes,
-                                 uint32_t graphs, uint32_t defs) {
+ * the scene's graph (or a variant of it of def_size bytes) naming `defs`
+ * distinct Definitions. */
+static hbg_dev_launch_desc hints_sized(scene *s, uint64_t W, uint64_t bytes,
+                                       uint32_t graphs, uint32_t defs,
+                                       uint64_t def_size) {
   hbg_dev_launch_desc l = {
       .struct_size = sizeof l,
       .flags = HBG_DEV_LAUNCH_SIZED | HBG_DEV_LAUNCH_SIZED_IMAGES,
@@ -153,11 +158,16 @@ static hbg_dev_launch_desc hints(scene *s, uint64_t W, uint64_t bytes,
       .n_deps = graphs,
       .n_nodes = (uint64_t)graphs * s->d->n_nodes,
       .kernel_scratch = s->d->kscr_floats,
-      .def_bytes = (uint64_t)defs * s->d->size,
+      .def_bytes = (uint64_t)defs * def_size,
       .n_defs = defs,
       .n_btensors = (uint64_t)graphs * s->d->n_btensors,
       .n_bscalars = (uint64_t)graphs * s->d->n_bscalars};
   return l;
+}
+
+static hbg_dev_launch_desc hints(scene *s, uint64_t W, uint64_t bytes,
+                                 uint32_t graphs, uint32_t defs) {
+  return hints_sized(s, W, bytes, graphs, defs, s->d->size);
 }
 
 /* COPY x -> z (kernel k), then `graphs` graph entries after it, each
@@ -1012,6 +1022,146 @@ static void test_defs_once(scene *s) {
   free(img);
 }
 
+/* ---- a full verdict cache starts over ---- */
+
+/* The scene's graph with node 1 scaling by the static `scale` instead of
+ * the boundary scalar (left unread), padded to `size` bytes: one content,
+ * and one output, per scale. */
+static hbg__def *xg_def_scaled(float scale, uint32_t size) {
+  hbg_tensor bt[3] = {xg_vec(0x1000, 0, XG_N, HBG_ACCESS_IN),
+                      xg_vec(0x2000, 0, XG_N, HBG_ACCESS_IN),
+                      xg_vec(0x3000, 0, XG_N, HBG_ACCESS_OUT)};
+  uint64_t bs = 0;
+  hbg_recorder *rec;
+  ASSERT_OK(hbg__rec_begin(bt, 3, &bs, 1, &rec));
+  int rc = xg_record_with(rec, hbg_scalar_static(hbg_scalar_f32(scale)));
+  if (rc == 0)
+    rc = hbg_record_pad(rec, size);
+  if (rc) {
+    hbg__rec_abort(rec);
+    ASSERT_OK(rc);
+  }
+  hbg__def *d;
+  ASSERT_OK(hbg__rec_finish(rec, &d));
+  ASSERT_EQ(d->size, size);
+  ASSERT_EQ(d->n_nodes, 4);
+  return d;
+}
+
+/* The entries naming Definitions k[0..n) of the set (each through its own
+ * Submission), on q with true sizing; checks the outcome: no error, every
+ * node run, `validated` Definitions validated (the status and the
+ * stand-in's count), the verdict cache holding `cached` of them after it,
+ * and y the output of the last entry's graph. */
+static void run_set_on(scene *s, hbg_dev_queue *q, const char *what,
+                       hbg__def *const *set, const uint64_t *defs,
+                       const uint64_t *subs, const uint32_t *sub_sizes,
+                       const uint32_t *k, uint32_t n, uint32_t validated,
+                       uint32_t cached, const float *scales) {
+  float zero[N] = {0};
+  xf_write(&s->f, s->y, zero, sizeof zero);
+  xf_write(&s->f, s->z, zero, sizeof zero);
+  hbg_tensor cp[2] = {xg_vec(s->x, 0, N, HBG_ACCESS_IN),
+                      xg_vec(s->z, 0, N, HBG_ACCESS_OUT)};
+  wb b;
+  wb_init(&b);
+  uint32_t prev = wb_task(&b, HBG_KERNEL_COPY, cp, 2, NULL, 0, NULL, 0);
+  for (uint32_t g = 0; g < n; g++)
+    prev = wb_graph(&b, subs[k[g]], sub_sizes[k[g]], defs[k[g]],
+                    set[k[g]]->size, s->heap, &prev, 1);
+  uint64_t bytes, W = wb_upload(&b, &s->f, &bytes);
+  /* the entries name n distinct Definitions */
+  hbg_dev_launch_desc l = hints_sized(s, W, bytes, n, n, set[0]->size);
+  long v0 = mocked ? mock_defs_validated() : 0;
+  hbg_dev_status st = launch_on(s, q, &l);
+  long v = mocked ? mock_defs_validated() - v0 : 0;
+  ASSERT_OK(hbg_dev_mem_free(s->f.dev, W));
+  hbg_dc_exec_ctl ctl = read_ctl(s->f.dev, q);
+  expect(what, &st, 0, NONE, NONE);
+  printf("  %-36s validated %llu (stand-in %ld), cache %u entries, pool "
+         "%llu of %llu bytes\n",
+         "", (unsigned long long)st.defs_verified, v, ctl.cache_n,
+         (unsigned long long)ctl.pool_used, (unsigned long long)ctl.pool_bytes);
+  ASSERT_EQ(st.nodes_done, 1 + (uint64_t)n * s->d->n_nodes);
+  ASSERT_UEQ(st.defs_verified, validated);
+  if (mocked)
+    ASSERT_EQ(v, validated);
+  ASSERT_UEQ(ctl.cache_n, cached);
+  ASSERT_UEQ(ctl.pool_used,
+             (uint64_t)cached * hbg_dc_exec_pool_slot(set[0]->size));
+  float y[N], z[N], ref[N];
+  xf_read(&s->f, y, s->y, sizeof y);
+  xf_read(&s->f, z, s->z, sizeof z);
+  xg_ref(s->hx, s->hb, scales[k[n - 1]], ref);
+  if (memcmp(z, s->hx, sizeof z) || memcmp(y, ref, sizeof y))
+    T_FAIL("%s: outputs differ from the host reference of Definition %u",
+           what, k[n - 1]);
+}
+
+/* M distinct Definitions (node 1 scales by its own static factor: other
+ * bytes, another hash, another output), each through its own Submission,
+ * all padded to one size at which the pool of a launch naming 16 holds
+ * exactly 16 private copies. On a fresh queue:
+ *   - the first 16 are each validated once and fill the cache; named
+ *     again, none is validated;
+ *   - the 17th and the 2nd: no room for the 17th's copy, so the cache and
+ *     the pool start over, and the 2nd, a cached verdict until then, is
+ *     copied and validated again with it (the cache holds those two);
+ *   - the 17th, the 2nd and the 1st: the 1st was forgotten and is
+ *     validated again, alone;
+ * each launch's y is the output of its last entry's Definition, so a
+ * verdict or copy of another one would show. */
+static void test_defs_full(scene *s) {
+  enum { CAP = 16, M = CAP + 1 };
+  /* the least padded size at which the pool sized for CAP holds CAP */
+  uint32_t size = 0;
+  for (uint32_t z = (s->d->size + 127u) & ~63u; z < (1u << 16) && !size;
+       z += 64)
+    if (hbg_dc_exec_pool_bytes((uint64_t)CAP * z, CAP) /
+            hbg_dc_exec_pool_slot(z) ==
+        CAP)
+      size = z;
+  ASSERT(size != 0);
+  hbg__def *set[M];
+  uint64_t defs[M], subs[M];
+  uint32_t sub_sizes[M];
+  float scales[M];
+  for (uint32_t g = 0; g < M; g++) {
+    scales[g] = 1.0f + 0.0625f * (float)(g + 1);
+    set[g] = xg_def_scaled(scales[g], size);
+    defs[g] = xf_upload(&s->f, set[g]->image, set[g]->size);
+    subs[g] = xg_sub(&s->f, set[g], s->x, s->b, s->y, 1.5f, 0, 0,
+                     &sub_sizes[g]);
+    for (uint32_t h = 0; h < g; h++)
+      ASSERT(set[h]->hash != set[g]->hash);
+  }
+  printf("  %u distinct Definitions of %u bytes\n", (unsigned)M,
+         (unsigned)size);
+  hbg_dev_queue *q = NULL; /* a fresh block: an empty verdict cache */
+  ASSERT_OK(hbg_dev_queue_create(s->f.dev, &q));
+  uint32_t k[M];
+  for (uint32_t g = 0; g < CAP; g++)
+    k[g] = g;
+  run_set_on(s, q, "16 distinct Definitions", set, defs, subs, sub_sizes, k,
+             CAP, CAP, CAP, scales);
+  hbg_dc_exec_ctl ctl = read_ctl(s->f.dev, q);
+  ASSERT(ctl.pool_bytes - ctl.pool_used < hbg_dc_exec_pool_slot(size));
+  run_set_on(s, q, "the same 16 again", set, defs, subs, sub_sizes, k, CAP,
+             0, CAP, scales);
+  const uint32_t k17_2[2] = {M - 1, 1};
+  run_set_on(s, q, "the 17th and the 2nd: starts over", set, defs, subs,
+             sub_sizes, k17_2, 2, 2, 2, scales);
+  const uint32_t k17_2_1[3] = {M - 1, 1, 0};
+  run_set_on(s, q, "then the 1st: forgotten", set, defs, subs, sub_sizes,
+             k17_2_1, 3, 1, 3, scales);
+  ASSERT_OK(hbg_dev_queue_destroy(s->f.dev, q));
+  for (uint32_t g = 0; g < M; g++) {
+    ASSERT_OK(hbg_dev_mem_free(s->f.dev, defs[g]));
+    ASSERT_OK(hbg_dev_mem_free(s->f.dev, subs[g]));
+    hbg__def_free(set[g]);
+  }
+}
+
 /* ---- the executor's own account, in steady state ---- */
 
 /* qwen3-14b at its 40 layers (45 entries per bind) under each policy:
@@ -1233,6 +1383,7 @@ int main(void) {
   test_errors(&s);
   test_hints(&s);
   test_defs_once(&s);
+  test_defs_full(&s);
   test_two_at_once(&s);
   test_user_asked(&s); /* last on this device: it links a module */
   scene_close(&s);
