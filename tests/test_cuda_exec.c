@@ -30,13 +30,15 @@
  *   - qwen3-14b and dsv4 (2 layers) under every policy match the host
  *     reference bit for bit (hbg_workload_verify), one kernel launch per
  *     bind.
- * Skips (77) where the cuda backend cannot open. */
+ * Skips (77) where the cuda backend cannot open, unless HBG_CUDA_LIB names
+ * the stand-in (cuda_skip.h): then that is a failure. */
 #ifdef HBG_HAVE_CUDA
 #include <dlfcn.h>
 
 #include <hbg/hbg_workload.h>
 
 #include "core/core.h"
+#include "cuda_skip.h"
 #include "device/cuda/cuda_internal.h"
 #include "device/cuda/devcode/devcode.h"
 #include "device/cuda/devcode/exec_layout.h"
@@ -53,18 +55,26 @@ static int (*mock_armed)(void);
 static long (*mock_defs_validated)(void);
 static int mocked;
 
+/* The stand-in's hooks, where HBG_CUDA_LIB names it: every one must be
+ * there (a lost export fails; the stand-in's checks are never skipped). */
+static void *mock_sym(void *h, const char *name) {
+  void *p = dlsym(h, name);
+  if (!p)
+    T_FAIL("HBG_CUDA_LIB=%s is not the stand-in this test was built with "
+           "(no %s)",
+           getenv("HBG_CUDA_LIB"), name);
+  return p;
+}
+
 static void load_mock(void) {
-  const char *lib = getenv("HBG_CUDA_LIB");
-  if (!lib || !*lib)
+  void *h = cuda_standin();
+  if (!h)
     return;
-  void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-  void *k = h ? dlsym(h, "hbgmock_kernels_run") : NULL;
-  void *o = h ? dlsym(h, "hbgmock_hold") : NULL;
-  void *f = h ? dlsym(h, "hbgmock_fail") : NULL;
-  void *a = h ? dlsym(h, "hbgmock_armed") : NULL;
-  void *v = h ? dlsym(h, "hbgmock_defs_validated") : NULL;
-  if (!k || !o || !f || !a || !v)
-    return;
+  void *k = mock_sym(h, "hbgmock_kernels_run");
+  void *o = mock_sym(h, "hbgmock_hold");
+  void *f = mock_sym(h, "hbgmock_fail");
+  void *a = mock_sym(h, "hbgmock_armed");
+  void *v = mock_sym(h, "hbgmock_defs_validated");
   memcpy(&mock_kernels_run, &k, sizeof k);
   memcpy(&mock_hold, &o, sizeof o);
   memcpy(&mock_fail, &f, sizeof f);
@@ -1404,8 +1414,9 @@ int main(void) {
   load_mock();
   hbg_device *probe = NULL;
   if (hbg_device_open("cuda", "exec=device", &probe) < 0) {
-    printf("SKIP: cannot open cuda: %s\n", hbg_last_error());
-    return T_EXIT_SKIP;
+    char why[600];
+    snprintf(why, sizeof why, "cannot open cuda: %s", hbg_last_error());
+    cuda_skip(why);
   }
   hbg_device_close(probe);
   printf("cuda device executor on %s\n",
@@ -1453,10 +1464,10 @@ int main(void) {
 
 #include <hbg/hbg.h>
 
-#include "test.h"
+#include "cuda_skip.h"
 
 int main(void) {
-  printf("SKIP: cuda backend not built\n");
+  cuda_skip("cuda backend not built");
   return T_EXIT_SKIP;
 }
 
