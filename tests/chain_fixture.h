@@ -128,20 +128,9 @@ static void chain_destroy(chain *c) {
   memset(c, 0, sizeof *c);
 }
 
-/* After the runtime that allocated the chain's buffers is destroyed, they
- * are the device's: free them there (hbg_buffer_free takes only a live
- * buffer of the runtime that made it). */
-static inline void chain_destroy_on(chain *c, hbg_device *dev) {
-  uint64_t *one[2] = {&c->input, &c->out};
-  for (int i = 0; i < 2; i++)
-    if (*one[i])
-      hbg_dev_mem_free(dev, *one[i]);
-  for (uint32_t i = 0; c->b && i <= c->layers; i++)
-    if (c->b[i])
-      hbg_dev_mem_free(dev, c->b[i]);
-  for (uint32_t i = 0; c->bias && i < c->layers; i++)
-    if (c->bias[i])
-      hbg_dev_mem_free(dev, c->bias[i]);
+/* After hbg_runtime_destroy, which freed the chain's buffers with the
+ * runtime: release the host side only. */
+static inline void chain_forget(chain *c) {
   c->rt = NULL;
   chain_destroy(c);
 }
@@ -173,15 +162,20 @@ static int chain_submit_layer(chain *c, hbg_bind *b, uint32_t step, uint32_t l,
   return hbg_submit_graph(b, &g, prev);
 }
 
-/* The tail task: b[layers] -> out. */
-static int chain_submit_tail(chain *c, hbg_bind *b, hbg_task_id prev) {
+/* The tail task: b[layers] -> out; *out (optional) its task id. */
+static inline int chain_submit_tail_id(chain *c, hbg_bind *b, hbg_task_id prev,
+                                hbg_task_id *out) {
   uint32_t dims[1] = {c->n};
   hbg_tensor a[2];
   hbg_tensor_contig(&a[0], c->b[c->layers], 0, HBG_DTYPE_F32, 1, dims, HBG_ACCESS_IN);
   hbg_tensor_contig(&a[1], c->out, 0, HBG_DTYPE_F32, 1, dims, HBG_ACCESS_OUT);
   hbg_task t1 = {.kernel = HBG_KERNEL_COPY, .n_args = 2, .args = a,
                  .n_deps = 1, .deps = &prev};
-  return hbg_submit_task(b, &t1, NULL);
+  return hbg_submit_task(b, &t1, out);
+}
+
+static int chain_submit_tail(chain *c, hbg_bind *b, hbg_task_id prev) {
+  return chain_submit_tail_id(c, b, prev, NULL);
 }
 
 static int chain_submit(chain *c, hbg_bind *b, uint32_t step) {
@@ -190,6 +184,18 @@ static int chain_submit(chain *c, hbg_bind *b, uint32_t step) {
   for (uint32_t l = 0; rc == 0 && l < c->layers; l++)
     rc = chain_submit_layer(c, b, step, l, &prev);
   return rc ? rc : chain_submit_tail(c, b, prev);
+}
+
+/* The host reference of the step's output: n floats into ref. */
+static inline void chain_ref(const chain *c, uint32_t step, float *ref) {
+  float s = chain_scale(step), v = (float)c->variant;
+  memcpy(ref, c->h_input, c->n * sizeof(float));
+  for (uint32_t l = 0; l < c->layers; l++)
+    for (uint32_t i = 0; i < c->n; i++) {
+      float t = ref[i] + c->h_bias[(size_t)l * c->n + i];
+      float u = t * s;
+      ref[i] = u * v;
+    }
 }
 
 /* 0 when the device output equals the host reference bit for bit. */
@@ -201,14 +207,7 @@ static int chain_verify(chain *c, uint32_t step) {
   rc = hbg_buffer_read(c->rt, got, c->out, (uint64_t)c->n * 4);
   if (rc)
     goto out;
-  float s = chain_scale(step), v = (float)c->variant;
-  memcpy(ref, c->h_input, c->n * sizeof(float));
-  for (uint32_t l = 0; l < c->layers; l++)
-    for (uint32_t i = 0; i < c->n; i++) {
-      float t = ref[i] + c->h_bias[(size_t)l * c->n + i];
-      float u = t * s;
-      ref[i] = u * v;
-    }
+  chain_ref(c, step, ref);
   rc = memcmp(got, ref, c->n * sizeof(float)) ? HBG_E_VERIFY : 0;
 out:
   free(got);

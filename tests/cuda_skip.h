@@ -1,8 +1,13 @@
 /* The real-GPU tests: skip (exit 77) unless the cuda backend is built and
- * its probe finds a usable device. */
+ * its probe finds a usable device. Run against the stand-in driver
+ * (HBG_CUDA_LIB naming tests/cuda_standin's library: the _mock ctest
+ * entries, gpu-check.sh --mock) a test never skips: the stand-in is built
+ * with the cuda backend, so one that cannot be opened, or a backend that
+ * is missing, is a failure, as test_cuda_driver has it. */
 #ifndef HBG_TESTS_CUDA_SKIP_H
 #define HBG_TESTS_CUDA_SKIP_H
 
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -10,16 +15,40 @@
 
 #include "test.h"
 
-static void skip_without_gpu(void) {
+/* @return the dlopen handle of the library HBG_CUDA_LIB names when it is
+ * the stand-in (it exports the hbgmock_* hooks), NULL where HBG_CUDA_LIB
+ * is unset or names the real driver. A library it names that cannot be
+ * loaded at all is a failure: nothing there to skip for. */
+static inline void *cuda_standin(void) {
+  const char *lib = getenv("HBG_CUDA_LIB");
+  if (!lib || !*lib)
+    return NULL;
+  void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  if (!h)
+    T_FAIL("HBG_CUDA_LIB=%s cannot be loaded: %s", lib, dlerror());
+  return dlsym(h, "hbgmock_live") ? h : NULL;
+}
+
+/* Skip (exit 77) saying why, unless the test runs against the stand-in:
+ * then fail saying why. */
+static inline void cuda_skip(const char *why) {
+  if (cuda_standin())
+    T_FAIL("against the cuda stand-in (HBG_CUDA_LIB=%s), which must never "
+           "skip: %s",
+           getenv("HBG_CUDA_LIB"), why);
+  printf("SKIP: %s\n", why);
+  exit(T_EXIT_SKIP);
+}
+
+static inline void skip_without_gpu(void) {
   const hbg_dev_ops *ops = hbg_device_find("cuda");
   char why[256] = "";
-  if (!ops) {
-    printf("SKIP: cuda backend not built\n");
-    exit(T_EXIT_SKIP);
-  }
+  if (!ops)
+    cuda_skip("cuda backend not built");
   if (ops->probe && ops->probe(why, sizeof why) != 0) {
-    printf("SKIP: cuda: %s\n", why);
-    exit(T_EXIT_SKIP);
+    char msg[300];
+    snprintf(msg, sizeof msg, "cuda: %s", why);
+    cuda_skip(msg);
   }
   printf("cuda: %s\n", why);
 }

@@ -7,6 +7,9 @@
  *   still verify;
  * - a free, write or read whose wait for binds in flight fails returns that
  *   error and does nothing (the buffer stays live, nothing is copied);
+ * - hbg_runtime_destroy right after such a free (the bind still in flight)
+ *   frees every buffer still live: the caller's device is left with no
+ *   byte allocated; a free failing there is named as a user buffer's;
  * - a write is not seen by a bind launched before it and a read sees what
  *   a bind launched before it wrote, although that bind is held on the
  *   device when the call is made (sim, every policy; the cuda stand-in
@@ -20,6 +23,7 @@
 #include <string.h>
 
 #include "chain_fixture.h"
+#include "common/util.h"
 #include "core/core.h"
 #include "gate_fixture.h"
 #include "test.h"
@@ -43,6 +47,13 @@ static uint64_t frees(hbg_device *dev) {
   st.struct_size = sizeof st;
   ASSERT_OK(hbg_dev_stats_get(dev, &st));
   return st.mem_frees;
+}
+
+static uint64_t frees_failed(hbg_device *dev) {
+  hbg_dev_stats st;
+  st.struct_size = sizeof st;
+  ASSERT_OK(hbg_dev_stats_get(dev, &st));
+  return st.free_failures;
 }
 
 static void expect_refused(hbg_runtime *rt, uint64_t addr, const char *says) {
@@ -132,6 +143,64 @@ static void failed_waits(int policy) {
   hbg_device_close(dev);
 }
 
+/* A free whose wait fails keeps its buffer live; hbg_runtime_destroy at
+ * once (the bind in flight, never waited) frees it with the chain's
+ * buffers, never freed by hand: the device the caller keeps open is left
+ * with nothing allocated. A second round fails the last mem_free of that
+ * teardown: the user's buffers go last, so it names one, and the device
+ * still gets every byte back (the fault device releases what it fails). */
+static void failed_free_then_destroy(int policy) {
+  hbg_device *dev = NULL;
+  ASSERT_OK(hbg_device_open("fault", "inner=sim", &dev));
+  hbg_device *inner = hbg_fault_inner(dev);
+  uint64_t teardown_frees = 0;
+  for (int round = 0; round < 2; round++) {
+    hbg_runtime *rt = mk(dev, policy);
+    chain c;
+    ASSERT_OK(chain_create(&c, rt, L, N));
+    uint64_t kept = 0;
+    ASSERT_OK(hbg_buffer_alloc(rt, 128, &kept));
+    hbg_bind *b = NULL;
+    ASSERT_OK(hbg_bind_begin(rt, &b));
+    ASSERT_OK(chain_submit(&c, b, 0));
+    ASSERT_OK(hbg_bind_launch(b));
+    hbg_bind_end(b);
+    uint64_t mfree = hbg_fault_calls(dev, HBG_DEV_OP_MEM_FREE);
+    ASSERT_OK(hbg_fault_arm(dev, HBG_DEV_OP_EVENT_WAIT, 1, 0));
+    ASSERT_ERR(hbg_buffer_free(rt, kept), HBG_E_INJECTED);
+    ASSERT_UEQ(hbg_fault_calls(dev, HBG_DEV_OP_MEM_FREE), mfree);
+    hbg_dev_stats st = {.struct_size = sizeof st};
+    ASSERT_OK(hbg_dev_stats_get(inner, &st));
+    ASSERT(st.mem_in_use > 0);
+    hbg_fault_reset(dev);
+    if (round == 1)
+      ASSERT_OK(hbg_fault_arm(dev, HBG_DEV_OP_MEM_FREE, teardown_frees, 0));
+    hbg__error_clear();
+    hbg_runtime_destroy(rt);
+    ASSERT_OK(hbg_dev_stats_get(inner, &st));
+    if (st.mem_in_use != 0 || st.host_in_use != 0)
+      T_FAIL("%s round %d: %llu device and %llu pinned bytes left allocated "
+             "after hbg_runtime_destroy",
+             hbg_policy_name(policy), round,
+             (unsigned long long)st.mem_in_use,
+             (unsigned long long)st.host_in_use);
+    if (round == 0) {
+      teardown_frees = hbg_fault_calls(dev, HBG_DEV_OP_MEM_FREE);
+      ASSERT_UGE(teardown_frees, 2u * L + 4); /* the chain's, and kept */
+      ASSERT_STREQ(hbg_last_error(), "");
+      ASSERT_UEQ(frees_failed(dev), 0);
+    } else {
+      ASSERT_UEQ(hbg_fault_fired(dev), 1);
+      ASSERT_UEQ(frees_failed(dev), 1);
+      if (!strstr(hbg_last_error(), "mem_free of the user buffer"))
+        T_FAIL("%s: '%s' does not name a user buffer", hbg_policy_name(policy),
+               hbg_last_error());
+    }
+    chain_forget(&c);
+  }
+  hbg_device_close(dev);
+}
+
 /* One held bind copies X to Y. A write of X made while it is held must
  * not reach it; a read of Y made while it is held must see its output. */
 typedef struct xy {
@@ -215,6 +284,7 @@ int main(void) {
   for (int p = 0; p < HBG_POLICY__COUNT; p++) {
     free_refusals(p);
     failed_waits(p);
+    failed_free_then_destroy(p);
     hbg_device *dev = NULL;
     ASSERT_OK(hbg_device_open("sim", "workers=2", &dev));
     ASSERT_OK(gate_register(dev));

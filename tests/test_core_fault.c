@@ -2,10 +2,15 @@
  * with chunked window uploads where the policy uses them): every backend
  * call of runtime creation, of two binds in flight on a depth-2 pipeline
  * (including the begin that waits on a slot's completion event), and of
- * teardown with binds in flight fails once. Each failure gives the injected
- * error, a latched bind is never launched, every launched bind writes its
- * right output, the next binds succeed, and device and pinned memory return
- * to their baseline. */
+ * teardown with binds in flight fails once (teardown alone, and the user's
+ * frees of its buffers before it). Each failure gives the injected error, a
+ * latched bind is never launched, every launched bind writes its right
+ * output, the next binds succeed, and device and pinned memory return to
+ * their baseline; after teardown that is without freeing anything of the
+ * runtime's by hand: hbg_runtime_destroy frees the user's buffers still
+ * live. */
+#include <stdatomic.h>
+
 #include "chain_fixture.h"
 #include "core/core.h"
 #include "test.h"
@@ -36,6 +41,76 @@ static void expect_nothing_held(hbg_device *inner) {
   ASSERT_OK(hbg_dev_stats_get(inner, &st));
   ASSERT_UEQ(st.mem_in_use, 0);
   ASSERT_UEQ(st.host_in_use, 0);
+}
+
+/* ---- what a launched bind wrote, seen after teardown ----
+ * hbg_runtime_destroy frees the chains' buffers with the runtime, so their
+ * output cannot be read afterwards. A bind that must be checked then ends
+ * with K_SNAP, a sim user kernel after the chain's tail, which copies the
+ * output into host memory and marks the copy taken. When teardown returns
+ * without having waited for the bind, the copy is not taken yet. */
+
+#define K_SNAP (HBG_KERNEL_USER_MIN + 9u)
+
+typedef struct snap {
+  uint32_t n;
+  float *want, *got; /* the host reference; the copy K_SNAP took */
+  atomic_int taken;
+} snap;
+
+/* Scalar 0: the snap, by address. */
+static int snap_kernel(void *user, const hbg_tensor *t, void *const *data,
+                       uint32_t nt, const uint64_t *sc, uint32_t ns) {
+  (void)user;
+  if (nt != 1 || ns != 1)
+    return HBG_E_INVAL;
+  snap *sn = (snap *)(uintptr_t)sc[0];
+  if (t[0].shape[0] != sn->n)
+    return HBG_E_INVAL;
+  memcpy(sn->got, data[0], (size_t)sn->n * 4);
+  atomic_store(&sn->taken, 1);
+  return 0;
+}
+
+static void snap_register(hbg_device *dev) {
+  ASSERT_OK(hbg_sim_register_kernel(hbg_fault_inner(dev), K_SNAP,
+                                    snap_kernel, NULL));
+}
+
+/* The chain's step with K_SNAP after its tail, into sn (made here). */
+static int snap_submit(chain *c, hbg_bind *b, uint32_t step, snap *sn) {
+  sn->n = c->n;
+  sn->want = malloc((size_t)c->n * 4);
+  sn->got = calloc(c->n, 4);
+  ASSERT(sn->want && sn->got);
+  atomic_init(&sn->taken, 0);
+  chain_ref(c, step, sn->want);
+  hbg_task_id prev;
+  int rc = chain_submit_head(c, b, &prev);
+  for (uint32_t l = 0; rc == 0 && l < c->layers; l++)
+    rc = chain_submit_layer(c, b, step, l, &prev);
+  if (rc || (rc = chain_submit_tail_id(c, b, prev, &prev)))
+    return rc;
+  uint32_t dims[1] = {c->n};
+  hbg_tensor t;
+  hbg_tensor_contig(&t, c->out, 0, HBG_DTYPE_F32, 1, dims, HBG_ACCESS_IN);
+  hbg_scalar at = hbg_scalar_static((uint64_t)(uintptr_t)sn);
+  hbg_task k = {.kernel = K_SNAP, .n_args = 1, .args = &t, .n_scalars = 1,
+                .scalars = &at, .n_deps = 1, .deps = &prev};
+  return hbg_submit_task(b, &k, NULL);
+}
+
+/* 0 when the copy was taken and equals the host reference bit for bit. */
+static int snap_check(snap *sn) {
+  if (!atomic_load(&sn->taken))
+    return HBG_E_STATE;
+  return memcmp(sn->got, sn->want, (size_t)sn->n * 4) ? HBG_E_VERIFY : 0;
+}
+
+static void snap_free(snap *sn) {
+  free(sn->want);
+  free(sn->got);
+  memset(sn, 0, sizeof *sn);
 }
 
 static void test_latch(void) {
@@ -175,13 +250,16 @@ static void test_untracked_launch(void) {
 }
 
 /* Teardown waits for a bind still running on the device even when the
- * queue cannot be synchronised: the runtime's buffers it reads are not
- * freed under it, so it writes its right output. The bind is long (16
- * layers of 64K floats) so that it is likely still running when teardown
- * starts; three rounds per policy. */
+ * queue cannot be synchronised: the runtime's buffers it reads (the user's
+ * among them, which teardown frees) are not freed under it, so it writes
+ * its right output before hbg_runtime_destroy returns (K_SNAP's copy), and
+ * then every byte comes back. The bind is long (16 layers of 64K floats)
+ * so that it is likely still running when teardown starts; three rounds
+ * per policy. */
 static void test_teardown_sync_fails(void) {
   hbg_device *dev = NULL;
   ASSERT_OK(hbg_device_open("fault", "inner=sim;mem=256M", &dev));
+  snap_register(dev);
   for (int i = 0; i < 3 * HBG_POLICY__COUNT; i++) {
     const int p = i % HBG_POLICY__COUNT;
     hbg_runtime *rt = mk(dev, p);
@@ -189,23 +267,23 @@ static void test_teardown_sync_fails(void) {
     chain c;
     ASSERT_OK(chain_create(&c, rt, 16, 1u << 16));
     hbg_bind *b = NULL;
+    snap sn;
     ASSERT_OK(hbg_bind_begin(rt, &b));
-    ASSERT_OK(chain_submit(&c, b, 0));
+    ASSERT_OK(snap_submit(&c, b, 0, &sn));
     ASSERT_OK(hbg_bind_launch(b));
     hbg_bind_end(b);
     hbg_fault_reset(dev);
     ASSERT_OK(hbg_fault_arm(dev, HBG_DEV_OP_QUEUE_SYNC, 1, 0));
     hbg_runtime_destroy(rt);
     ASSERT_UEQ(hbg_fault_fired(dev), 1);
-    /* the chain's buffers belong to the device: read them on a new runtime */
-    rt = mk(dev, p);
-    ASSERT(rt);
-    c.rt = rt;
-    ASSERT_OK(chain_verify(&c, 0));
-    hbg_runtime_destroy(rt);
-    chain_destroy_on(&c, dev);
+    int rc = snap_check(&sn);
+    if (rc)
+      T_FAIL("%s round %d: the bind's output after teardown: %s",
+             hbg_policy_name(p), i / HBG_POLICY__COUNT, hbg_err_name(rc));
+    expect_nothing_held(hbg_fault_inner(dev));
+    chain_forget(&c);
+    snap_free(&sn);
   }
-  expect_nothing_held(hbg_fault_inner(dev));
   hbg_device_close(dev);
 }
 
@@ -461,8 +539,9 @@ static void test_destroy_reports(int policy, int op, uint64_t k,
       !strstr(msg, named) || !strstr(msg, "HBG_E_INJECTED"))
     T_FAIL("%s %s #%llu: '%s' does not name '%s'", hbg_policy_name(policy),
            hbg_dev_op_name(op), (unsigned long long)k, msg, named);
-  chain_destroy_on(&c, dev);
+  /* the chain's buffers went with the runtime */
   expect_nothing_held(inner);
+  chain_forget(&c);
   hbg_device_close(dev);
 }
 
@@ -820,67 +899,114 @@ static void sweep_create(const setup *su) {
 /* Teardown with binds in flight: A launched and ended, and on the other
  * slot B launched and not ended (open == 0) or begun, submitted and not
  * launched (open == 1; chunked coalesced windows have chunks on the
- * queue). Every call of hbg_runtime_destroy fails once: teardown still
- * waits for the device, both launched binds wrote their right output, and
- * all memory comes back. */
+ * queue). The teardown is hbg_runtime_destroy alone (the user's buffers
+ * left to it), or with frees the user's hbg_buffer_free of every chain
+ * buffer first (the first waits for the binds in flight; a free whose
+ * wait fails keeps its buffer live). Every call of that teardown fails
+ * once: teardown still waits for the device, each launched bind wrote its
+ * right output before hbg_runtime_destroy returned (K_SNAP's copy), and
+ * all memory is back right after it, nothing freed by hand. */
+static void start_snapped(world *w, run *r, chain *c, uint32_t step,
+                          snap *sn) {
+  memset(r, 0, sizeof *r);
+  r->c = c;
+  r->step = step;
+  ASSERT_OK(hbg_bind_begin(w->rt, &r->b));
+  ASSERT_OK(snap_submit(c, r->b, step, sn));
+  uint64_t l0 = launches(w->inner);
+  ASSERT_OK(hbg_bind_launch(r->b));
+  r->launched = (int)(launches(w->inner) - l0);
+  ASSERT(r->launched == 1);
+}
+
 static void teardown_setup(world *w, hbg_device *dev, const setup *su,
-                           int open, run r[2]) {
+                           int open, run r[2], snap sn[2]) {
   world_up(w, dev, su);
-  start(w, &r[0], &w->c[0], 2);
+  start_snapped(w, &r[0], &w->c[0], 2, &sn[0]);
   finish(&r[0], 0);
   if (open) {
     memset(&r[1], 0, sizeof r[1]);
+    memset(&sn[1], 0, sizeof sn[1]); /* never launched: no copy */
     ASSERT_OK(hbg_bind_begin(w->rt, &r[1].b));
     ASSERT_OK(chain_submit(&w->c[1], r[1].b, 3));
   } else {
-    start(w, &r[1], &w->c[1], 3);
+    start_snapped(w, &r[1], &w->c[1], 3, &sn[1]);
   }
   ASSERT(r[0].launched && r[1].b);
 }
 
-static void sweep_teardown(const setup *su, int open) {
+/* The user's frees of every buffer of chain c: each succeeds or gives the
+ * injected error. */
+static void user_frees(chain *c) {
+  const uint32_t n = 2 * c->layers + 3; /* input, out, b[], bias[] */
+  for (uint32_t i = 0; i < n; i++) {
+    uint64_t a = i == 0 ? c->input
+                 : i == 1 ? c->out
+                 : i < c->layers + 3 ? c->b[i - 2]
+                                     : c->bias[i - c->layers - 3];
+    int rc = hbg_buffer_free(c->rt, a);
+    if (rc)
+      SWEEP_INJECTED(rc);
+  }
+}
+
+static void teardown(world *w, int frees) {
+  if (frees)
+    for (int i = 0; i < NCHAIN; i++)
+      user_frees(&w->c[i]);
+  hbg_runtime_destroy(w->rt);
+  w->rt = NULL;
+}
+
+static void sweep_teardown(const setup *su, int open, int frees) {
   hbg_device *dev = NULL;
   ASSERT_OK(hbg_device_open("fault", "inner=sim", &dev));
   hbg_device *inner = hbg_fault_inner(dev);
+  snap_register(dev);
   const hbg_dev_stats base = mem_now(inner);
   world w;
   run r[2];
-  teardown_setup(&w, dev, su, open, r);
+  snap sn[2];
+  teardown_setup(&w, dev, su, open, r, sn);
   hbg_fault_reset(dev);
-  hbg_runtime_destroy(w.rt);
+  teardown(&w, frees);
   const op_count calls = count_now(dev);
+  if (frees)
+    ASSERT(calls.n[HBG_DEV_OP_EVENT_WAIT] > 0); /* a free waited */
   uint64_t swept = 0;
   for (int op = -1; op < HBG_DEV_OP__COUNT; op++)
     for (uint64_t k = op < 0 ? 0 : 1; k <= (op < 0 ? 0 : calls.n[op]); k++) {
       /* op -1: the clean teardown of the run above, checked like the rest */
-      set_where(su, open ? "teardown open" : "teardown", op, k);
+      set_where(su, open ? frees ? "teardown open, frees" : "teardown open"
+                    : frees ? "teardown, frees" : "teardown",
+                op, k);
       if (op >= 0) {
-        teardown_setup(&w, dev, su, open, r);
+        teardown_setup(&w, dev, su, open, r, sn);
         hbg_fault_reset(dev);
         ASSERT_OK(hbg_fault_arm(dev, op, k, 0));
-        hbg_runtime_destroy(w.rt);
+        teardown(&w, frees);
         ASSERT_OK(hbg_fault_arm(dev, op, 0, 0));
         SWEEP_CHECK(hbg_fault_fired(dev) == 1);
         swept++;
       }
-      /* The chains' buffers belong to the device: read and free them
-       * through a fresh runtime on it. */
-      hbg_runtime *rt = mk_setup(dev, su);
-      ASSERT(rt);
-      for (int i = 0; i < NCHAIN; i++)
-        w.c[i].rt = rt;
-      verify_launched(&r[0]);
-      verify_launched(&r[1]);
-      hbg_runtime_destroy(rt);
-      for (int i = 0; i < NCHAIN; i++)
-        chain_destroy_on(&w.c[i], dev);
+      for (int i = 0; i < 2; i++)
+        if (r[i].launched && snap_check(&sn[i]) != 0)
+          T_FAIL("%s: bind %c after teardown: %s", where, 'A' + i,
+                 hbg_err_name(snap_check(&sn[i])));
       const hbg_dev_stats end = mem_now(inner);
-      SWEEP_CHECK(end.mem_in_use == base.mem_in_use);
+      if (end.mem_in_use != base.mem_in_use)
+        T_FAIL("%s: %llu device bytes left allocated after teardown", where,
+               (unsigned long long)(end.mem_in_use - base.mem_in_use));
       SWEEP_CHECK(end.host_in_use == base.host_in_use);
+      for (int i = 0; i < NCHAIN; i++)
+        chain_forget(&w.c[i]);
+      snap_free(&sn[0]);
+      snap_free(&sn[1]);
     }
   ASSERT(swept > 0);
-  printf("sweep %-12s teardown%s%s: %llu calls\n", hbg_policy_name(su->policy),
-         open ? " open" : "", su->chunk ? " chunked" : "",
+  printf("sweep %-12s teardown%s%s%s: %llu calls\n",
+         hbg_policy_name(su->policy), open ? " open" : "",
+         frees ? " frees" : "", su->chunk ? " chunked" : "",
          (unsigned long long)swept);
   hbg_device_close(dev);
 }
@@ -919,8 +1045,10 @@ int main(void) {
       if (!sweep_binds(&su))
         continue;
       chunked += chunk != 0;
-      sweep_teardown(&su, 0);
-      sweep_teardown(&su, 1);
+      for (int frees = 0; frees < 2; frees++) {
+        sweep_teardown(&su, 0, frees);
+        sweep_teardown(&su, 1, frees);
+      }
       sweep_create(&su);
       su.warm = 0;
       sweep_binds(&su);

@@ -6,10 +6,12 @@
  * after the work queued before it; kernel launches captured into a CUDA
  * graph replay; a device that can run neither the cubin nor the PTX, or a
  * module without the entry point, fails the open naming the call. Skips
- * (77) where the cuda backend cannot open. */
+ * (77) where the cuda backend cannot open, unless HBG_CUDA_LIB names the
+ * stand-in (cuda_skip.h): then that is a failure. */
 #ifdef HBG_HAVE_CUDA
 #include <dlfcn.h>
 
+#include "cuda_skip.h"
 #include "device/cuda/cuda_internal.h"
 #include "test_exec_fixture.h"
 
@@ -24,10 +26,14 @@ static void (*mock_fail)(const char *name, int code, int nth);
 static CUresult (*mock_load)(CUmodule *m, const void *image);
 static int mocked;
 
+/* The stand-in's hooks, where HBG_CUDA_LIB names it: every one must be
+ * there (a lost export fails; the stand-in's checks are never skipped). */
 static void *msym(void *h, const char *name) {
-  void *p = h ? dlsym(h, name) : NULL;
+  void *p = dlsym(h, name);
   if (!p)
-    mocked = 0;
+    T_FAIL("HBG_CUDA_LIB=%s is not the stand-in this test was built with "
+           "(no %s)",
+           getenv("HBG_CUDA_LIB"), name);
   return p;
 }
 
@@ -38,10 +44,9 @@ static void *msym(void *h, const char *name) {
   } while (0)
 
 static void load_mock(void) {
-  const char *lib = getenv("HBG_CUDA_LIB");
-  if (!lib || !*lib)
+  void *h = cuda_standin();
+  if (!h)
     return;
-  void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   mocked = 1;
   MSYM(mock_kernels_run, h, "hbgmock_kernels_run");
   MSYM(mock_modules, h, "hbgmock_modules");
@@ -412,8 +417,9 @@ int main(void) {
   scene s;
   int rc = scene_open(&s);
   if (rc < 0) {
-    printf("SKIP: cannot open cuda: %s\n", hbg_last_error());
-    return T_EXIT_SKIP;
+    char why[600];
+    snprintf(why, sizeof why, "cannot open cuda: %s", hbg_last_error());
+    cuda_skip(why);
   }
   printf("cuda device module on %s\n",
          mocked ? "the stand-in driver library" : "the GPU");
@@ -437,10 +443,10 @@ int main(void) {
 
 #include <hbg/hbg.h>
 
-#include "test.h"
+#include "cuda_skip.h"
 
 int main(void) {
-  printf("SKIP: cuda backend not built\n");
+  cuda_skip("cuda backend not built");
   return T_EXIT_SKIP;
 }
 

@@ -19,7 +19,8 @@
  *     device_ns is 0;
  *   - a failure injected at each driver call the peers make is returned
  *     naming the call and leaks no driver object.
- * The cuda parts skip (77) where the cuda backend cannot open. */
+ * The cuda parts skip (77) where the cuda backend cannot open, unless
+ * HBG_CUDA_LIB names the stand-in (cuda_skip.h): then that is a failure. */
 #include <hbg/hbg.h>
 #include <hbg/hbg_device.h>
 #include <hbg/hbg_peer.h>
@@ -30,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_skip.h"
 #include "test.h"
 
 static hbg_runtime *rt_open(const char *device, const char *opts) {
@@ -92,18 +94,21 @@ static int (*mock_armed)(void);
 static long (*mock_live)(void);
 static int mocked;
 
+/* The stand-in's hooks, where HBG_CUDA_LIB names it: every one must be
+ * there (a lost export fails; the stand-in's checks are never skipped). */
 static void *msym(void *h, const char *name) {
-  void *p = h ? dlsym(h, name) : NULL;
+  void *p = dlsym(h, name);
   if (!p)
-    mocked = 0;
+    T_FAIL("HBG_CUDA_LIB=%s is not the stand-in this test was built with "
+           "(no %s)",
+           getenv("HBG_CUDA_LIB"), name);
   return p;
 }
 
 static void load_mock(void) {
-  const char *lib = getenv("HBG_CUDA_LIB");
-  if (!lib || !*lib)
+  void *h = cuda_standin();
+  if (!h)
     return;
-  void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   mocked = 1;
   void *p = msym(h, "hbgmock_kernels_run");
   memcpy(&mock_kernels_run, &p, sizeof p);
@@ -402,8 +407,9 @@ static int cuda_tests(void) {
   load_mock();
   hbg_device *probe = NULL;
   if (hbg_device_open("cuda", NULL, &probe) < 0) {
-    printf("SKIP: cannot open cuda: %s\n", hbg_last_error());
-    return T_EXIT_SKIP;
+    char why[600];
+    snprintf(why, sizeof why, "cannot open cuda: %s", hbg_last_error());
+    cuda_skip(why);
   }
   hbg_device_close(probe);
   printf("peers on %s\n", mocked ? "the stand-in driver library" : "the GPU");
@@ -435,7 +441,7 @@ int main(void) {
   if (rc)
     return rc;
 #else
-  printf("SKIP: cuda backend not built (names and the sim checked)\n");
+  cuda_skip("cuda backend not built (names and the sim checked)");
   return T_EXIT_SKIP;
 #endif
   printf("cuda peer: ok\n");

@@ -30,7 +30,8 @@
  *     naming it; a failure injected at each link and load call leaves
  *     nothing registered and nothing alive.
  * Prints the link and load times. Skips (77) where the cuda backend cannot
- * open or the example's device code was not built. */
+ * open or the example's device code was not built, unless HBG_CUDA_LIB
+ * names the stand-in (cuda_skip.h): then that is a failure. */
 #ifdef HBG_HAVE_CUDA
 #include <dlfcn.h>
 #include <pthread.h>
@@ -45,6 +46,7 @@
 
 #include "../examples/user_kernel_ops.h"
 #include "device/cuda/cuda_link.h"
+#include "cuda_skip.h"
 #include "graph_fixture.h"
 #include "test.h"
 
@@ -57,14 +59,18 @@ static int mocked;
 static void *ptx, *fatbin;
 static size_t ptx_n, fatbin_n;
 
+/* The stand-in's hooks, where HBG_CUDA_LIB names it: both must be there
+ * (a lost export fails; the stand-in's checks are never skipped). */
 static void load_mock(void) {
-  const char *lib = getenv("HBG_CUDA_LIB");
-  void *h = lib && *lib ? dlopen(lib, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)
-                        : NULL;
-  void *f = h ? dlsym(h, "hbgmock_fail") : NULL;
-  void *l = h ? dlsym(h, "hbgmock_live") : NULL;
-  if (!f || !l)
+  void *h = cuda_standin();
+  if (!h)
     return;
+  void *f = dlsym(h, "hbgmock_fail");
+  void *l = dlsym(h, "hbgmock_live");
+  if (!f || !l)
+    T_FAIL("HBG_CUDA_LIB=%s is not the stand-in this test was built with "
+           "(no hbgmock_fail or hbgmock_live)",
+           getenv("HBG_CUDA_LIB"));
   memcpy(&mock_fail, &f, sizeof f);
   memcpy(&mock_live, &l, sizeof l);
   mocked = 1;
@@ -569,16 +575,15 @@ int main(void) {
     setenv("HBG_MOCK_USER_LIB", getenv("HBG_TEST_HOST_OBJECT"), 1);
   hbg_device *probe = NULL;
   if (hbg_device_open("cuda", "exec=device", &probe) < 0) {
-    printf("SKIP: cuda: %s\n", hbg_last_error());
-    return T_EXIT_SKIP;
+    char why[600];
+    snprintf(why, sizeof why, "cuda: %s", hbg_last_error());
+    cuda_skip(why);
   }
   hbg_device_close(probe);
   ptx = slurp(getenv("HBG_TEST_UK_PTX"), &ptx_n);
   fatbin = slurp(getenv("HBG_TEST_UK_FATBIN"), &fatbin_n);
-  if (!ptx) {
-    printf("SKIP: HBG_TEST_UK_PTX names no PTX of the example's kernels\n");
-    return T_EXIT_SKIP;
-  }
+  if (!ptx)
+    cuda_skip("HBG_TEST_UK_PTX names no PTX of the example's kernels");
   test_refusals();
   test_faults();
   test_run();
@@ -594,10 +599,10 @@ int main(void) {
 #else
 #include <stdio.h>
 
-#include "test.h"
+#include "cuda_skip.h"
 
 int main(void) {
-  printf("SKIP: cuda backend not built\n");
+  cuda_skip("cuda backend not built");
   return T_EXIT_SKIP;
 }
 #endif

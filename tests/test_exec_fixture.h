@@ -203,7 +203,8 @@ static hbg_tensor xg_vec(uint64_t addr, uint64_t off, uint32_t n,
   return t;
 }
 
-static int xg_record(hbg_recorder *rec) {
+/* The graph's nodes; n1 scales by s (the boundary scalar in xg_def). */
+static inline int xg_record_with(hbg_recorder *rec, hbg_scalar s) {
   uint32_t nt, ns;
   const hbg_tensor *bt = hbg_record_tensors(rec, &nt);
   hbg_record_scalars(rec, &ns);
@@ -214,7 +215,6 @@ static int xg_record(hbg_recorder *rec) {
   HBG__TRY(hbg_record_task(rec, &k0, NULL));
   hbg_tensor t0 = a0[2];
   t0.mode = HBG_ACCESS_IN;
-  hbg_scalar s = {.kind = HBG_SCALAR_BOUNDARY, .index = 0};
   hbg_tensor a1[2] = {t0, xg_vec(0, 0, XG_N, HBG_ACCESS_OUT)};
   hbg_task k1 = {.kernel = HBG_KERNEL_SCALE,
                  .n_args = 2,
@@ -233,6 +233,11 @@ static int xg_record(hbg_recorder *rec) {
       xg_vec(bt[2].addr, bt[2].offset + h * 4, h, HBG_ACCESS_OUT)};
   hbg_task k3 = {.kernel = HBG_KERNEL_COPY, .n_args = 2, .args = a3};
   return hbg_record_task(rec, &k3, NULL);
+}
+
+static int xg_record(hbg_recorder *rec) {
+  hbg_scalar s = {.kind = HBG_SCALAR_BOUNDARY, .index = 0};
+  return xg_record_with(rec, s);
 }
 
 static hbg__def *xg_def(void) {

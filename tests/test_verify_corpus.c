@@ -1,7 +1,8 @@
 /* One corrupt-window corpus, three device sides: the sim's executor, the
- * cuda backend's launch verifier (against the stand-in CUDA library, rows
- * skipped when it cannot open) and the acl backend's (against the stand-in
- * AscendCL library, HBG_ACL_LIB). Every case must end with the same status
+ * cuda backend's launch verifier (against the stand-in CUDA library; rows
+ * skipped when it cannot open, a failure where HBG_CUDA_LIB names the
+ * stand-in) and the acl backend's (against the stand-in AscendCL library:
+ * a failure where HBG_ACL_LIB names one that cannot open). Every case must end with the same status
  * error, the same failing entry and the same failing node everywhere:
  * bad magic, truncation, bad hashes, misaligned tensors, ranges into freed
  * memory or past an allocation, heap blocks out of place, kernel
@@ -11,6 +12,7 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 
+#include "cuda_skip.h"
 #include "test_exec_fixture.h"
 
 #define N XG_N
@@ -506,12 +508,21 @@ int main(void) {
   (void)xg_ref;
   ASSERT_EQ(run_backend("sim", "workers=2"), 1);
   int more = run_backend("cuda", "exec=verify");
+  if (!more && cuda_standin())
+    T_FAIL("the cuda stand-in (HBG_CUDA_LIB=%s) did not open: its rows "
+           "never skip",
+           getenv("HBG_CUDA_LIB"));
   /* Hold the stand-in AscendCL library loaded past the device's close, as
    * the acl tests do: its bookkeeping stays reachable for the leak checker. */
   const char *acl = getenv("HBG_ACL_LIB");
   if (acl && *acl)
     (void)dlopen(acl, RTLD_NOW | RTLD_LOCAL);
-  more += run_backend("acl", NULL);
+  const int acl_ran = run_backend("acl", NULL);
+  if (!acl_ran && acl && *acl)
+    T_FAIL("the acl stand-in (HBG_ACL_LIB=%s) did not open: its rows "
+           "never skip",
+           acl);
+  more += acl_ran;
   ASSERT_EQ(failures, 0);
   printf("verify_corpus: ok (sim + %d verifying backend(s))\n", more);
   return 0;

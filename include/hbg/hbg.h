@@ -574,11 +574,15 @@ HBG_API void hbg_config_init(hbg_config *cfg);
  * was creating and the device's message). */
 HBG_API int hbg_runtime_create(const hbg_config *cfg, hbg_runtime **out);
 /* Wait for binds in flight, release retained device buffers, arenas and
- * Definitions (reverse order of creation), then close the device if the
- * runtime opened it. Accepts NULL. A release that fails does not stop the
- * rest: the device counts it (hbg_dev_stats.free_failures) and
- * hbg_last_error() names the first (the call, the object, the device's
- * message); with none, hbg_last_error() is left as it was. */
+ * Definitions (reverse order of creation), then free every buffer of
+ * hbg_buffer_alloc still live (one never freed, or one whose
+ * hbg_buffer_free returned a failed wait), whatever failed before, and
+ * last close the device if the runtime opened it: on a device the caller
+ * passed in cfg.device_handle, nothing the runtime allocated stays behind.
+ * Accepts NULL. A release that fails does not stop the rest: the device
+ * counts it (hbg_dev_stats.free_failures) and hbg_last_error() names the
+ * first (the call, the object, the device's message); with none,
+ * hbg_last_error() is left as it was. */
 HBG_API void hbg_runtime_destroy(hbg_runtime *rt);
 /* @return the device the runtime uses (owned by the runtime or the caller). */
 HBG_API struct hbg_device *hbg_runtime_device(hbg_runtime *rt);
@@ -593,7 +597,8 @@ HBG_API int hbg_runtime_deps(const hbg_runtime *rt);
 HBG_API int hbg_runtime_last_native_error(hbg_runtime *rt, int64_t *code,
                                           const char **msg);
 
-/* Device buffers for tensor data (inputs, weights, outputs). A free that
+/* Device buffers for tensor data (inputs, weights, outputs), owned by the
+ * runtime: hbg_runtime_destroy frees the ones still live. A free that
  * fails is final like every release (the device may have let the memory
  * go): the buffer leaves the runtime all the same, so a later task naming
  * it is HBG_E_RANGE, and the device counts the failure
@@ -606,7 +611,8 @@ HBG_API int hbg_buffer_alloc(hbg_runtime *rt, uint64_t bytes, uint64_t *out);
  * the buffer, so this first waits for every bind of rt in flight
  * (launched, not yet reclaimed): freeing a workload's buffers right after
  * launching a bind, without waiting for it, is safe; when that wait fails,
- * its error is returned and the buffer stays live.
+ * its error is returned and the buffer stays live (free it again, or
+ * hbg_runtime_destroy frees it).
  * @return 0, HBG_E_INVAL, or a device error. */
 HBG_API int hbg_buffer_free(hbg_runtime *rt, uint64_t addr);
 /* Copy bytes between host memory and device memory (a buffer of

@@ -273,6 +273,12 @@ void hbg_runtime_destroy(hbg_runtime *rt) {
   hbg__map_free(&rt->resident);
   hbg__graphs_clear(rt);
   hbg__map_free(&rt->graphs);
+  /* The caller's buffers still live (never freed, or kept by a free whose
+   * wait failed) go too, whatever failed above: on a device the caller
+   * keeps open nothing else would ever free them. Last, so that each
+   * slot's own drain has been tried. */
+  for (size_t i = 0; i < rt->bufs.n; i++)
+    hbg__mem_release(rt, rt->bufs.v[i].start, "user buffer");
   hbg__rtab_free(&rt->bufs);
   if (rt->trace_fn)
     hbg_device_set_trace(rt->dev, NULL, NULL);
