@@ -106,9 +106,11 @@ enum {
                               those that were waiting) */
   HBG_DEV_PHASE_SETUP = 2, /* at set-up barrier `step`: some CTAs never
                               arrived (arrived: those that did) */
-  HBG_DEV_PHASE_RUN = 3    /* for items: the window did not complete (task,
-                              node: an item still running, else the first
-                              entry not complete and UINT32_MAX) */
+  HBG_DEV_PHASE_RUN = 3    /* for items: the window did not complete (step
+                              1: task and node name an item still running,
+                              node UINT32_MAX for an ordinary task; step 0:
+                              task the first entry not complete, node
+                              UINT32_MAX) */
 };
 
 /* Written by the device at launch completion (little-endian). The struct
@@ -144,7 +146,8 @@ typedef struct hbg_dev_status {
   uint64_t body_ns;      /* device time inside kernel bodies */
   uint64_t tail_ns;      /* from the window's completion to the end */
   uint32_t workers;      /* workers of the launch */
-  uint32_t step;         /* HBG_DEV_PHASE_SETUP: the barrier, from 1 */
+  uint32_t step;         /* HBG_DEV_PHASE_SETUP: the barrier, from 1;
+                            HBG_DEV_PHASE_RUN: 1 when an item was running */
   uint32_t arrived;      /* HBG_DEV_PHASE_START / _SETUP: CTAs that got
                             there */
   uint32_t ctas;         /* CTAs (worker groups) of the launch */

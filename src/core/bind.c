@@ -833,10 +833,14 @@ static void timeout_message(hbg_bind *b, const hbg_dev_status *st) {
              st->step, st->arrived, st->ctas);
     break;
   case HBG_DEV_PHASE_RUN:
-    if (st->task != HBG_TASK_NONE && st->node != HBG_TASK_NONE)
+    if (st->step == 1 && st->node != HBG_TASK_NONE)
       snprintf(m, n, "the device executor ran past its deadline in the run: "
                      "window entry %u, graph node %u was still running",
                st->task, st->node);
+    else if (st->step == 1)
+      snprintf(m, n, "the device executor ran past its deadline in the run: "
+                     "window entry %u (an ordinary task) was still running",
+               st->task);
     else if (st->task != HBG_TASK_NONE)
       snprintf(m, n, "the device executor ran past its deadline in the run: "
                      "window entry %u had not completed and no worker was "

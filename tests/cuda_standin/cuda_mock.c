@@ -773,7 +773,13 @@ static void warp_run(mock_warp *w) {
 
 #define MOCK_SM_THREADS 2048
 #define MOCK_SM_REGS 65536
-#define MOCK_SM_BLOCKS 32
+
+/* CTAs one SM holds at most (HBG_MOCK_CUDA_SM_BLOCKS, default 32; 1 makes
+ * every SM hold one executor CTA, as an H100's registers do). */
+static int sm_blocks_max(void) {
+  int n = env_int("HBG_MOCK_CUDA_SM_BLOCKS", 32);
+  return n < 1 ? 1 : n > 32 ? 32 : n;
+}
 
 static pthread_mutex_t res_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t res_cv = PTHREAD_COND_INITIALIZER;
@@ -802,7 +808,7 @@ static int occupancy(const struct CUfunc_st *f, int bx) {
   int by_threads = MOCK_SM_THREADS / bx;
   int by_regs = MOCK_SM_REGS / (fn_regs(f) * bx);
   int n = by_threads < by_regs ? by_threads : by_regs;
-  return n < MOCK_SM_BLOCKS ? n : MOCK_SM_BLOCKS;
+  return n < sm_blocks_max() ? n : sm_blocks_max();
 }
 
 /* res_mu held: an SM with room for a CTA of bx threads of f, or -1. */
@@ -810,7 +816,7 @@ static int sm_fit(const struct CUfunc_st *f, int bx) {
   for (int i = occupied; i < sms(); i++)
     if (sm_threads[i] + bx <= MOCK_SM_THREADS &&
         sm_regs[i] + fn_regs(f) * bx <= MOCK_SM_REGS &&
-        sm_blocks[i] < MOCK_SM_BLOCKS)
+        sm_blocks[i] < sm_blocks_max())
       return i;
   return -1;
 }
@@ -931,19 +937,32 @@ static unsigned warp_of(unsigned lanes) {
   return w;
 }
 
-/* CTAs [from, to) of the grid: placed, their warps' threads started. */
-static void grid_start(const kcall *k, mock_cta *c, unsigned from,
-                       unsigned to) {
-  place(c + from, to - from, (int)k->bx, k->coop);
+/* CTA i's warps' threads started. */
+static void cta_start(mock_cta *c) {
   pthread_attr_t at;
   pthread_attr_init(&at);
   pthread_attr_setstacksize(&at, 1u << 20);
-  for (unsigned i = from; i < to; i++)
-    for (unsigned j = 0; j < c[i].n_warps; j++)
-      if (pthread_create(&c[i].warps[j].th, &at, warp_main,
-                         &c[i].warps[j]) != 0)
-        abort();
+  for (unsigned j = 0; j < c->n_warps; j++)
+    if (pthread_create(&c->warps[j].th, &at, warp_main, &c->warps[j]) != 0)
+      abort();
   pthread_attr_destroy(&at);
+}
+
+/* CTAs [from, to) of the grid placed and started: a cooperative launch's
+ * all at once when they all fit, a plain launch's each as soon as it fits
+ * (the ones placed run while the rest wait for room, as on a GPU). */
+static void grid_start(const kcall *k, mock_cta *c, unsigned from,
+                       unsigned to) {
+  if (k->coop) {
+    place(c + from, to - from, (int)k->bx, 1);
+    for (unsigned i = from; i < to; i++)
+      cta_start(&c[i]);
+    return;
+  }
+  for (unsigned i = from; i < to; i++) {
+    place(c + i, 1, (int)k->bx, 0);
+    cta_start(&c[i]);
+  }
 }
 
 static void grid_join(mock_cta *c, unsigned from, unsigned to) {

@@ -589,9 +589,8 @@ static int link_publish(hbg_device *dev, hbg__cuda *c, hbg__cu_link *l,
     (void)c->f.cuModuleUnload(mod);
     const char *native = "";
     (void)hbg_device_native_error(dev, NULL, &native);
-    hbg__error_set("hbg_kernel_register: the executor linked with user "
-                   "kernels cannot run: %s",
-                   native ? native : "");
+    hbg__error_set("hbg_kernel_register: linked with these user kernels, %s",
+                   native ? native : "the device executor cannot run");
     goto out_image;
   }
   l->st.linked_bytes = lo.size;

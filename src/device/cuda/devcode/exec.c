@@ -1400,6 +1400,7 @@ HBG_DC_FN void dx_timeout_run(dx_x *x, uint64_t n_workers) {
   if (least != HBG__D_EMPTY) {
     ctl->tmo_task = (uint32_t)(least >> 32);
     ctl->tmo_node = (uint32_t)least;
+    ctl->tmo_step = 1; /* an item still running */
     return;
   }
   uint32_t i = 0;
