@@ -20,7 +20,9 @@
  *   fanout_max       one graph: a node feeding 65535 consumers (the most a
  *                    Definition holds: HBG_IMG_MAX_NODES nodes)
  *   fanin_max        one graph: a node waiting for 65535 producers
- *   diamond_max      one graph: 1 -> 65534 -> 1
+ *   diamond          one graph: 1 -> 4094 -> 1
+ *   bounds_max       one graph of 4096 boundary tensors and 4096 boundary
+ *                    scalars (HBG_IMG_MAX_BOUNDARY), in two binds
  *   chain            1024 entries (tasks and graph replays), each waiting
  *                    for the one before
  *   wide             512 independent entries (far more than any grid's
@@ -39,8 +41,9 @@
  * Usage: test_exec_shapes [SHAPE...] runs the sweep (all shapes, or those
  * named); test_exec_shapes --one DEVICE POLICY DEPS SHAPE runs one case in
  * this process (no fork: for a debugger). HBG_SHAPES_TIMEOUT=S: seconds a
- * bind may take (default 10). Exit 1 when any case hangs, fails or
- * crashes: the summary lists them. */
+ * bind may take (default 5, 20 in sanitizer builds; recording and set-up
+ * get six times that). Exit 1 when any case hangs, fails or crashes: the
+ * summary lists them. */
 #include <hbg/hbg.h>
 #include <hbg/hbg_device.h>
 #include <hbg/hbg_image.h>
@@ -49,6 +52,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -66,9 +70,23 @@
 /* The watchdog                                                        */
 /* ------------------------------------------------------------------ */
 
+/* Seconds a bind may take before it counts as hung: the largest bind here
+ * takes well under a second on the stand-in's smallest grid; sanitizer
+ * builds get four times as long. HBG_SHAPES_TIMEOUT overrides. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define WD_SECS 20u
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define WD_SECS 20u
+#endif
+#endif
+#ifndef WD_SECS
+#define WD_SECS 5u
+#endif
+
 static char wd_case[192];   /* "cuda/pinned-eager/inferred/chain" */
 static const char *volatile wd_step = "";
-static unsigned wd_secs = 10;
+static unsigned wd_secs = WD_SECS;
 
 static void wd_put(const char *s) {
   size_t n = strlen(s);
@@ -102,6 +120,11 @@ static uint64_t now_ns(void) {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
+
+/* A case's time from its binds' launches to the end of their waits,
+ * summed: shared with the sweep (MAP_SHARED), which prints it beside the
+ * case's whole time (runtime creation, recording, checks). */
+static uint64_t *bind_ns;
 
 /* ------------------------------------------------------------------ */
 /* One case's context and helpers                                      */
@@ -256,12 +279,14 @@ static hbg_task_id graph(cx *c, hbg_bind *b, uint64_t key, hbg_record_fn fn,
  * without a device-side error. */
 static void run(cx *c, hbg_bind *b, const char *step, uint32_t n_entries) {
   wd_arm(step, wd_secs);
+  uint64_t t0 = now_ns();
   int rc = hbg_bind_launch(b);
   if (rc)
     T_FAIL("%s: %s: hbg_bind_launch -> %s: %s", c->name, step,
            hbg_err_name(rc), hbg_last_error());
   rc = hbg_bind_wait(b);
   alarm(0);
+  *bind_ns += now_ns() - t0;
   if (rc)
     T_FAIL("%s: %s: hbg_bind_wait -> %s: %s", c->name, step,
            hbg_err_name(rc), hbg_last_error());
@@ -286,6 +311,7 @@ static void run(cx *c, hbg_bind *b, const char *step, uint32_t n_entries) {
 #define K_FANOUT 0x5348415045000005ull
 #define K_FANIN 0x5348415045000006ull
 #define K_DIAMAX 0x5348415045000007ull
+#define K_BOUNDS 0x5348415045000008ull
 #define K_ADDN 0x5348415045000100ull /* + k */
 
 #define DN 32u /* the diamond's elements */
@@ -381,18 +407,30 @@ static float fan_alpha(uint32_t k) { return (float)(1u + k % 8u); }
 /* Fan-in values: producer k writes this. */
 static float fan_value(uint32_t k) { return (float)(k % 251u) * 0.5f + 1.0f; }
 
-/* [Y] of *n; scalar 0: node 0 fills an inner h with the value, nodes
- * 1..*n each scale h into one element of Y: node 0 has *n consumers. */
+/* The fan-out's outputs: FO_BUFS boundary tensors of FO_EACH elements,
+ * each in its own buffer. One buffer of 65535 would do as well, but the
+ * recorder compares each access with every earlier access of the same
+ * buffer, so 65535 writes into one buffer cost seconds; split, only the
+ * 65535 reads of node 0's output pile up (about 3 s of recording per case
+ * here, the fan-in's 65535 writes into the one buffer its last node reads
+ * about as much: the price of the largest fan, paid on the host). */
+#define FO_BUFS 256u
+#define FO_EACH 256u
+
+/* [Y_0 .. Y_255] of 256 each; scalar 0: node 0 fills an inner h with the
+ * value, nodes 1..*n each scale h into one element of the Ys: node 0 has
+ * *n consumers. */
 static int rec_fanout(hbg_recorder *rec, void *user) {
   const uint32_t n = *(const uint32_t *)user;
-  const hbg_tensor *bt = bounds(rec, 1);
+  const hbg_tensor *bt = bounds(rec, FO_BUFS);
   if (!bt)
     return -1;
   hbg_tensor h = heap_out(1);
   hbg_scalar v = hbg_scalar_boundary(0);
   int rc = rtask(rec, HBG_KERNEL_FILL, &h, 1, &v, NULL, 0);
   for (uint32_t k = 0; rc == 0 && k < n; k++) {
-    hbg_tensor a[2] = {as_in(h), view(&bt[0], k, 1, HBG_ACCESS_OUT)};
+    hbg_tensor a[2] = {as_in(h),
+                       view(&bt[k / FO_EACH], k % FO_EACH, 1, HBG_ACCESS_OUT)};
     hbg_scalar s = hbg_scalar_static(hbg_scalar_f32(fan_alpha(k)));
     rc = rtask(rec, HBG_KERNEL_SCALE, a, 2, &s, NULL, 0);
   }
@@ -494,6 +532,7 @@ static void sh_empty_between(cx *c) {
 
 static void sh_empty_pipelined(cx *c) {
   hbg_bind *b1 = begin(c);
+  uint64_t t0 = now_ns();
   wd_arm("empty bind 1's launch", wd_secs);
   ASSERT_OK(hbg_bind_launch(b1));
   hbg_bind *b2 = begin(c);
@@ -504,6 +543,7 @@ static void sh_empty_pipelined(cx *c) {
   wd_arm("empty bind 2's wait", wd_secs);
   ASSERT_OK(hbg_bind_wait(b2));
   alarm(0);
+  *bind_ns += now_ns() - t0;
   hbg_bind_end(b1);
   hbg_bind_end(b2);
   uint64_t o = dalloc(c, 16, -1.0f);
@@ -575,20 +615,25 @@ static void sh_graph_chain(cx *c) {
 
 static void sh_fanout_max(cx *c) {
   static const uint32_t n = MAXN - 1;
-  uint64_t dy = dalloc(c, n, -1.0f);
-  float *want = malloc((size_t)n * 4);
-  ASSERT(want);
-  for (uint32_t k = 0; k < n; k++)
-    want[k] = 0.5f * fan_alpha(k);
+  _Static_assert(FO_BUFS * FO_EACH >= MAXN - 1, "room for every consumer");
+  uint64_t dy[FO_BUFS];
+  hbg_tensor y[FO_BUFS];
+  for (uint32_t i = 0; i < FO_BUFS; i++) {
+    dy[i] = dalloc(c, FO_EACH, -1.0f);
+    y[i] = vec(dy[i], 0, 0, FO_EACH, HBG_ACCESS_OUT);
+  }
+  float want[FO_BUFS * FO_EACH];
+  for (uint32_t k = 0; k < FO_BUFS * FO_EACH; k++)
+    want[k] = k < n ? 0.5f * fan_alpha(k) : -1.0f;
   hbg_bind *b = begin(c);
-  hbg_tensor y = vec(dy, 0, 0, n, HBG_ACCESS_OUT);
   uint64_t s = hbg_scalar_f32(0.5f);
   wd_arm("recording the fan-out graph", wd_secs * 6);
-  graph(c, b, K_FANOUT, rec_fanout, (void *)&n, &y, 1, &s, 1, NULL, 0);
+  graph(c, b, K_FANOUT, rec_fanout, (void *)&n, y, FO_BUFS, &s, 1, NULL, 0);
   run(c, b, "the bind of one graph: 1 node -> 65535 consumers", 1);
   hbg_bind_end(b);
-  expect(c, dy, want, n, "the 65535 consumers' outputs");
-  free(want);
+  for (uint32_t i = 0; i < FO_BUFS; i++)
+    expect(c, dy[i], want + i * FO_EACH, FO_EACH,
+           "the 65535 consumers' outputs");
 }
 
 static void sh_fanin_max(cx *c) {
@@ -610,8 +655,8 @@ static void sh_fanin_max(cx *c) {
   free(want);
 }
 
-static void sh_diamond_max(cx *c) {
-  static const uint32_t n = MAXN - 2;
+static void sh_diamond(cx *c) {
+  static const uint32_t n = 4094;
   uint64_t dy = dalloc(c, n, -1.0f), dz = dalloc(c, n, -1.0f);
   float *want = malloc((size_t)n * 4);
   ASSERT(want);
@@ -621,13 +666,55 @@ static void sh_diamond_max(cx *c) {
   hbg_tensor bt[2] = {vec(dy, 0, 0, n, HBG_ACCESS_INOUT),
                       vec(dz, 0, 0, n, HBG_ACCESS_OUT)};
   uint64_t s = hbg_scalar_f32(0.25f);
-  wd_arm("recording the 1 -> 65534 -> 1 graph", wd_secs * 6);
   graph(c, b, K_DIAMAX, rec_diamax, (void *)&n, bt, 2, &s, 1, NULL, 0);
-  run(c, b, "the bind of one graph: 1 -> 65534 -> 1", 1);
+  run(c, b, "the bind of one graph: 1 -> 4094 -> 1", 1);
   hbg_bind_end(b);
-  expect(c, dy, want, n, "the 65534 middle nodes' outputs");
+  expect(c, dy, want, n, "the 4094 middle nodes' outputs");
   expect(c, dz, want, n, "the last node's copy of them");
   free(want);
+}
+
+/* [T_0 .. T_4095] of 4 each, scalars s_0 .. s_4095: node k fills T_k with
+ * s_k. The most boundary tensors and scalars a graph may have. */
+static int rec_bounds(hbg_recorder *rec, void *user) {
+  (void)user;
+  const hbg_tensor *bt = bounds(rec, HBG_IMG_MAX_BOUNDARY);
+  if (!bt)
+    return -1;
+  int rc = 0;
+  for (uint32_t k = 0; rc == 0 && k < HBG_IMG_MAX_BOUNDARY; k++) {
+    hbg_tensor o = bt[k];
+    hbg_scalar s = hbg_scalar_boundary(k);
+    rc = rtask(rec, HBG_KERNEL_FILL, &o, 1, &s, NULL, 0);
+  }
+  return rc;
+}
+
+/* Two binds, each one replay of the 4096-boundary graph with its own
+ * scalars; the tensors are 4096 slices of one buffer (a buffer each would
+ * cost 4096 allocations, writes and reads on the device, seconds on the
+ * stand-in). */
+static void sh_bounds_max(cx *c) {
+  enum { NB = HBG_IMG_MAX_BOUNDARY, E = 4 };
+  static uint64_t s[NB];
+  static hbg_tensor bt[NB];
+  static float want[NB * E];
+  uint64_t d = dalloc(c, NB * E, -1.0f);
+  for (uint32_t k = 0; k < NB; k++)
+    bt[k] = vec(d, 0, k * E, E, HBG_ACCESS_OUT);
+  for (uint32_t r = 0; r < 2; r++) {
+    for (uint32_t k = 0; k < NB; k++) {
+      s[k] = hbg_scalar_f32(fan_value(k + r));
+      for (uint32_t i = 0; i < E; i++)
+        want[k * E + i] = fan_value(k + r);
+    }
+    hbg_bind *b = begin(c);
+    graph(c, b, K_BOUNDS, rec_bounds, NULL, bt, NB, s, NB, NULL, 0);
+    run(c, b, r ? "bind 2 of the 4096-boundary graph"
+                : "bind 1 of the 4096-boundary graph", 1);
+    hbg_bind_end(b);
+    expect(c, d, want, NB * E, "the boundary tensors");
+  }
 }
 
 /* T[0] = 1; entry k: T[k] = T[k-1] + 1, every fourth a graph replay. */
@@ -814,7 +901,8 @@ static const shape shapes[] = {
     {"graph_chain", sh_graph_chain, 0},
     {"fanout_max", sh_fanout_max, 0},
     {"fanin_max", sh_fanin_max, 0},
-    {"diamond_max", sh_diamond_max, 0},
+    {"diamond", sh_diamond, 0},
+    {"bounds_max", sh_bounds_max, 0},
     {"chain", sh_chain, 1},
     {"wide", sh_wide, 0},
     {"replays", sh_replays, 1},
@@ -870,13 +958,14 @@ typedef struct result {
   char what[192];
   int r;
   int detail; /* exit code or signal */
-  double ms;
+  double ms, bind_ms;
 } result;
 
 static int run_case(const char *dev, int policy, int deps, const shape *s,
                     result *out) {
   fflush(stdout);
   fflush(stderr);
+  *bind_ns = 0;
   uint64_t t0 = now_ns();
   pid_t pid = fork();
   ASSERT(pid >= 0);
@@ -904,6 +993,7 @@ static int run_case(const char *dev, int policy, int deps, const shape *s,
     nanosleep(&ts, NULL);
   }
   out->ms = (double)(now_ns() - t0) / 1e6;
+  out->bind_ms = (double)*bind_ns / 1e6;
   snprintf(out->what, sizeof out->what, "%s/%s/%s/%s", dev,
            hbg_policy_name(policy), hbg_deps_name(deps), s->name);
   if (WIFSIGNALED(st)) {
@@ -917,7 +1007,11 @@ static int run_case(const char *dev, int policy, int deps, const shape *s,
     out->r = CASE_FAIL;
     out->detail = WEXITSTATUS(st);
   }
-  printf("  %-44s %-5s %9.1f ms\n", out->what, r_name[out->r], out->ms);
+  if (out->r == CASE_OK)
+    printf("  %-44s %-5s %9.1f ms (binds %8.1f ms)\n", out->what,
+           r_name[out->r], out->ms, out->bind_ms);
+  else
+    printf("  %-44s %-5s %9.1f ms\n", out->what, r_name[out->r], out->ms);
   fflush(stdout);
   return out->r;
 }
@@ -947,6 +1041,10 @@ static const shape *find_shape(const char *name) {
 }
 
 int main(int argc, char **argv) {
+  void *shm = mmap(NULL, sizeof *bind_ns, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT(shm != MAP_FAILED);
+  bind_ns = shm;
   const char *e = getenv("HBG_SHAPES_TIMEOUT");
   if (e && *e) {
     long v = strtol(e, NULL, 10);
@@ -957,8 +1055,10 @@ int main(int argc, char **argv) {
     int policy = 0, deps = 0;
     ASSERT_OK(hbg_policy_parse(argv[3], &policy));
     ASSERT_OK(hbg_deps_parse(argv[4], &deps));
+    uint64_t t0 = now_ns();
     run_one(argv[2], policy, deps, find_shape(argv[5]));
-    printf("%s: ok\n", wd_case);
+    printf("%s: ok, %.1f ms (binds %.1f ms)\n", wd_case,
+           (double)(now_ns() - t0) / 1e6, (double)*bind_ns / 1e6);
     return 0;
   }
   int want[N_SHAPES];
