@@ -34,6 +34,11 @@
  *                    of them (the most an entry may wait for), and one
  *                    waiting for 257 refused (HBG_E_LIMIT)
  *   win_fanout       one producer, 1024 dependents (tasks and graphs)
+ *   fail_entry       entry 2 of 70 fails on the device (a ROPE position
+ *                    past its table, a boundary scalar), two entries wait
+ *                    for it: the wait names entry 2, and the next bind runs
+ *   fail_graph       one graph whose node 0 fails, 1024 nodes waiting for
+ *                    it and 64 not
  * Shapes whose entries depend on each other run with explicit ids
  * (HBG_DEPS_EXPLICIT) and with none (HBG_DEPS_INFERRED: the same order from
  * the data); the others build the same window either way and run once.
@@ -300,6 +305,29 @@ static void run(cx *c, hbg_bind *b, const char *step, uint32_t n_entries) {
            c->name, step, st.n_tasks, n_entries, st.device_status, st.fatal);
 }
 
+/* Launch and wait under the watchdog; the wait reports want_rc at entry
+ * want_entry, node want_node. */
+static void run_fail(cx *c, hbg_bind *b, const char *step, int want_rc,
+                     uint32_t want_entry, uint32_t want_node) {
+  wd_arm(step, wd_secs);
+  uint64_t t0 = now_ns();
+  int rc = hbg_bind_launch(b);
+  if (rc)
+    T_FAIL("%s: %s: hbg_bind_launch -> %s: %s", c->name, step,
+           hbg_err_name(rc), hbg_last_error());
+  rc = hbg_bind_wait(b);
+  alarm(0);
+  *bind_ns += now_ns() - t0;
+  uint32_t entry = 0, node = 0;
+  int loc = hbg_bind_error_location(b, &entry, &node);
+  if (rc != want_rc || loc != 0 || entry != want_entry || node != want_node)
+    T_FAIL("%s: %s: hbg_bind_wait -> %s at entry %d node %d (location %s), "
+           "expected %s at entry %u node %d: %s",
+           c->name, step, hbg_err_name(rc), (int)entry, (int)node,
+           hbg_err_name(loc), hbg_err_name(want_rc), want_entry,
+           (int)want_node, hbg_last_error());
+}
+
 /* ------------------------------------------------------------------ */
 /* Graphs (record callbacks)                                           */
 /* ------------------------------------------------------------------ */
@@ -312,6 +340,8 @@ static void run(cx *c, hbg_bind *b, const char *step, uint32_t n_entries) {
 #define K_FANIN 0x5348415045000006ull
 #define K_DIAMAX 0x5348415045000007ull
 #define K_BOUNDS 0x5348415045000008ull
+#define K_ROPE1 0x5348415045000009ull
+#define K_FAILFAN 0x534841504500000aull
 #define K_ADDN 0x5348415045000100ull /* + k */
 
 #define DN 32u /* the diamond's elements */
@@ -475,6 +505,58 @@ static int rec_diamax(hbg_recorder *rec, void *user) {
     return rc;
   hbg_tensor a[2] = {view(&bt[0], 0, n, HBG_ACCESS_IN), bt[1]};
   return rtask(rec, HBG_KERNEL_COPY, a, 2, NULL, NULL, 0);
+}
+
+/* ROPE over x [8] with cos and sin [2][4]: positions 0 and 1 run; a
+ * larger one is the device's HBG_E_KERNEL (a value only the run sees when
+ * it is a boundary scalar). */
+#define RD 8u
+#define RP 2u
+
+static int rope_node(hbg_recorder *rec, const hbg_tensor *x,
+                     const hbg_tensor *cs, const hbg_tensor *sn,
+                     hbg_tensor *out) {
+  hbg_tensor a[4] = {*x, *cs, *sn, *out};
+  hbg_scalar p = hbg_scalar_boundary(0);
+  hbg_task t = {.kernel = HBG_KERNEL_ROPE, .n_args = 4, .args = a,
+                .n_scalars = 1, .scalars = &p};
+  int rc = hbg_record_task(rec, &t, NULL);
+  *out = a[3];
+  return rc;
+}
+
+/* [x, cos, sin, out]; scalar 0: the position. One node. */
+static int rec_rope1(hbg_recorder *rec, void *user) {
+  (void)user;
+  const hbg_tensor *bt = bounds(rec, 4);
+  if (!bt)
+    return -1;
+  hbg_tensor o = bt[3];
+  return rope_node(rec, &bt[0], &bt[1], &bt[2], &o);
+}
+
+/* [x, cos, sin, Y (1024), Z (64)]; scalar 0: the position. Node 0: ROPE
+ * into an inner h; nodes 1..1024 scale h[0] into Y's elements; nodes
+ * 1025..1088 fill Z's, waiting for nothing. */
+static int rec_failfan(hbg_recorder *rec, void *user) {
+  (void)user;
+  const hbg_tensor *bt = bounds(rec, 5);
+  if (!bt)
+    return -1;
+  hbg_tensor h = heap_out(RD);
+  int rc = rope_node(rec, &bt[0], &bt[1], &bt[2], &h);
+  for (uint32_t k = 0; rc == 0 && k < 1024; k++) {
+    hbg_tensor a[2] = {view(&h, 0, 1, HBG_ACCESS_IN),
+                       view(&bt[3], k, 1, HBG_ACCESS_OUT)};
+    hbg_scalar s = hbg_scalar_static(hbg_scalar_f32(2.0f));
+    rc = rtask(rec, HBG_KERNEL_SCALE, a, 2, &s, NULL, 0);
+  }
+  for (uint32_t k = 0; rc == 0 && k < 64; k++) {
+    hbg_tensor o = view(&bt[4], k, 1, HBG_ACCESS_OUT);
+    hbg_scalar s = hbg_scalar_static(hbg_scalar_f32(3.0f));
+    rc = rtask(rec, HBG_KERNEL_FILL, &o, 1, &s, NULL, 0);
+  }
+  return rc;
 }
 
 /* Entries that submit the small graphs. */
@@ -884,6 +966,85 @@ static void sh_win_fanout(cx *c) {
   expect(c, dout, want, F, "the dependents' outputs");
 }
 
+/* The ROPE operands: x, cos and sin (identity rotation: cos 1, sin 0). */
+static void rope_operands(cx *c, hbg_tensor *x, hbg_tensor *cs,
+                          hbg_tensor *sn) {
+  uint64_t dx = dalloc(c, RD, 0.5f), dcs = dalloc(c, RP * RD / 2, 1.0f),
+           dsn = dalloc(c, RP * RD / 2, 0.0f);
+  uint32_t dims[2] = {RP, RD / 2};
+  *x = vec(dx, 0, 0, RD, HBG_ACCESS_IN);
+  hbg_tensor_contig(cs, dcs, 0, HBG_DTYPE_F32, 2, dims, HBG_ACCESS_IN);
+  hbg_tensor_contig(sn, dsn, 0, HBG_DTYPE_F32, 2, dims, HBG_ACCESS_IN);
+}
+
+/* A window whose entry 2 fails on the device (a ROPE position past its
+ * table): entries wait for it, others do not. The wait names entry 2,
+ * node 0; the runtime goes on (a bind after it runs). What else of the
+ * failed window ran is not checked: executors may differ there. */
+static void sh_fail_entry(cx *c) {
+  hbg_tensor x, cs, sn;
+  rope_operands(c, &x, &cs, &sn);
+  uint64_t da = dalloc(c, RD, -1.0f), dr = dalloc(c, RD, -1.0f),
+           ds = dalloc(c, RD, -1.0f), dz = dalloc(c, 64, -1.0f);
+  /* first a bind where the ROPE graph runs: position 1 is in the table */
+  hbg_bind *b = begin(c);
+  uint64_t p = 1;
+  hbg_tensor bt[4] = {x, cs, sn, vec(dr, 0, 0, RD, HBG_ACCESS_OUT)};
+  graph(c, b, K_ROPE1, rec_rope1, NULL, bt, 4, &p, 1, NULL, 0);
+  run(c, b, "the bind of one ROPE graph (position 1)", 1);
+  hbg_bind_end(b);
+  expect_all(c, dr, 0.5f, RD, "ROPE by the identity");
+  b = begin(c);
+  hbg_task_id i0 = t_fill(c, b, vec(da, 0, 0, RD, HBG_ACCESS_OUT), 1.0f,
+                          NULL, 0);
+  hbg_task_id i1 = t_copy(c, b, vec(da, 0, 0, RD, HBG_ACCESS_IN),
+                          vec(ds, 0, 0, RD, HBG_ACCESS_OUT), &i0, 1);
+  p = RP; /* past the table */
+  hbg_task_id i2 = graph(c, b, K_ROPE1, rec_rope1, NULL, bt, 4, &p, 1, &i1,
+                         1);
+  ASSERT_EQ(i2, 2);
+  hbg_tensor rin = vec(dr, 0, 0, RD, HBG_ACCESS_IN);
+  hbg_task_id i3 = t_scale(c, b, rin, vec(ds, 0, 0, RD, HBG_ACCESS_OUT),
+                           2.0f, &i2, 1);
+  t_scale(c, b, vec(ds, 0, 0, RD, HBG_ACCESS_IN),
+          vec(da, 0, 0, RD, HBG_ACCESS_OUT), 2.0f, &i3, 1);
+  for (uint32_t k = 0; k < 64; k++)
+    t_fill(c, b, vec(dz, 0, k, 1, HBG_ACCESS_OUT), 3.0f, NULL, 0);
+  run_fail(c, b, "the bind whose entry 2 fails", HBG_E_KERNEL, 2, 0);
+  hbg_bind_end(b);
+  uint64_t o = dalloc(c, 16, -1.0f);
+  one_fill_bind(c, o, 4.5f, "a bind after the failed one");
+}
+
+/* One graph whose node 0 fails, with 1024 nodes waiting for it and 64
+ * that do not. */
+static void sh_fail_graph(cx *c) {
+  hbg_tensor x, cs, sn;
+  rope_operands(c, &x, &cs, &sn);
+  uint64_t dy = dalloc(c, 1024, -1.0f), dz = dalloc(c, 64, -1.0f);
+  hbg_tensor bt[5] = {x, cs, sn, vec(dy, 0, 0, 1024, HBG_ACCESS_OUT),
+                      vec(dz, 0, 0, 64, HBG_ACCESS_OUT)};
+  float want[1024];
+  for (uint32_t k = 0; k < 1024; k++)
+    want[k] = 1.0f;
+  for (uint32_t r = 0; r < 2; r++) {
+    uint64_t p = r ? RP : 0;
+    hbg_bind *b = begin(c);
+    graph(c, b, K_FAILFAN, rec_failfan, NULL, bt, 5, &p, 1, NULL, 0);
+    if (r == 0) {
+      run(c, b, "the fan-out graph whose ROPE runs (position 0)", 1);
+      expect(c, dy, want, 1024, "2 x ROPE's first element");
+      expect_all(c, dz, 3.0f, 64, "the independent nodes");
+    } else {
+      run_fail(c, b, "the fan-out graph whose node 0 fails", HBG_E_KERNEL,
+               0, 0);
+    }
+    hbg_bind_end(b);
+  }
+  uint64_t o = dalloc(c, 16, -1.0f);
+  one_fill_bind(c, o, 4.5f, "a bind after the failed one");
+}
+
 typedef struct shape {
   const char *name;
   void (*fn)(cx *c);
@@ -909,6 +1070,8 @@ static const shape shapes[] = {
     {"keys", sh_keys, 0},
     {"win_fanin", sh_win_fanin, 1},
     {"win_fanout", sh_win_fanout, 1},
+    {"fail_entry", sh_fail_entry, 1},
+    {"fail_graph", sh_fail_graph, 0},
 };
 #define N_SHAPES (sizeof shapes / sizeof shapes[0])
 
