@@ -18,7 +18,8 @@
  *   mix              task -> graph -> task
  *   graph_chain      one graph whose 4096 nodes form one chain
  *   fanout_max       one graph: a node feeding 65535 consumers (the most a
- *                    Definition holds: HBG_IMG_MAX_NODES nodes)
+ *                    Definition holds: HBG_IMG_MAX_NODES nodes); then a
+ *                    window of four chained replays of it (262144 nodes)
  *   fanin_max        one graph: a node waiting for 65535 producers
  *   diamond          one graph: 1 -> 4094 -> 1
  *   bounds_max       one graph of 4096 boundary tensors and 4096 boundary
@@ -34,6 +35,9 @@
  *                    of them (the most an entry may wait for), and one
  *                    waiting for 257 refused (HBG_E_LIMIT)
  *   win_fanout       one producer, 1024 dependents (tasks and graphs)
+ *   dup_deps         explicit ids repeated and out of order
+ *   binds_grow       a bind of one task in flight while one of 1024 entries
+ *                    reading its output is launched; then one task again
  *   fail_entry       entry 2 of 70 fails on the device (a ROPE position
  *                    past its table, a boundary scalar), two entries wait
  *                    for it: the wait names entry 2, and the next bind runs
@@ -138,6 +142,7 @@ static uint64_t *bind_ns;
 typedef struct cx {
   hbg_runtime *rt;
   int inferred;
+  int pass_deps; /* pass explicit ids even when inferring (merged) */
   const char *name; /* wd_case */
   uint64_t one;     /* ONES floats of 1.0f */
 } cx;
@@ -145,8 +150,11 @@ typedef struct cx {
 #define ONES 4096u
 
 /* Dependency ids as the mode wants them: all of them with explicit ids,
- * none when the runtime infers them from the data. */
-static uint32_t nd(const cx *c, uint32_t n) { return c->inferred ? 0 : n; }
+ * none when the runtime infers them from the data (unless the shape asks
+ * for both, merged). */
+static uint32_t nd(const cx *c, uint32_t n) {
+  return c->inferred && !c->pass_deps ? 0 : n;
+}
 
 static uint64_t dalloc(cx *c, uint32_t n, float init) {
   uint64_t a = 0;
@@ -716,6 +724,24 @@ static void sh_fanout_max(cx *c) {
   for (uint32_t i = 0; i < FO_BUFS; i++)
     expect(c, dy[i], want + i * FO_EACH, FO_EACH,
            "the 65535 consumers' outputs");
+  /* four chained replays in one window: 262144 nodes, the last replay's
+   * values win */
+  b = begin(c);
+  hbg_task_id prev = HBG_TASK_NONE;
+  c->pass_deps = 1;
+  for (uint32_t r = 0; r < 4; r++) {
+    s = hbg_scalar_f32((float)(r + 1));
+    prev = graph(c, b, K_FANOUT, rec_fanout, (void *)&n, y, FO_BUFS, &s, 1,
+                 &prev, r ? 1 : 0);
+  }
+  c->pass_deps = 0;
+  run(c, b, "the bind of four chained replays of the fan-out graph", 4);
+  hbg_bind_end(b);
+  for (uint32_t k = 0; k < n; k++)
+    want[k] = 4.0f * fan_alpha(k);
+  for (uint32_t i = 0; i < FO_BUFS; i++)
+    expect(c, dy[i], want + i * FO_EACH, FO_EACH,
+           "the last replay's outputs");
 }
 
 static void sh_fanin_max(cx *c) {
@@ -966,6 +992,77 @@ static void sh_win_fanout(cx *c) {
   expect(c, dout, want, F, "the dependents' outputs");
 }
 
+/* Explicit ids out of order and repeated (merged with the inferred ones
+ * when inferring): entries 0..3 fill P[i]; entry 4 adds P[0] + P[3] after
+ * waiting for {3, 0, 0, 2, 3, 1, 3, 0}; entry 5 copies that after {4, 4}. */
+static void sh_dup_deps(cx *c) {
+  uint64_t dp = dalloc(c, 4, -1.0f), dq = dalloc(c, 1, -1.0f),
+           dr = dalloc(c, 1, -1.0f);
+  c->pass_deps = 1;
+  hbg_bind *b = begin(c);
+  for (uint32_t i = 0; i < 4; i++) {
+    hbg_tensor o = vec(dp, 0, i, 1, HBG_ACCESS_OUT);
+    if (i % 2)
+      g_fill1(c, b, o, (float)(i + 1), NULL, 0);
+    else
+      t_fill(c, b, o, (float)(i + 1), NULL, 0);
+  }
+  static const hbg_task_id d4[8] = {3, 0, 0, 2, 3, 1, 3, 0}, d5[2] = {4, 4};
+  t_add(c, b, vec(dp, 0, 0, 1, HBG_ACCESS_IN), vec(dp, 0, 3, 1, HBG_ACCESS_IN),
+        vec(dq, 0, 0, 1, HBG_ACCESS_OUT), d4, 8);
+  g_scale1(c, b, vec(dq, 0, 0, 1, HBG_ACCESS_IN),
+           vec(dr, 0, 0, 1, HBG_ACCESS_OUT), 2.0f, d5, 2);
+  c->pass_deps = 0;
+  run(c, b, "the bind with repeated, unordered ids", 6);
+  hbg_bind_end(b);
+  static const float p[4] = {1, 2, 3, 4};
+  expect(c, dp, p, 4, "the producers' outputs");
+  expect_all(c, dq, 5.0f, 1, "P[0] + P[3]");
+  expect_all(c, dr, 10.0f, 1, "2 (P[0] + P[3])");
+}
+
+/* Binds of growing size in flight together: one task; launched before it
+ * is waited for, 1025 entries reading its output; then one task again. */
+static void sh_binds_grow(cx *c) {
+  enum { F = 1024 };
+  uint64_t da = dalloc(c, 1, -1.0f), dout = dalloc(c, F, -1.0f),
+           dl = dalloc(c, 16, -1.0f);
+  float want[F];
+  hbg_bind *b1 = begin(c);
+  t_fill(c, b1, vec(da, 0, 0, 1, HBG_ACCESS_OUT), 0.5f, NULL, 0);
+  uint64_t t0 = now_ns();
+  wd_arm("bind 1's launch (one task)", wd_secs);
+  ASSERT_OK(hbg_bind_launch(b1));
+  alarm(0);
+  *bind_ns += now_ns() - t0;
+  hbg_bind *b2 = begin(c);
+  hbg_task_id p = t_copy(c, b2, vec(da, 0, 0, 1, HBG_ACCESS_IN),
+                         vec(dout, 0, 0, 1, HBG_ACCESS_OUT), NULL, 0);
+  want[0] = 0.5f;
+  for (uint32_t i = 1; i < F; i++) {
+    want[i] = 0.5f * fan_alpha(i);
+    hbg_tensor in = vec(dout, 0, 0, 1, HBG_ACCESS_IN),
+               out = vec(dout, 0, i, 1, HBG_ACCESS_OUT);
+    if (i % 2)
+      g_scale1(c, b2, in, out, fan_alpha(i), &p, 1);
+    else
+      t_scale(c, b2, in, out, fan_alpha(i), &p, 1);
+  }
+  t0 = now_ns();
+  wd_arm("bind 2's launch (1024 entries, bind 1 in flight)", wd_secs);
+  ASSERT_OK(hbg_bind_launch(b2));
+  wd_arm("bind 1's wait (bind 2 in flight)", wd_secs);
+  ASSERT_OK(hbg_bind_wait(b1));
+  wd_arm("bind 2's wait", wd_secs);
+  ASSERT_OK(hbg_bind_wait(b2));
+  alarm(0);
+  *bind_ns += now_ns() - t0;
+  hbg_bind_end(b1);
+  hbg_bind_end(b2);
+  expect(c, dout, want, F, "bind 2's outputs");
+  one_fill_bind(c, dl, 6.5f, "bind 3 (one task, after the large one)");
+}
+
 /* The ROPE operands: x, cos and sin (identity rotation: cos 1, sin 0). */
 static void rope_operands(cx *c, hbg_tensor *x, hbg_tensor *cs,
                           hbg_tensor *sn) {
@@ -1070,6 +1167,8 @@ static const shape shapes[] = {
     {"keys", sh_keys, 0},
     {"win_fanin", sh_win_fanin, 1},
     {"win_fanout", sh_win_fanout, 1},
+    {"dup_deps", sh_dup_deps, 1},
+    {"binds_grow", sh_binds_grow, 1},
     {"fail_entry", sh_fail_entry, 1},
     {"fail_graph", sh_fail_graph, 0},
 };
