@@ -291,12 +291,16 @@ static hbg_task_id graph(cx *c, hbg_bind *b, uint64_t key, hbg_record_fn fn,
 /* Launch and wait under the watchdog; the bind ran all n_entries entries
  * without a device-side error. */
 static void run(cx *c, hbg_bind *b, const char *step, uint32_t n_entries) {
-  wd_arm(step, wd_secs);
+  char what[160];
+  snprintf(what, sizeof what, "%s, hbg_bind_launch", step);
+  wd_arm(what, wd_secs);
   uint64_t t0 = now_ns();
   int rc = hbg_bind_launch(b);
   if (rc)
     T_FAIL("%s: %s: hbg_bind_launch -> %s: %s", c->name, step,
            hbg_err_name(rc), hbg_last_error());
+  snprintf(what, sizeof what, "%s, hbg_bind_wait", step);
+  wd_arm(what, wd_secs);
   rc = hbg_bind_wait(b);
   alarm(0);
   *bind_ns += now_ns() - t0;
@@ -1142,6 +1146,32 @@ static void sh_fail_graph(cx *c) {
   one_fill_bind(c, o, 4.5f, "a bind after the failed one");
 }
 
+/* The watchdog's own check (sim only, not a shape of the sweep): a user
+ * kernel that never returns must be named a HANG. */
+#define K_NEVER (HBG_KERNEL_USER_MIN + 0x37u)
+static volatile sig_atomic_t never_stop; /* nothing sets it */
+
+static int never_returns(void *user, const hbg_tensor *t, void *const *data,
+                         uint32_t n_tensors, const uint64_t *scalars,
+                         uint32_t n_scalars) {
+  (void)user, (void)t, (void)data, (void)n_tensors, (void)scalars,
+      (void)n_scalars;
+  while (!never_stop)
+    pause();
+  return 0;
+}
+
+static void sh_never(cx *c) {
+  ASSERT_OK(hbg_sim_register_kernel(hbg_runtime_device(c->rt), K_NEVER,
+                                    never_returns, NULL));
+  uint64_t o = dalloc(c, 1, 0.0f);
+  hbg_bind *b = begin(c);
+  hbg_tensor a = vec(o, 0, 0, 1, HBG_ACCESS_INOUT);
+  task(c, b, K_NEVER, &a, 1, NULL, NULL, 0);
+  run(c, b, "a kernel that never returns (the expected hang)", 1);
+  T_FAIL("%s: the bind of a kernel that never returns completed", c->name);
+}
+
 typedef struct shape {
   const char *name;
   void (*fn)(cx *c);
@@ -1221,6 +1251,7 @@ typedef struct result {
   int r;
   int detail; /* exit code or signal */
   double ms, bind_ms;
+  char why[320]; /* the last line the case wrote to stderr */
 } result;
 
 static int run_case(const char *dev, int policy, int deps, const shape *s,
@@ -1228,14 +1259,20 @@ static int run_case(const char *dev, int policy, int deps, const shape *s,
   fflush(stdout);
   fflush(stderr);
   *bind_ns = 0;
+  /* the child's stderr goes to a file, echoed here once it has ended, its
+   * last line kept for the summary */
+  FILE *err = tmpfile();
+  ASSERT(err);
   uint64_t t0 = now_ns();
   pid_t pid = fork();
   ASSERT(pid >= 0);
-  if (pid == 0)
+  if (pid == 0) {
+    dup2(fileno(err), 2);
     exit(run_one(dev, policy, deps, s));
+  }
   /* the child's watchdog names a hang; this is the backstop for one that
    * cannot fire (every bind has wd_secs, host steps 6 x that) */
-  const uint64_t limit = (uint64_t)wd_secs * 60u * 1000000000ull;
+  const uint64_t limit = (uint64_t)wd_secs * 30u * 1000000000ull;
   int st = 0;
   for (;;) {
     pid_t w = waitpid(pid, &st, WNOHANG);
@@ -1247,7 +1284,7 @@ static int run_case(const char *dev, int policy, int deps, const shape *s,
       waitpid(pid, &st, 0);
       fprintf(stderr, "HANG: %s/%s/%s/%s: killed by the sweep after %u s\n",
               dev, hbg_policy_name(policy), hbg_deps_name(deps), s->name,
-              wd_secs * 60u);
+              wd_secs * 30u);
       st = RC_HANG << 8;
       break;
     }
@@ -1255,6 +1292,18 @@ static int run_case(const char *dev, int policy, int deps, const shape *s,
     nanosleep(&ts, NULL);
   }
   out->ms = (double)(now_ns() - t0) / 1e6;
+  out->why[0] = 0;
+  rewind(err);
+  char line[512];
+  while (fgets(line, sizeof line, err)) {
+    fputs(line, stderr);
+    size_t k = strlen(line);
+    while (k && (line[k - 1] == '\n' || line[k - 1] == '\r'))
+      line[--k] = 0;
+    if (k)
+      snprintf(out->why, sizeof out->why, "%s", line);
+  }
+  fclose(err);
   out->bind_ms = (double)*bind_ns / 1e6;
   snprintf(out->what, sizeof out->what, "%s/%s/%s/%s", dev,
            hbg_policy_name(policy), hbg_deps_name(deps), s->name);
@@ -1294,6 +1343,8 @@ static int cuda_here(void) {
   waitpid(pid, &st, 0);
   return WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
+
+static const shape never = {"watchdog_self_test", sh_never, 0};
 
 static const shape *find_shape(const char *name) {
   for (size_t i = 0; i < N_SHAPES; i++)
@@ -1360,6 +1411,18 @@ int main(int argc, char **argv) {
            getenv("HBG_MOCK_CUDA_LANES") ? getenv("HBG_MOCK_CUDA_LANES")
                                          : "(default)");
 
+  /* the watchdog first: a hang on the sim, named within a second */
+  unsigned secs = wd_secs;
+  wd_secs = 1;
+  result self;
+  if (run_case("sim", HBG_POLICY_DEFERRED, HBG_DEPS_EXPLICIT, &never,
+               &self) != CASE_HANG)
+    T_FAIL("the watchdog did not name the sim's never-ending kernel a hang "
+           "(%s)",
+           r_name[self.r]);
+  printf("  (that hang was the watchdog's self-test: expected)\n\n");
+  wd_secs = secs;
+
   enum { MAX_CASES = 2 * N_SHAPES * 2 * HBG_POLICY__COUNT };
   static result res[MAX_CASES];
   size_t n = 0, bad = 0;
@@ -1387,11 +1450,15 @@ int main(int argc, char **argv) {
   for (int r = CASE_HANG; r <= CASE_CRASH; r++)
     for (size_t i = 0; i < n; i++)
       if (res[i].r == r) {
-        if (r == CASE_CRASH)
+        if (strncmp(res[i].why, "HANG: ", 6) == 0)
+          printf("%s\n", res[i].why); /* names the case and its step */
+        else if (r == CASE_CRASH)
           printf("%s: %s (signal %d)\n", r_name[r], res[i].what,
                  res[i].detail);
         else
           printf("%s: %s\n", r_name[r], res[i].what);
+        if (res[i].why[0] && strncmp(res[i].why, "HANG: ", 6) != 0)
+          printf("    %s\n", res[i].why);
       }
   if (bad)
     return 1;
