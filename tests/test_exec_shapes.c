@@ -95,6 +95,7 @@
 
 static char wd_case[192];   /* "cuda/pinned-eager/inferred/chain" */
 static const char *volatile wd_step = "";
+static char wd_after[32]; /* "5 s", written before the alarm is set */
 static unsigned wd_secs = WD_SECS;
 
 static void wd_put(const char *s) {
@@ -114,13 +115,17 @@ static void wd_fire(int sig) {
   wd_put(wd_case);
   wd_put(": ");
   wd_put((const char *)wd_step);
-  wd_put(": not done within the watchdog's time\n");
+  wd_put(": not done after ");
+  wd_put(wd_after);
+  wd_put(" (watchdog)\n");
   _exit(RC_HANG);
 }
 
 /* From here on `step` must finish within secs seconds. */
 static void wd_arm(const char *step, unsigned secs) {
+  alarm(0);
   wd_step = step;
+  snprintf(wd_after, sizeof wd_after, "%u s", secs);
   alarm(secs);
 }
 
