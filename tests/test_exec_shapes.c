@@ -1256,7 +1256,7 @@ typedef struct result {
   int r;
   int detail; /* exit code or signal */
   double ms, bind_ms;
-  char why[320]; /* the last line the case wrote to stderr */
+  char why[512]; /* the last line the case wrote to stderr */
 } result;
 
 static int run_case(const char *dev, int policy, int deps, const shape *s,
