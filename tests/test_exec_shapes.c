@@ -21,6 +21,7 @@
  *                    Definition holds: HBG_IMG_MAX_NODES nodes); then a
  *                    window of four chained replays of it (262144 nodes)
  *   fanin_max        one graph: a node waiting for 65535 producers
+ *                    (both fans 16383 in sanitizer builds: see MAXN)
  *   diamond          one graph: 1 -> 4094 -> 1
  *   bounds_max       one graph of 4096 boundary tensors and 4096 boundary
  *                    scalars (HBG_IMG_MAX_BOUNDARY), in two binds
@@ -69,7 +70,25 @@
 #include "test.h"
 
 #define RC_HANG 124 /* a child whose watchdog fired */
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+
+/* Nodes of the fan graphs: the most a Definition holds. Recording them
+ * costs the host time quadratic in the fan (the recorder compares each
+ * access with every earlier one of its buffer): about 3 s per case in a
+ * release build, one to two minutes in a sanitizer (Debug) build, which
+ * therefore records graphs of 16384 nodes (fan 16383) instead. */
+#ifdef SANITIZED
+#define MAXN (1u << 14)
+#else
 #define MAXN HBG_IMG_MAX_NODES
+#endif
 /* The most earlier entries one entry may wait for: hbg_submit_task's and
  * hbg_submit_graph's check of explicit ids, and HBG_DEPS_INFERRED's limit
  * (hbg.h: "at most 256 distinct earlier entries"). */
@@ -82,14 +101,9 @@
 /* Seconds a bind may take before it counts as hung: the largest bind here
  * takes well under a second on the stand-in's smallest grid; sanitizer
  * builds get four times as long. HBG_SHAPES_TIMEOUT overrides. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#ifdef SANITIZED
 #define WD_SECS 20u
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define WD_SECS 20u
-#endif
-#endif
-#ifndef WD_SECS
+#else
 #define WD_SECS 5u
 #endif
 
@@ -455,12 +469,11 @@ static float fan_alpha(uint32_t k) { return (float)(1u + k % 8u); }
 static float fan_value(uint32_t k) { return (float)(k % 251u) * 0.5f + 1.0f; }
 
 /* The fan-out's outputs: FO_BUFS boundary tensors of FO_EACH elements,
- * each in its own buffer. One buffer of 65535 would do as well, but the
- * recorder compares each access with every earlier access of the same
- * buffer, so 65535 writes into one buffer cost seconds; split, only the
- * 65535 reads of node 0's output pile up (about 3 s of recording per case
- * here, the fan-in's 65535 writes into the one buffer its last node reads
- * about as much: the price of the largest fan, paid on the host). */
+ * each in its own buffer. One buffer would do as well, but the recorder
+ * compares each access with every earlier access of the same buffer, so
+ * 65535 writes into one buffer cost seconds; split, only the reads of node
+ * 0's output pile up. The fan-in's writes cannot be split (its last node
+ * reads them all as one tensor). */
 #define FO_BUFS 256u
 #define FO_EACH 256u
 
@@ -721,20 +734,23 @@ static void sh_fanout_max(cx *c) {
     dy[i] = dalloc(c, FO_EACH, -1.0f);
     y[i] = vec(dy[i], 0, 0, FO_EACH, HBG_ACCESS_OUT);
   }
-  float want[FO_BUFS * FO_EACH];
+  static float want[FO_BUFS * FO_EACH];
   for (uint32_t k = 0; k < FO_BUFS * FO_EACH; k++)
     want[k] = k < n ? 0.5f * fan_alpha(k) : -1.0f;
   hbg_bind *b = begin(c);
   uint64_t s = hbg_scalar_f32(0.5f);
   wd_arm("recording the fan-out graph", wd_secs * 6);
   graph(c, b, K_FANOUT, rec_fanout, (void *)&n, y, FO_BUFS, &s, 1, NULL, 0);
-  run(c, b, "the bind of one graph: 1 node -> 65535 consumers", 1);
+  char step[96];
+  snprintf(step, sizeof step, "the bind of one graph: 1 node -> %u consumers",
+           n);
+  run(c, b, step, 1);
   hbg_bind_end(b);
   for (uint32_t i = 0; i < FO_BUFS; i++)
     expect(c, dy[i], want + i * FO_EACH, FO_EACH,
-           "the 65535 consumers' outputs");
-  /* four chained replays in one window: 262144 nodes, the last replay's
-   * values win */
+           "the consumers' outputs");
+  /* four chained replays in one window (4 x MAXN nodes), the last
+   * replay's values win */
   b = begin(c);
   hbg_task_id prev = HBG_TASK_NONE;
   c->pass_deps = 1;
@@ -765,9 +781,12 @@ static void sh_fanin_max(cx *c) {
                       vec(dz, 0, 0, n, HBG_ACCESS_OUT)};
   wd_arm("recording the fan-in graph", wd_secs * 6);
   graph(c, b, K_FANIN, rec_fanin, (void *)&n, bt, 2, NULL, 0, NULL, 0);
-  run(c, b, "the bind of one graph: 65535 producers -> 1 node", 1);
+  char step[96];
+  snprintf(step, sizeof step, "the bind of one graph: %u producers -> 1 node",
+           n);
+  run(c, b, step, 1);
   hbg_bind_end(b);
-  expect(c, db, want, n, "the 65535 producers' outputs");
+  expect(c, db, want, n, "the producers' outputs");
   expect(c, dz, want, n, "the fan-in node's copy of them");
   free(want);
 }
@@ -1405,7 +1424,9 @@ int main(int argc, char **argv) {
       devs[n_dev++] = "cuda";
   }
   ASSERT_GT(n_dev, 0);
-  printf("window shapes, every bind watched for %u s; cuda: %s\n", wd_secs,
+  printf("window shapes, every bind watched for %u s; fan graphs of %u "
+         "nodes; cuda: %s\n",
+         wd_secs, MAXN,
          !cuda ? "not run (no HBG_CUDA_LIB, no GPU)"
          : lib && *lib ? "the stand-in driver (HBG_CUDA_LIB)"
                        : "a GPU");
