@@ -27,6 +27,14 @@
  * tree), and lanes only choose which units they compute. So the CPU may
  * run the lanes of a phase one after another (hbg__kernel_run_lanes), and a
  * CTA runs them at once (hbg__k_run_cta), with the same bits.
+ *
+ * The warp path: where an executor runs a call on exactly 32 lanes that
+ * are one warp running at once (hbg__kcall.coop 1; its includer defines
+ * HBG__K_SHFL_XOR and HBG__K_WARP_SYNC), the reductions stay in the
+ * lanes' registers and meet through shuffles, and a row of RMSNORM or
+ * SOFTMAX, or a head of ATTN, is one phase; GEMV splits a row over four
+ * lanes. Every addition and comparison is the same one on the same
+ * operands in the same order as on the other path, so the bits are too.
  */
 #ifndef HBG_KERNELS_KERN_SRC_H
 #define HBG_KERNELS_KERN_SRC_H
@@ -84,9 +92,13 @@ enum {
 
 #define HBG__K_PARTS 256u /* partials of every reduction */
 #define HBG__K_LEVELS 8u  /* log2(HBG__K_PARTS): levels of its tree */
-/* Phases per row (RMSNORM), per row (SOFTMAX), per query head (ATTN). */
-#define HBG__K_RMS_PHASES (2u + HBG__K_LEVELS)
-#define HBG__K_SM_PHASES (3u + 2u * HBG__K_LEVELS)
+/* Phases per row (RMSNORM), per row (SOFTMAX), per query head (ATTN),
+ * lanes one after another; the warp path takes one each. */
+#define HBG__K_RMS_PHASES 2u
+#define HBG__K_SM_PHASES 3u
+/* The warp path's width, and the partials each of its lanes holds. */
+#define HBG__K_WARP 32u
+#define HBG__K_WPARTS (HBG__K_PARTS / HBG__K_WARP)
 
 /* A kernel argument: tensor metadata plus the address of element 0; the
  * public struct user kernels get (hbg_kernel.h), so an executor hands its
@@ -332,6 +344,9 @@ typedef struct hbg__kcall {
   const uint64_t *sc;
   hbg__kattn attn; /* ATTN: its dimensions */
   float scale;     /* ATTN: s1, or 1 / sqrt(D) */
+  uint32_t coop;   /* 1: its lanes are one warp of HBG__K_WARP running at
+                      once (the warp path; needs HBG__K_SHFL_XOR), 0: they
+                      may run one after another */
 } hbg__kcall;
 
 /* The checks that need scalar values (known at run): ROPE's position,
@@ -354,45 +369,83 @@ static inline HBG__KFN int hbg__k_values_check(const hbg__kcall *c) {
 /* Reductions: HBG__K_PARTS partials, then a fixed tree                */
 /* ------------------------------------------------------------------ */
 
-/* Tree level lvl (1..HBG__K_LEVELS) over s[0, HBG__K_PARTS): with
- * w = HBG__K_PARTS >> lvl, s[i] = s[i] + s[i + w] for i < w (the units of
- * this phase; no two touch the same s[i]). After the last, s[0] holds
- * ((p0 + p128) + (p64 + p192)) + ... .
+/* The tree over partials s[0, HBG__K_PARTS): level L (1..HBG__K_LEVELS)
+ * has nodes i < w = HBG__K_PARTS >> L, node(L, i) = node(L - 1, i) op
+ * node(L - 1, i + w), node(0, i) = s[i]; its root node(8, 0) is ((p0 op
+ * p128) op (p64 op p192)) op ... . op is a + b, or max: b > a ? b : a
+ * (left operand a, always the lower index).
  *
- * Only the first `used` partials hold values (n elements fill
- * min(n, HBG__K_PARTS)); the others are empty: +0 for a sum of values >= 0
- * (squares, exponentials), -inf for a maximum. Adding +0 to a partial
- * (never -0 here) or taking the maximum with -inf leaves it as it is, and
- * an empty partial only ever meets another empty one (i >= used implies
- * i + w >= used), so empty partials are neither written nor read: the
- * bits are the full tree's. */
-static inline HBG__KFN uint32_t hbg__k_tree_live(uint32_t used, uint32_t lvl,
-                                                 uint32_t *w) {
-  uint32_t prev = HBG__K_PARTS >> (lvl - 1);
-  uint32_t u = used < prev ? used : prev;
-  *w = HBG__K_PARTS >> lvl;
-  return u > *w ? u - *w : 0;
+ * Only the first `used` partials hold values (n elements fill min(n,
+ * HBG__K_PARTS)): a node whose least partial i is past them is empty, and
+ * a node whose right child is empty is its left child unchanged (adding
+ * +0, or the maximum with -inf, for a sum of values >= 0 or a maximum: the
+ * same bits). Empty partials are never read. */
+static inline HBG__KFN float hbg__k_op(float a, float b, int is_max) {
+  return is_max ? (b > a ? b : a) : a + b;
 }
 
-static inline HBG__KFN void hbg__k_tree_sum(float *s, uint32_t used,
-                                            uint32_t lvl, uint32_t lane,
-                                            uint32_t n_lanes) {
-  uint32_t w, live = hbg__k_tree_live(used, lvl, &w);
-  for (uint32_t i = lane; i < live; i += n_lanes)
-    s[i] = s[i] + s[i + w];
+static inline HBG__KFN uint32_t hbg__k_bitrev8(uint32_t t) {
+  uint32_t r = 0;
+  for (uint32_t k = 0; k < HBG__K_LEVELS; k++)
+    r |= ((t >> k) & 1u) << (HBG__K_LEVELS - 1u - k);
+  return r;
 }
 
-static inline HBG__KFN void hbg__k_tree_max(float *s, uint32_t used,
-                                            uint32_t lvl, uint32_t lane,
-                                            uint32_t n_lanes) {
-  uint32_t w, live = hbg__k_tree_live(used, lvl, &w);
-  for (uint32_t i = lane; i < live; i += n_lanes)
-    s[i] = s[i + w] > s[i] ? s[i + w] : s[i];
+/* The root of the tree over s[0, used), by one lane: the partials in the
+ * order the tree's leaves lie (index bit-reversed), each pair of equal
+ * levels joined as it completes (a stack of at most HBG__K_LEVELS + 1). */
+static inline HBG__KFN float hbg__k_tree_root(const float *s, uint32_t used,
+                                              int is_max) {
+  float val[HBG__K_LEVELS + 1];
+  uint32_t lo[HBG__K_LEVELS + 1], lvl[HBG__K_LEVELS + 1];
+  uint32_t n = 0;
+  for (uint32_t t = 0; t < HBG__K_PARTS; t++) {
+    uint32_t i = hbg__k_bitrev8(t), l = 0;
+    float v = i < used ? s[i] : 0.0f;
+    while (n && lvl[n - 1] == l) { /* the stack's top is v's left sibling */
+      n--;
+      v = i < used ? hbg__k_op(val[n], v, is_max) : val[n];
+      i = lo[n];
+      l++;
+    }
+    val[n] = v;
+    lo[n] = i;
+    lvl[n] = l;
+    n++;
+  }
+  return val[0];
 }
 
 static inline HBG__KFN uint32_t hbg__k_used(uint64_t n) {
   return n < HBG__K_PARTS ? (uint32_t)n : HBG__K_PARTS;
 }
+
+#if defined(HBG__K_SHFL_XOR)
+/* The same root on the warp path: lane l holds the partials l + 32 k (k <
+ * 8), which are the leaves of node(3, l); it joins them in its registers,
+ * then levels 4..8 join across lanes (node(L - 1, i) and node(L - 1, i +
+ * w) of lanes l and l ^ w, left the lower index). Every lane gets the
+ * root. All 32 lanes call it. */
+static inline HBG__KFN float hbg__k_warp_root(const float leaf[HBG__K_WPARTS],
+                                              uint32_t lane, uint32_t used,
+                                              int is_max) {
+  float n1[4], n2[2];
+  for (uint32_t k = 0; k < 4; k++)
+    n1[k] = lane + 32u * k + 128u < used
+                ? hbg__k_op(leaf[k], leaf[k + 4], is_max)
+                : leaf[k];
+  for (uint32_t k = 0; k < 2; k++)
+    n2[k] = lane + 32u * k + 64u < used ? hbg__k_op(n1[k], n1[k + 2], is_max)
+                                        : n1[k];
+  float v = lane + 32u < used ? hbg__k_op(n2[0], n2[1], is_max) : n2[0];
+  for (uint32_t w = 16; w >= 1; w >>= 1) {
+    const float o = HBG__K_SHFL_XOR(v, w);
+    const float left = (lane & w) ? o : v, right = (lane & w) ? v : o;
+    v = (lane & (w - 1u)) + w < used ? hbg__k_op(left, right, is_max) : left;
+  }
+  return v;
+}
+#endif
 
 /* ------------------------------------------------------------------ */
 /* Kernels                                                             */
@@ -476,101 +529,126 @@ static inline HBG__KFN void hbg__k_ew(const hbg__kcall *c, uint32_t lane,
 }
 
 /* RMSNORM, per row: phase 0, partial p = sum of x[j]^2 over j = p mod 256
- * in ascending j; phases 1..8, the sum tree; phase 9, out[j] = x[j] * inv
- * * w[j] with inv = 1 / sqrt(s / d + eps). Unit of phase 9: an element. */
+ * in ascending j; phase 1, the sum tree's root s, then out[j] = x[j] * inv
+ * * w[j] with inv = 1 / sqrt(s / d + eps) (unit: an element; every lane
+ * evaluates the root). The warp path: both in one phase. */
+static inline HBG__KFN float hbg__k_sumsq(const float *pi, uint64_t si,
+                                          uint32_t p, uint32_t d) {
+  float acc = 0.0f;
+  for (uint32_t j = p; j < d; j += HBG__K_PARTS) {
+    float v = pi[j * si];
+    acc = acc + v * v;
+  }
+  return acc;
+}
+
 static inline HBG__KFN void hbg__k_rmsnorm(const hbg__kcall *c, uint64_t ph,
                                            uint32_t lane, uint32_t n_lanes,
                                            float *s) {
   const hbg__ktensor *in = &c->t[0], *w = &c->t[1], *out = &c->t[2];
   uint32_t d = hbg__k_last_dim(in), used = hbg__k_used(d);
-  uint64_t r = ph / HBG__K_RMS_PHASES;
-  uint32_t sub = (uint32_t)(ph - r * HBG__K_RMS_PHASES);
-  if (sub >= 1 && sub <= HBG__K_LEVELS) {
-    hbg__k_tree_sum(s, used, sub, lane, n_lanes);
-    return;
-  }
+  uint64_t r = c->coop ? ph : ph / HBG__K_RMS_PHASES;
+  uint32_t sub = c->coop ? 1u : (uint32_t)(ph - r * HBG__K_RMS_PHASES);
   uint64_t si = in->strides[in->ndim - 1];
   const float *pi = hbg__k_row(in, r);
   if (sub == 0) {
-    for (uint32_t p = lane; p < used; p += n_lanes) {
-      float acc = 0.0f;
-      for (uint32_t j = p; j < d; j += HBG__K_PARTS) {
-        float v = pi[j * si];
-        acc = acc + v * v;
-      }
-      s[p] = acc;
-    }
-  } else {
-    uint64_t so = out->strides[out->ndim - 1], sw = 0;
-    hbg__k_lin_stride(w, &sw);
-    const float *pw = (const float *)w->data;
-    float *po = hbg__k_row(out, r);
-    float inv = 1.0f / HBG__K_SQRTF(s[0] / (float)d + hbg__k_f32(c->sc[0]));
-    for (uint32_t j = lane; j < d; j += n_lanes)
-      po[j * so] = pi[j * si] * inv * pw[j * sw];
+    for (uint32_t p = lane; p < used; p += n_lanes)
+      s[p] = hbg__k_sumsq(pi, si, p, d);
+    return;
   }
+  float sum;
+#if defined(HBG__K_SHFL_XOR)
+  if (c->coop) {
+    float leaf[HBG__K_WPARTS];
+    for (uint32_t k = 0; k < HBG__K_WPARTS; k++) {
+      uint32_t p = lane + HBG__K_WARP * k;
+      leaf[k] = p < used ? hbg__k_sumsq(pi, si, p, d) : 0.0f;
+    }
+    sum = hbg__k_warp_root(leaf, lane, used, 0);
+  } else
+#endif
+    sum = hbg__k_tree_root(s, used, 0);
+  uint64_t so = out->strides[out->ndim - 1], sw = 0;
+  hbg__k_lin_stride(w, &sw);
+  const float *pw = (const float *)w->data;
+  float *po = hbg__k_row(out, r);
+  float inv = 1.0f / HBG__K_SQRTF(sum / (float)d + hbg__k_f32(c->sc[0]));
+  for (uint32_t j = lane; j < d; j += n_lanes)
+    po[j * so] = pi[j * si] * inv * pw[j * sw];
 }
 
-/* Max partials (phase base) and the max tree (base+1..base+8) over
- * v(p), the values of one row or head; shared by SOFTMAX and ATTN. */
 #define HBG__K_NEG_INF HBG__K_U2F(0xff800000u)
 
-/* The tree phases SOFTMAX and ATTN share, per row or head: sub 1..LEVELS
- * reduce the max partials, LEVELS+2..2*LEVELS+1 the sum partials (which
- * follow the max partials in s). @return 1 when sub was one of them. */
-static inline HBG__KFN int hbg__k_sm_tree(float *s, uint32_t used,
-                                          uint32_t sub, uint32_t lane,
-                                          uint32_t n_lanes) {
-  if (sub >= 1 && sub <= HBG__K_LEVELS) {
-    hbg__k_tree_max(s, used, sub, lane, n_lanes);
-    return 1;
-  }
-  if (sub >= HBG__K_LEVELS + 2 && sub <= 2 * HBG__K_LEVELS + 1) {
-    hbg__k_tree_sum(s + HBG__K_PARTS, used, sub - HBG__K_LEVELS - 1, lane,
-                    n_lanes);
-    return 1;
-  }
-  return 0;
+/* SOFTMAX's partial p: the maximum of x[j] over j = p mod 256 (the first
+ * element, then each greater one); its sum partial: out[j] = e^(x[j] -
+ * m) and their sum, ascending j. */
+static inline HBG__KFN float hbg__k_max_part(const float *pi, uint64_t si,
+                                             uint32_t p, uint32_t d) {
+  float m = pi[p * si];
+  for (uint32_t j = p + HBG__K_PARTS; j < d; j += HBG__K_PARTS)
+    if (pi[j * si] > m)
+      m = pi[j * si];
+  return m;
 }
 
-/* SOFTMAX, per row: phase 0, partial max of x[j] over j = p mod 256
- * (first element, then each greater one); 1..8, the max tree (m = s[0]);
- * 9, out[j] = e^(x[j] - m) and partial sums of them (same partition,
- * ascending j) into s[256 + p]; 10..17, the sum tree; 18, out[j] *= 1 /
- * sum. */
+static inline HBG__KFN float hbg__k_exp_part(const float *pi, uint64_t si,
+                                             float *po, uint64_t so,
+                                             uint32_t p, uint32_t d,
+                                             float mx) {
+  float acc = 0.0f;
+  for (uint32_t j = p; j < d; j += HBG__K_PARTS) {
+    float e = hbg__k_expf(pi[j * si] - mx);
+    po[j * so] = e;
+    acc = acc + e;
+  }
+  return acc;
+}
+
+/* SOFTMAX, per row: phase 0, the max partials into s[p]; phase 1, the max
+ * tree's root m (every lane), then the sum partials into s[256 + p];
+ * phase 2, the sum tree's root, out[j] *= 1 / sum (unit: an element). The
+ * warp path: one phase, each lane's elements (j = p mod 256 for its
+ * partials p) its own throughout. */
 static inline HBG__KFN void hbg__k_softmax(const hbg__kcall *c, uint64_t ph,
                                            uint32_t lane, uint32_t n_lanes,
                                            float *s) {
   const hbg__ktensor *in = &c->t[0], *out = &c->t[1];
   uint32_t d = hbg__k_last_dim(in), used = hbg__k_used(d);
+  uint64_t si = in->strides[in->ndim - 1], so = out->strides[out->ndim - 1];
+#if defined(HBG__K_SHFL_XOR)
+  if (c->coop) {
+    const float *pi = hbg__k_row(in, ph);
+    float *po = hbg__k_row(out, ph);
+    float leaf[HBG__K_WPARTS];
+    for (uint32_t k = 0; k < HBG__K_WPARTS; k++) {
+      uint32_t p = lane + HBG__K_WARP * k;
+      leaf[k] = p < used ? hbg__k_max_part(pi, si, p, d) : 0.0f;
+    }
+    const float mx = hbg__k_warp_root(leaf, lane, used, 1);
+    for (uint32_t k = 0; k < HBG__K_WPARTS; k++) {
+      uint32_t p = lane + HBG__K_WARP * k;
+      leaf[k] = p < used ? hbg__k_exp_part(pi, si, po, so, p, d, mx) : 0.0f;
+    }
+    const float inv = 1.0f / hbg__k_warp_root(leaf, lane, used, 0);
+    for (uint32_t k = 0; k < HBG__K_WPARTS; k++)
+      for (uint32_t j = lane + HBG__K_WARP * k; j < d; j += HBG__K_PARTS)
+        po[j * so] = po[j * so] * inv;
+    return;
+  }
+#endif
   uint64_t r = ph / HBG__K_SM_PHASES;
   uint32_t sub = (uint32_t)(ph - r * HBG__K_SM_PHASES);
-  if (hbg__k_sm_tree(s, used, sub, lane, n_lanes))
-    return;
-  uint64_t si = in->strides[in->ndim - 1], so = out->strides[out->ndim - 1];
   const float *pi = hbg__k_row(in, r);
   float *po = hbg__k_row(out, r);
   if (sub == 0) {
-    for (uint32_t p = lane; p < used; p += n_lanes) {
-      float m = pi[p * si];
-      for (uint32_t j = p + HBG__K_PARTS; j < d; j += HBG__K_PARTS)
-        if (pi[j * si] > m)
-          m = pi[j * si];
-      s[p] = m;
-    }
-  } else if (sub == HBG__K_LEVELS + 1) {
-    float mx = s[0];
-    for (uint32_t p = lane; p < used; p += n_lanes) {
-      float acc = 0.0f;
-      for (uint32_t j = p; j < d; j += HBG__K_PARTS) {
-        float e = hbg__k_expf(pi[j * si] - mx);
-        po[j * so] = e;
-        acc = acc + e;
-      }
-      s[HBG__K_PARTS + p] = acc;
-    }
+    for (uint32_t p = lane; p < used; p += n_lanes)
+      s[p] = hbg__k_max_part(pi, si, p, d);
+  } else if (sub == 1) {
+    const float mx = hbg__k_tree_root(s, used, 1);
+    for (uint32_t p = lane; p < used; p += n_lanes)
+      s[HBG__K_PARTS + p] = hbg__k_exp_part(pi, si, po, so, p, d, mx);
   } else {
-    float inv = 1.0f / s[HBG__K_PARTS];
+    const float inv = 1.0f / hbg__k_tree_root(s + HBG__K_PARTS, used, 0);
     for (uint32_t j = lane; j < d; j += n_lanes)
       po[j * so] = po[j * so] * inv;
   }
@@ -606,7 +684,26 @@ static inline HBG__KFN void hbg__k_rope(const hbg__kcall *c, uint32_t lane,
 
 /* GEMV: unit, one output row; its dot product in four partials
  * l = j mod 4 over whole groups of four, the tail into l0, then
- * (l0 + l1) + (l2 + l3). */
+ * (l0 + l1) + (l2 + l3). The warp path: a row on four lanes, lane q of
+ * them partial l_q, joined through two shuffles (eight rows at a time). */
+static inline HBG__KFN float hbg__k_gemv_part(const float *row, uint64_t sw1,
+                                              const float *px, uint64_t sx,
+                                              uint32_t k, uint32_t q) {
+  float l = 0.0f;
+  uint32_t j = 0;
+  if (sw1 == 1 && sx == 1) {
+    for (; j + 4 <= k; j += 4)
+      l = l + row[j + q] * px[j + q];
+  } else {
+    for (; j + 4 <= k; j += 4)
+      l = l + row[(j + q) * sw1] * px[(j + q) * sx];
+  }
+  if (q == 0)
+    for (; j < k; j++)
+      l = l + row[j * sw1] * px[j * sx];
+  return l;
+}
+
 static inline HBG__KFN void hbg__k_gemv(const hbg__kcall *c, uint32_t lane,
                                         uint32_t n_lanes) {
   const hbg__ktensor *w = &c->t[0], *x = &c->t[1], *y = &c->t[2];
@@ -618,88 +715,127 @@ static inline HBG__KFN void hbg__k_gemv(const hbg__kcall *c, uint32_t lane,
   float *py = (float *)y->data;
   int scaled = c->ns != 0;
   float alpha = scaled ? hbg__k_f32(c->sc[0]) : 0.0f;
+#if defined(HBG__K_SHFL_XOR)
+  if (c->coop) {
+    const uint32_t q = lane % 4u;
+    for (uint32_t r0 = 0; r0 < n; r0 += HBG__K_WARP / 4u) {
+      const uint32_t i = r0 + lane / 4u; /* every lane shuffles */
+      float l = i < n ? hbg__k_gemv_part(pw + i * sw0, sw1, px, sx, k, q)
+                      : 0.0f;
+      float o = HBG__K_SHFL_XOR(l, 1u);
+      const float l01 = (q & 1u) ? o + l : l + o; /* l0 + l1, l2 + l3 */
+      o = HBG__K_SHFL_XOR(l01, 2u);
+      const float acc = (q & 2u) ? o + l01 : l01 + o;
+      if (q == 0 && i < n)
+        py[i * sy] = scaled ? acc * alpha : acc;
+    }
+    return;
+  }
+#endif
   for (uint32_t i = lane; i < n; i += n_lanes) {
     const float *row = pw + i * sw0;
-    float l0 = 0.0f, l1 = 0.0f, l2 = 0.0f, l3 = 0.0f;
-    uint32_t j = 0;
-    if (sw1 == 1 && sx == 1) {
-      for (; j + 4 <= k; j += 4) {
-        l0 = l0 + row[j] * px[j];
-        l1 = l1 + row[j + 1] * px[j + 1];
-        l2 = l2 + row[j + 2] * px[j + 2];
-        l3 = l3 + row[j + 3] * px[j + 3];
-      }
-    } else {
-      for (; j + 4 <= k; j += 4) {
-        l0 = l0 + row[j * sw1] * px[j * sx];
-        l1 = l1 + row[(j + 1) * sw1] * px[(j + 1) * sx];
-        l2 = l2 + row[(j + 2) * sw1] * px[(j + 2) * sx];
-        l3 = l3 + row[(j + 3) * sw1] * px[(j + 3) * sx];
-      }
-    }
-    for (; j < k; j++)
-      l0 = l0 + row[j * sw1] * px[j * sx];
+    float l0 = hbg__k_gemv_part(row, sw1, px, sx, k, 0);
+    float l1 = hbg__k_gemv_part(row, sw1, px, sx, k, 1);
+    float l2 = hbg__k_gemv_part(row, sw1, px, sx, k, 2);
+    float l3 = hbg__k_gemv_part(row, sw1, px, sx, k, 3);
     float acc = (l0 + l1) + (l2 + l3);
     py[i * sy] = scaled ? acc * alpha : acc;
   }
 }
 
-/* ATTN, per query head h (kv head h / (Hq / Hk)), length L: phase 0,
- * scores s_p = (sum_j q[j] k_p[j], ascending j) * scale into s[512 + p]
- * and partial maxima over p = q mod 256 into s[q]; 1..8, the max tree
- * (m = s[0]); 9, e_p = e^(s_p - m) into s[512 + p] and partial sums
- * (ascending p) into s[256 + q]; 10..17, the sum tree; 18, out[j] =
- * (sum_p e_p v_p[j], ascending p) * (1 / sum), unit: one j. */
+/* ATTN's partials over one head's positions p = q mod 256: the scores
+ * s_p = (sum_j q[j] k_p[j], ascending j) * scale into sc[p] and their
+ * maximum; then e_p = e^(s_p - m) into sc[p] and their sum, ascending p. */
+static inline HBG__KFN float hbg__k_attn_scores(const hbg__kcall *c,
+                                                uint32_t h, uint32_t p0,
+                                                uint32_t len, float *sc) {
+  const hbg__kattn *a = &c->attn;
+  const float *q = (const float *)c->t[0].data + h * a->sq0;
+  const float *kh =
+      (const float *)c->t[1].data + (h / (a->hq / a->hk)) * a->sk0;
+  float m = HBG__K_NEG_INF;
+  for (uint32_t p = p0; p < len; p += HBG__K_PARTS) {
+    float dot = 0.0f;
+    for (uint32_t j = 0; j < a->d; j++)
+      dot = dot + q[j * a->sq1] * kh[p * a->sk1 + j * a->sk2];
+    float v = dot * c->scale;
+    sc[p] = v;
+    if (v > m)
+      m = v;
+  }
+  return m;
+}
+
+static inline HBG__KFN float hbg__k_attn_exp(uint32_t p0, uint32_t len,
+                                             float *sc, float mx) {
+  float acc = 0.0f;
+  for (uint32_t p = p0; p < len; p += HBG__K_PARTS) {
+    float e = hbg__k_expf(sc[p] - mx);
+    sc[p] = e;
+    acc = acc + e;
+  }
+  return acc;
+}
+
+/* out[j] = (sum_p e_p v_p[j], ascending p) * inv, unit: one j. */
+static inline HBG__KFN void hbg__k_attn_out(const hbg__kcall *c, uint32_t h,
+                                            uint32_t len, const float *sc,
+                                            float inv, uint32_t lane,
+                                            uint32_t n_lanes) {
+  const hbg__kattn *a = &c->attn;
+  const float *vh =
+      (const float *)c->t[2].data + (h / (a->hq / a->hk)) * a->sv0;
+  float *o = (float *)c->t[3].data + h * a->so0;
+  for (uint32_t j = lane; j < a->d; j += n_lanes) {
+    float acc = 0.0f;
+    for (uint32_t p = 0; p < len; p++)
+      acc = acc + sc[p] * vh[p * a->sv1 + j * a->sv2];
+    o[j * a->so1] = acc * inv;
+  }
+}
+
+/* ATTN, per query head h (kv head h / (Hq / Hk)), length L: phase 0, the
+ * scores into s[512 + p] and partial maxima over p = q mod 256 into s[q];
+ * phase 1, the max tree's root m (every lane), e_p into s[512 + p] and
+ * partial sums into s[256 + q]; phase 2, the sum tree's root, the output.
+ * The warp path: one phase (the lanes meet once, before the output reads
+ * every lane's e_p). */
 static inline HBG__KFN void hbg__k_attn(const hbg__kcall *c, uint64_t ph,
                                         uint32_t lane, uint32_t n_lanes,
                                         float *s) {
   uint32_t len = (uint32_t)c->sc[0], used = hbg__k_used(len);
+  float *sc = s + 2 * HBG__K_PARTS;
+#if defined(HBG__K_SHFL_XOR)
+  if (c->coop) {
+    const uint32_t h = (uint32_t)ph;
+    float leaf[HBG__K_WPARTS];
+    for (uint32_t k = 0; k < HBG__K_WPARTS; k++) {
+      uint32_t q = lane + HBG__K_WARP * k;
+      leaf[k] = q < used ? hbg__k_attn_scores(c, h, q, len, sc) : 0.0f;
+    }
+    const float mx = hbg__k_warp_root(leaf, lane, used, 1);
+    for (uint32_t k = 0; k < HBG__K_WPARTS; k++) {
+      uint32_t q = lane + HBG__K_WARP * k;
+      leaf[k] = q < used ? hbg__k_attn_exp(q, len, sc, mx) : 0.0f;
+    }
+    const float inv = 1.0f / hbg__k_warp_root(leaf, lane, used, 0);
+    HBG__K_WARP_SYNC(); /* every lane's e_p before the output reads them */
+    hbg__k_attn_out(c, h, len, sc, inv, lane, n_lanes);
+    return;
+  }
+#endif
   uint32_t h = (uint32_t)(ph / HBG__K_SM_PHASES);
   uint32_t sub = (uint32_t)(ph - (uint64_t)h * HBG__K_SM_PHASES);
-  if (hbg__k_sm_tree(s, used, sub, lane, n_lanes))
-    return;
-  const hbg__kattn *a = &c->attn;
-  float *sc = s + 2 * HBG__K_PARTS;
   if (sub == 0) {
-    const float *q = (const float *)c->t[0].data + h * a->sq0;
-    const float *kh = (const float *)c->t[1].data +
-                      (h / (a->hq / a->hk)) * a->sk0;
-    float scale = c->scale;
-    for (uint32_t p0 = lane; p0 < used; p0 += n_lanes) {
-      float m = HBG__K_NEG_INF;
-      for (uint32_t p = p0; p < len; p += HBG__K_PARTS) {
-        float dot = 0.0f;
-        for (uint32_t j = 0; j < a->d; j++)
-          dot = dot + q[j * a->sq1] * kh[p * a->sk1 + j * a->sk2];
-        float v = dot * scale;
-        sc[p] = v;
-        if (v > m)
-          m = v;
-      }
-      s[p0] = m;
-    }
-  } else if (sub == HBG__K_LEVELS + 1) {
-    float mx = s[0];
-    for (uint32_t p0 = lane; p0 < used; p0 += n_lanes) {
-      float acc = 0.0f;
-      for (uint32_t p = p0; p < len; p += HBG__K_PARTS) {
-        float e = hbg__k_expf(sc[p] - mx);
-        sc[p] = e;
-        acc = acc + e;
-      }
-      s[HBG__K_PARTS + p0] = acc;
-    }
+    for (uint32_t q = lane; q < used; q += n_lanes)
+      s[q] = hbg__k_attn_scores(c, h, q, len, sc);
+  } else if (sub == 1) {
+    const float mx = hbg__k_tree_root(s, used, 1);
+    for (uint32_t q = lane; q < used; q += n_lanes)
+      s[HBG__K_PARTS + q] = hbg__k_attn_exp(q, len, sc, mx);
   } else {
-    const float *vh = (const float *)c->t[2].data +
-                      (h / (a->hq / a->hk)) * a->sv0;
-    float *o = (float *)c->t[3].data + h * a->so0;
-    float inv = 1.0f / s[HBG__K_PARTS];
-    for (uint32_t j = lane; j < a->d; j += n_lanes) {
-      float acc = 0.0f;
-      for (uint32_t p = 0; p < len; p++)
-        acc = acc + sc[p] * vh[p * a->sv1 + j * a->sv2];
-      o[j * a->so1] = acc * inv;
-    }
+    const float inv = 1.0f / hbg__k_tree_root(s + HBG__K_PARTS, used, 0);
+    hbg__k_attn_out(c, h, len, sc, inv, lane, n_lanes);
   }
 }
 
@@ -721,11 +857,11 @@ static inline HBG__KFN uint64_t hbg__k_phases(const hbg__kcall *c) {
   case HBG__K_NOP:
     return 0;
   case HBG__K_RMSNORM:
-    return hbg__k_rows(&c->t[0]) * HBG__K_RMS_PHASES;
+    return hbg__k_rows(&c->t[0]) * (c->coop ? 1u : HBG__K_RMS_PHASES);
   case HBG__K_SOFTMAX:
-    return hbg__k_rows(&c->t[0]) * HBG__K_SM_PHASES;
+    return hbg__k_rows(&c->t[0]) * (c->coop ? 1u : HBG__K_SM_PHASES);
   case HBG__K_ATTN:
-    return (uint64_t)c->attn.hq * HBG__K_SM_PHASES;
+    return (uint64_t)c->attn.hq * (c->coop ? 1u : HBG__K_SM_PHASES);
   default:
     return 1;
   }

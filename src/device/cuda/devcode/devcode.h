@@ -309,6 +309,14 @@ void *hbg_dc_host_shared(uint64_t bytes);
   T *const p = (T *)hbg_dc_host_shared(sizeof(T))
 #endif
 
+/* The built-in kernels' warp path (kern_src.h): a shuffle of a float
+ * across the calling warp's 32 lanes, and the warp's barrier (where the
+ * device code runs: a GPU, or the stand-in's host build). */
+#if defined(__CUDA_ARCH__) || defined(HBG_DC_HOST)
+#define HBG__K_SHFL_XOR(v, m) HBG__K_U2F(DC_SHFL_XOR(HBG__K_F2U(v), (m)))
+#define HBG__K_WARP_SYNC() DC_SYNC_WARP()
+#endif
+
 #ifdef __cplusplus
 }
 #endif

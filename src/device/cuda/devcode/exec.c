@@ -1015,6 +1015,7 @@ HBG_DC_FN int dx_resolve(dx_x *x, dx_wk *w, uint64_t item, hbg__kcall *c,
   c->sc = w->sc;
   c->attn.d = 0;
   c->scale = 0.0f;
+  c->coop = 0;
   if (j == HBG__D_NONE) {
     c->kernel = wt->kernel;
     c->nt = wt->n_tensors;
@@ -1472,6 +1473,8 @@ HBG_DC_FN void dx_run(dx_x *x, dx_wk *wk, float *kscr, uint32_t dx_w,
       DX_LANE0 hbg__disp_fail(d, rc, i, j, &n->ops);
       continue;
     }
+    /* a warp of 32 lanes runs the kernels' warp path */
+    c.coop = dx_w == HBG__K_WARP && DC_WARP == HBG__K_WARP;
     hbg__k_prepare(&c);
     const uint64_t np = dcu_phases(&c);
     uint64_t t0 = 0;

@@ -35,6 +35,7 @@ HBG_DC_FN int dn_resolve(const hbg_dc_node_args *a, hbg__kcall *c,
   c->kernel = a->kernel;
   c->nt = a->n_tensors;
   c->ns = a->n_scalars;
+  c->coop = 0; /* a CTA's lanes: the kernels' general path */
   c->t = t;
   c->sc = sc;
   for (uint32_t k = 0; k < a->n_tensors; k++) {
