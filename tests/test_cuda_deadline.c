@@ -31,10 +31,11 @@
 #include "pingpong_fixture.h"
 #include "test.h"
 
-#define DEADLINE_MS 200u
-/* Past the deadline a launch ends within this on a loaded test machine
- * (the held-back CTA starts once the others have left, and leaves). */
-#define SLACK_MS 3000u
+/* The deadline the tests give (HBG_TEST_DEADLINE_MS: sanitizer builds,
+ * whose host build of the device code is far slower, give more), and
+ * past it a launch ends within SLACK_MS on a loaded test machine (the
+ * held-back CTA starts once the others have left, and leaves). */
+static uint32_t DEADLINE_MS = 200u, SLACK_MS = 3000u;
 #define UK_SLEEP 0x1100u
 
 static void *mock;
@@ -145,7 +146,7 @@ static void test_stalls(int policy) {
   hbg_runtime_destroy(rt);
 }
 
-/* A foreign kernel holds one SM for 400 ms: the cooperative launch waits
+/* A foreign kernel holds one SM for two deadlines: the cooperative launch waits
  * until the grid fits, then runs right (and its CTAs never waited for each
  * other for long); without cooperative launches the resident CTAs run out
  * of time at the first barrier. */
@@ -155,7 +156,8 @@ static void test_residency(void) {
   pp w;
   pp_create(&w, rt, 0);
   pp_wait(pp_launch(&w, 0, 0));
-  occupy(1, 400);
+  const uint32_t held = 2 * DEADLINE_MS; /* longer than a deadline */
+  occupy(1, (int)held);
   uint64_t t0 = ms_now();
   hbg_bind *b = pp_launch(&w, 1, 0);
   ASSERT_OK(hbg_bind_wait(b));
@@ -164,10 +166,10 @@ static void test_residency(void) {
   memset(&st, 0, sizeof st);
   st.struct_size = sizeof st;
   ASSERT_OK(hbg_bind_stats_get(b, &st));
-  printf("  cooperative, an SM held 400 ms       ran after %llu ms, set-up "
+  printf("  cooperative, an SM held %u ms       ran after %llu ms, set-up "
          "%.3f ms on the device\n",
-         (unsigned long long)dt, (double)st.device_setup_ns / 1e6);
-  ASSERT_UGE(dt + 50, 400); /* it waited for the SM */
+         held, (unsigned long long)dt, (double)st.device_setup_ns / 1e6);
+  ASSERT_UGE(dt + 50, held); /* it waited for the SM */
   ASSERT_ULE(st.device_setup_ns, (uint64_t)DEADLINE_MS * 1000000u);
   hbg_bind_end(b);
   pp_check(&w, 2);
@@ -178,12 +180,12 @@ static void test_residency(void) {
   rt = mk(DEADLINE_MS, HBG_POLICY_COALESCED);
   pp_create(&w, rt, 0);
   pp_wait(pp_launch(&w, 0, 0));
-  occupy(1, 1000);
+  occupy(1, (int)(5 * DEADLINE_MS));
   const uint32_t ctas = env_u32("HBG_MOCK_CUDA_SMS", 4);
   char barrier1[96];
   snprintf(barrier1, sizeof barrier1,
            "in set-up, at grid barrier 1: %u of %u CTAs", ctas - 1, ctas);
-  expect_timeout(&w, 1, barrier1, "plain launch, an SM held 1 s");
+  expect_timeout(&w, 1, barrier1, "plain launch, an SM held 5 deadlines");
   occupy(0, 0);
   uint32_t k = 1;
   still_usable(&w, &k);
@@ -298,6 +300,10 @@ static void test_run(void) {
 /* deadline_ms= and HBG_CUDA_DEADLINE_MS out of range are named. */
 static void test_option(void) {
   hbg_device *d = NULL;
+  const char *had = getenv("HBG_CUDA_DEADLINE_MS");
+  char keep[32] = "";
+  if (had)
+    snprintf(keep, sizeof keep, "%s", had);
   ASSERT_ERR(hbg_device_open("cuda", "deadline_ms=0", &d), HBG_E_INVAL);
   if (!strstr(hbg_last_error(), "deadline_ms="))
     T_FAIL("deadline_ms=0: %s", hbg_last_error());
@@ -305,7 +311,10 @@ static void test_option(void) {
   ASSERT_ERR(hbg_device_open("cuda", NULL, &d), HBG_E_INVAL);
   if (!strstr(hbg_last_error(), "HBG_CUDA_DEADLINE_MS"))
     T_FAIL("HBG_CUDA_DEADLINE_MS=junk: %s", hbg_last_error());
-  unsetenv("HBG_CUDA_DEADLINE_MS");
+  if (had)
+    setenv("HBG_CUDA_DEADLINE_MS", keep, 1);
+  else
+    unsetenv("HBG_CUDA_DEADLINE_MS");
   ASSERT_OK(hbg_device_open("cuda", "deadline_ms=86400000", &d));
   hbg_device_close(d);
 }
@@ -380,6 +389,11 @@ static void test_grid(void) {
 
 int main(void) {
   skip_without_gpu();
+  const char *dl = getenv("HBG_TEST_DEADLINE_MS");
+  if (dl && atoi(dl) > 0) {
+    DEADLINE_MS = (uint32_t)atoi(dl);
+    SLACK_MS = 15 * DEADLINE_MS;
+  }
   mock = cuda_standin();
   test_option();
   if (mock) {
