@@ -779,7 +779,15 @@ HBG_API int hbg_bind_launch(hbg_bind *b);
 /* Wait for a launched bind to complete and collect the device status.
  * @return 0, the device-side error (e.g. HBG_E_IMG_HASH, HBG_E_KERNEL,
  * HBG_E_RANGE, HBG_E_IMG_TENSOR_ALIGN; hbg_bind_error_location says where,
- * and hbg_last_error() repeats it in words) or a device error. */
+ * and hbg_last_error() repeats it in words) or a device error.
+ * HBG_E_TIMEOUT: the device executor (cuda, exec=device) waited past its
+ * deadline (the device option deadline_ms=, default 10 s) for its CTAs to
+ * be resident or for its items, and ended the launch; hbg_last_error()
+ * says where it waited (the launch's start or a set-up barrier, with how
+ * many CTAs got there; or the run, with the item still running, which
+ * hbg_bind_error_location gives too). The runtime stays usable: the next
+ * bind runs as usual. A kernel that never returns (a user kernel that
+ * loops) still holds its worker, so this call returns when it does. */
 HBG_API int hbg_bind_wait(hbg_bind *b);
 
 /* Where the device-side error hbg_bind_wait returned happened.

@@ -820,16 +820,16 @@ static void timeout_message(hbg_bind *b, const hbg_dev_status *st) {
   switch (st->phase) {
   case HBG_DEV_PHASE_START:
     snprintf(m, n, "the device executor ran past its deadline waiting for "
-                   "its launch to begin: %u of %u CTAs started (the rest "
-                   "were never resident: another kernel holding the "
-                   "device's SMs?)",
+                   "its launch to begin: %u of %u CTAs started (the others "
+                   "were not resident: another kernel holding the device's "
+                   "SMs?)",
              st->arrived, st->ctas);
     break;
   case HBG_DEV_PHASE_SETUP:
     snprintf(m, n, "the device executor ran past its deadline in set-up, "
-                   "at grid barrier %u: %u of %u CTAs arrived (the rest were "
-                   "never resident: another kernel holding the device's "
-                   "SMs?)",
+                   "at grid barrier %u: %u of %u CTAs arrived (the others "
+                   "were not resident, another kernel holding the device's "
+                   "SMs, or slower than the deadline allows)",
              st->step, st->arrived, st->ctas);
     break;
   case HBG_DEV_PHASE_RUN:
@@ -843,8 +843,7 @@ static void timeout_message(hbg_bind *b, const hbg_dev_status *st) {
                st->task);
     else if (st->task != HBG_TASK_NONE)
       snprintf(m, n, "the device executor ran past its deadline in the run: "
-                     "window entry %u had not completed and no worker was "
-                     "running an item",
+                     "window entry %u was the first not complete",
                st->task);
     else
       snprintf(m, n, "the device executor ran past its deadline in the run");
