@@ -446,6 +446,7 @@ typedef struct mock_fiber {
   _Atomic int state;
   _Atomic int paused; /* backed off since the warp last moved on */
   uint32_t round;     /* its next shuffle's half of the slots */
+  int started;        /* the scheduler has run it once */
   void *tsan;
 } mock_fiber;
 
@@ -456,7 +457,11 @@ typedef struct mock_warp {
   mock_cta *cta;
   mock_fiber *f; /* [n] */
   uint32_t n;
-  mock_fiber *cur;
+  /* Under ThreadSanitizer each lane is a fiber of its own that meets the
+   * others only at barriers, so what the lanes and the scheduler share
+   * here is atomic (relaxed), and the switches into a lane's first run and
+   * out of its last synchronise with the scheduler. */
+  _Atomic(mock_fiber *) cur;
   void *sched_sp;
   void *tsan_sched;
   const void *sched_bottom; /* the host thread's own stack (ASan) */
@@ -466,8 +471,8 @@ typedef struct mock_warp {
   _Atomic int vote, vote_out;
   char sync[2];      /* ThreadSanitizer's sync objects, by gen parity */
   uint32_t *xchg;    /* [2][n]: shuffle slots */
-  uint64_t order;    /* picks where each round of lanes starts */
-  uint32_t backoff;
+  _Atomic uint64_t order; /* picks where each round of lanes starts */
+  _Atomic uint32_t backoff;
   pthread_t th;
 } mock_warp;
 
@@ -483,11 +488,12 @@ struct mock_cta {
 };
 
 /* The lane running on the calling host thread (NULL outside a grid). */
-static _Thread_local mock_fiber *cur_fiber;
+static _Thread_local _Atomic(mock_fiber *) cur_fiber;
 static const hbg_dc_host_dim no_dim = {0, 1, 1, 0, 1};
 
 const hbg_dc_host_dim *hbg_dc_host_grid(void) {
-  return cur_fiber ? &cur_fiber->dim : &no_dim;
+  mock_fiber *me = atomic_load_explicit(&cur_fiber, memory_order_relaxed);
+  return me ? &me->dim : &no_dim;
 }
 
 uint64_t hbg_dc_host_clock_ns(void) { return now_ns(); }
@@ -521,9 +527,11 @@ static int bar_wait(mock_bar *b, int pred) {
 }
 
 /* From the running lane (or from the scheduler: cur NULL) to `to` (NULL:
- * the scheduler). A lane that has finished never comes back. */
-static void fiber_switch(mock_warp *w, mock_fiber *to) {
-  mock_fiber *from = w->cur;
+ * the scheduler). A lane that has finished never comes back. sync: the
+ * switch orders what ran before it before what runs after (a lane's first
+ * entry and its last exit); other switches leave the lanes unordered. */
+static void fiber_switch(mock_warp *w, mock_fiber *to, int sync) {
+  mock_fiber *from = atomic_load_explicit(&w->cur, memory_order_relaxed);
   void **save = from ? &from->sp : &w->sched_sp;
   void *sp = to ? to->sp : w->sched_sp;
 #if defined(MOCK_ASAN)
@@ -540,10 +548,12 @@ static void fiber_switch(mock_warp *w, mock_fiber *to) {
 #endif
 #if defined(MOCK_TSAN)
   __tsan_switch_to_fiber(to ? to->tsan : w->tsan_sched,
-                         __tsan_switch_to_fiber_no_sync);
+                         sync ? 0 : __tsan_switch_to_fiber_no_sync);
+#else
+  (void)sync;
 #endif
-  w->cur = to;
-  cur_fiber = to;
+  atomic_store_explicit(&w->cur, to, memory_order_relaxed);
+  atomic_store_explicit(&cur_fiber, to, memory_order_relaxed);
   mock_ctx_swap(save, sp);
 #if defined(MOCK_ASAN)
   __sanitizer_finish_switch_fiber(fake, NULL, NULL);
@@ -551,7 +561,7 @@ static void fiber_switch(mock_warp *w, mock_fiber *to) {
 }
 
 /* The running lane waits: back to its warp's scheduler. */
-static void fiber_yield(mock_warp *w) { fiber_switch(w, NULL); }
+static void fiber_yield(mock_warp *w) { fiber_switch(w, NULL, 0); }
 
 /* Every live lane of w has arrived: the next generation; the lanes resume
  * (through the scheduler, in a new order). */
@@ -565,15 +575,20 @@ static void warp_release(mock_warp *w) {
   for (uint32_t i = 0; i < w->n; i++)
     if (atomic_load_explicit(&w->f[i].state, memory_order_relaxed) == F_WAIT)
       atomic_store_explicit(&w->f[i].state, F_RUN, memory_order_relaxed);
-  w->order = w->order * 6364136223846793005ull + 1442695040888963407ull;
-  w->backoff = 0;
+  atomic_store_explicit(
+      &w->order,
+      atomic_load_explicit(&w->order, memory_order_relaxed) *
+              6364136223846793005ull +
+          1442695040888963407ull,
+      memory_order_relaxed);
+  atomic_store_explicit(&w->backoff, 0u, memory_order_relaxed);
 }
 
 /* The running lane arrives at its warp's barrier (cta: at its CTA's, whose
  * other warps the last lane to arrive meets). @return whether any lane
  * (any thread of the CTA) voted. */
 static int lane_barrier(int pred, int cta) {
-  mock_fiber *me = cur_fiber;
+  mock_fiber *me = atomic_load_explicit(&cur_fiber, memory_order_relaxed);
   mock_warp *w = me->w;
   const uint32_t g = atomic_load_explicit(&w->gen, memory_order_relaxed);
   (void)g; /* names this generation's sync object */
@@ -618,7 +633,7 @@ void hbg_dc_host_sync_warp(void) { (void)lane_barrier(0, 0); }
 int hbg_dc_host_any_warp(int pred) { return lane_barrier(pred, 0); }
 
 uint32_t hbg_dc_host_shfl_xor(uint32_t v, uint32_t lane_mask) {
-  mock_fiber *me = cur_fiber;
+  mock_fiber *me = atomic_load_explicit(&cur_fiber, memory_order_relaxed);
   mock_warp *w = me->w;
   const uint32_t l = me->dim.tid % w->n, o = l ^ lane_mask;
   uint32_t *slot = w->xchg + (size_t)me->round * w->n;
@@ -635,14 +650,15 @@ void *hbg_dc_host_shared(uint64_t bytes) {
             (unsigned long long)bytes, MOCK_SHARED_BYTES);
     abort();
   }
-  return cur_fiber->w->cta->shared;
+  return atomic_load_explicit(&cur_fiber, memory_order_relaxed)
+      ->w->cta->shared;
 }
 
 /* A waiting lane backs off: the warp's other lanes run; when every lane
  * that can run is waiting, the host thread leaves the CPU a while (the
  * threads it waits for may need it). */
 void hbg_dc_host_pause(void) {
-  mock_fiber *me = cur_fiber;
+  mock_fiber *me = atomic_load_explicit(&cur_fiber, memory_order_relaxed);
   if (!me) {
     sched_yield();
     return;
@@ -664,8 +680,8 @@ void mock_fiber_main(mock_fiber *f) {
   uint32_t live = w->n - atomic_load_explicit(&w->done, memory_order_relaxed);
   if (live && atomic_load_explicit(&w->arrived, memory_order_relaxed) == live)
     warp_release(w);
-  fiber_yield(w);
-  abort(); /* a finished lane is never resumed */
+  fiber_switch(w, NULL, 1); /* all it did, before its stack is reused */
+  abort();                  /* a finished lane is never resumed */
 }
 
 /* Lanes' stacks (a guard page, then MOCK_FIBER_STACK bytes), kept for the
@@ -728,7 +744,10 @@ static void warp_run(mock_warp *w) {
   }
   uint32_t left = w->n;
   while (left) {
-    const uint32_t start = (uint32_t)(w->order >> 33) % w->n;
+    const uint32_t start =
+        (uint32_t)(atomic_load_explicit(&w->order, memory_order_relaxed) >>
+                   33) %
+        w->n;
     int ran = 0, moved = 0;
     const uint32_t g0 = atomic_load_explicit(&w->gen, memory_order_relaxed);
     for (uint32_t k = 0; k < w->n; k++) {
@@ -736,7 +755,8 @@ static void warp_run(mock_warp *w) {
       if (atomic_load_explicit(&f->state, memory_order_relaxed) != F_RUN)
         continue;
       atomic_store_explicit(&f->paused, 0, memory_order_relaxed);
-      fiber_switch(w, f);
+      fiber_switch(w, f, !f->started); /* its first run: in order */
+      f->started = 1;
       ran = 1;
       if (atomic_load_explicit(&f->state, memory_order_relaxed) == F_DONE)
         left--;
@@ -752,8 +772,8 @@ static void warp_run(mock_warp *w) {
       abort();
     }
     if (!moved) { /* every runnable lane is waiting on someone else */
-      if (w->backoff < 8) {
-        w->backoff++;
+      if (atomic_load_explicit(&w->backoff, memory_order_relaxed) < 8) {
+        atomic_fetch_add_explicit(&w->backoff, 1u, memory_order_relaxed);
         sched_yield();
       } else {
         struct timespec ts = {0, 20000};
@@ -919,7 +939,7 @@ static void *warp_main(void *arg) {
   cur_mod = w->k->fn->mod; /* the module hbg_dcu_* resolve in */
   warp_run(w);
   cur_mod = NULL;
-  cur_fiber = NULL;
+  atomic_store_explicit(&cur_fiber, NULL, memory_order_relaxed);
   if (atomic_fetch_sub_explicit(&w->cta->live, 1u, memory_order_acq_rel) ==
       1u)
     unplace(w->cta, (int)w->k->bx);
@@ -993,7 +1013,7 @@ static void run_grid(const kcall *k) {
       w->k = k;
       w->cta = &c[i];
       w->n = W;
-      w->order = (uint64_t)(i * NW + j) * 0x9e3779b97f4a7c15ull + 1;
+      atomic_init(&w->order, (uint64_t)(i * NW + j) * 0x9e3779b97f4a7c15ull + 1);
       w->f = calloc(W, sizeof *w->f);
       w->xchg = calloc(2 * (size_t)W, sizeof *w->xchg);
       if (!w->f || !w->xchg)
