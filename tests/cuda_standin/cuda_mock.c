@@ -684,37 +684,48 @@ void mock_fiber_main(mock_fiber *f) {
   abort();                  /* a finished lane is never resumed */
 }
 
-/* Lanes' stacks (a guard page, then MOCK_FIBER_STACK bytes), kept for the
- * next launch: a peer executor launches a kernel per call. */
+/* Lanes' stacks (a guard page, then MOCK_FIBER_STACK bytes), each with its
+ * ThreadSanitizer fiber, kept for the next launch: a peer executor
+ * launches a kernel per call. */
+typedef struct mock_stack {
+  unsigned char *map;
+  void *tsan;
+} mock_stack;
+
 static pthread_mutex_t stacks_mu = PTHREAD_MUTEX_INITIALIZER;
-static unsigned char **stacks;
+static mock_stack *stacks;
 static size_t n_stacks, cap_stacks;
 
-static unsigned char *stack_get(void) {
+static mock_stack stack_get(void) {
   const size_t page = 4096, len = page + MOCK_FIBER_STACK;
+  mock_stack st = {NULL, NULL};
   pthread_mutex_lock(&stacks_mu);
-  unsigned char *m = n_stacks ? stacks[--n_stacks] : NULL;
+  if (n_stacks)
+    st = stacks[--n_stacks];
   pthread_mutex_unlock(&stacks_mu);
-  if (m)
-    return m;
-  m = mmap(NULL, len, PROT_READ | PROT_WRITE,
-           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (m == MAP_FAILED || mprotect(m, page, PROT_NONE) != 0)
+  if (st.map)
+    return st;
+  st.map = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (st.map == MAP_FAILED || mprotect(st.map, page, PROT_NONE) != 0)
     abort();
-  return m;
+#if defined(MOCK_TSAN)
+  st.tsan = __tsan_create_fiber(0);
+#endif
+  return st;
 }
 
-static void stack_put(unsigned char *m) {
+static void stack_put(mock_stack st) {
   pthread_mutex_lock(&stacks_mu);
   if (n_stacks == cap_stacks) {
     size_t cap = cap_stacks ? 2 * cap_stacks : 64;
-    unsigned char **v = realloc(stacks, cap * sizeof *v);
+    mock_stack *v = realloc(stacks, cap * sizeof *v);
     if (!v)
       abort();
     stacks = v;
     cap_stacks = cap;
   }
-  stacks[n_stacks++] = m;
+  stacks[n_stacks++] = st;
   pthread_mutex_unlock(&stacks_mu);
 }
 
@@ -727,7 +738,9 @@ static void warp_run(mock_warp *w) {
 #endif
   for (uint32_t i = 0; i < w->n; i++) {
     mock_fiber *f = &w->f[i];
-    f->map = stack_get();
+    const mock_stack st = stack_get();
+    f->map = st.map;
+    f->tsan = st.tsan;
     uint64_t *top = (uint64_t *)(void *)(f->map + len);
     uint64_t *sp = top - 10; /* 16-aligned after the start's ret */
     uint32_t csr[2];
@@ -738,9 +751,6 @@ static void warp_run(mock_warp *w) {
     sp[5] = sp[6] = 0;              /* rbx rbp */
     sp[7] = (uint64_t)(uintptr_t)mock_fiber_start;
     f->sp = sp;
-#if defined(MOCK_TSAN)
-    f->tsan = __tsan_create_fiber(0);
-#endif
   }
   uint32_t left = w->n;
   while (left) {
@@ -781,12 +791,8 @@ static void warp_run(mock_warp *w) {
       }
     }
   }
-  for (uint32_t i = 0; i < w->n; i++) {
-#if defined(MOCK_TSAN)
-    __tsan_destroy_fiber(w->f[i].tsan);
-#endif
-    stack_put(w->f[i].map);
-  }
+  for (uint32_t i = 0; i < w->n; i++)
+    stack_put((mock_stack){w->f[i].map, w->f[i].tsan});
 }
 
 /* ---- residency: SMs' threads and registers, CTAs placed on them ---- */
@@ -958,11 +964,13 @@ static unsigned warp_of(unsigned lanes) {
 }
 
 /* CTA i's warps' threads started. */
-static void cta_start(mock_cta *c) {
+/* CTA c's warps' threads started; with `own`, warp 0 is left for the
+ * stream's thread to run itself (warp_main, after the others start). */
+static void cta_start(mock_cta *c, int own) {
   pthread_attr_t at;
   pthread_attr_init(&at);
   pthread_attr_setstacksize(&at, 1u << 20);
-  for (unsigned j = 0; j < c->n_warps; j++)
+  for (unsigned j = own ? 1 : 0; j < c->n_warps; j++)
     if (pthread_create(&c->warps[j].th, &at, warp_main, &c->warps[j]) != 0)
       abort();
   pthread_attr_destroy(&at);
@@ -970,24 +978,27 @@ static void cta_start(mock_cta *c) {
 
 /* CTAs [from, to) of the grid placed and started: a cooperative launch's
  * all at once when they all fit, a plain launch's each as soon as it fits
- * (the ones placed run while the rest wait for room, as on a GPU). */
+ * (the ones placed run while the rest wait for room, as on a GPU). With
+ * own, the first CTA's warp 0 is the calling thread's, run last. */
 static void grid_start(const kcall *k, mock_cta *c, unsigned from,
-                       unsigned to) {
+                       unsigned to, int own) {
   if (k->coop) {
     place(c + from, to - from, (int)k->bx, 1);
     for (unsigned i = from; i < to; i++)
-      cta_start(&c[i]);
-    return;
+      cta_start(&c[i], own && i == from);
+  } else {
+    for (unsigned i = from; i < to; i++) {
+      place(c + i, 1, (int)k->bx, 0);
+      cta_start(&c[i], own && i == from);
+    }
   }
-  for (unsigned i = from; i < to; i++) {
-    place(c + i, 1, (int)k->bx, 0);
-    cta_start(&c[i]);
-  }
+  if (own && to > from)
+    (void)warp_main(&c[from].warps[0]);
 }
 
-static void grid_join(mock_cta *c, unsigned from, unsigned to) {
+static void grid_join(mock_cta *c, unsigned from, unsigned to, int own) {
   for (unsigned i = from; i < to; i++)
-    for (unsigned j = 0; j < c[i].n_warps; j++)
+    for (unsigned j = own && i == from ? 1 : 0; j < c[i].n_warps; j++)
       pthread_join(c[i].warps[j].th, NULL);
 }
 
@@ -1028,17 +1039,22 @@ static void run_grid(const kcall *k) {
   int stall = stall_cta >= 0 && (unsigned)stall_cta < G ? stall_cta : -1;
   stall_cta = -1;
   pthread_mutex_unlock(&res_mu);
+  /* the stream's thread runs a warp itself (a one-warp grid, such as a
+   * peer executor's call, starts no thread), where every CTA is placed
+   * before any runs (a plain launch of several places each as it fits,
+   * and one placed must run meanwhile) */
+  const int own = k->coop || G == 1;
   if (stall < 0) {
-    grid_start(k, c, 0, G);
-    grid_join(c, 0, G);
+    grid_start(k, c, 0, G, own);
+    grid_join(c, 0, G, own);
   } else { /* the others first, then the held-back one */
     unsigned s = (unsigned)stall;
-    grid_start(k, c, 0, s);
-    grid_start(k, c, s + 1, G);
-    grid_join(c, 0, s);
-    grid_join(c, s + 1, G);
-    grid_start(k, c, s, s + 1);
-    grid_join(c, s, s + 1);
+    grid_start(k, c, 0, s, 0);
+    grid_start(k, c, s + 1, G, 0);
+    grid_join(c, 0, s, 0);
+    grid_join(c, s + 1, G, 0);
+    grid_start(k, c, s, s + 1, 1);
+    grid_join(c, s, s + 1, 1);
   }
   for (unsigned i = 0; i < G; i++) {
     for (unsigned j = 0; j < c[i].n_warps; j++) {
