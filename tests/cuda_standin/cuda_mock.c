@@ -546,14 +546,16 @@ static void fiber_switch(mock_warp *w, mock_fiber *to, int sync) {
     __sanitizer_start_switch_fiber(leaving ? NULL : &fake, w->sched_bottom,
                                    w->sched_size);
 #endif
+  atomic_store_explicit(&w->cur, to, memory_order_relaxed);
+  atomic_store_explicit(&cur_fiber, to, memory_order_relaxed);
 #if defined(MOCK_TSAN)
+  /* the last call before the stacks change: whatever runs between them
+   * would count as the next lane's */
   __tsan_switch_to_fiber(to ? to->tsan : w->tsan_sched,
                          sync ? 0 : __tsan_switch_to_fiber_no_sync);
 #else
   (void)sync;
 #endif
-  atomic_store_explicit(&w->cur, to, memory_order_relaxed);
-  atomic_store_explicit(&cur_fiber, to, memory_order_relaxed);
   mock_ctx_swap(save, sp);
 #if defined(MOCK_ASAN)
   __sanitizer_finish_switch_fiber(fake, NULL, NULL);
