@@ -12,7 +12,8 @@
  *     without cooperative launches (HBG_MOCK_CUDA_COOP=0) gets a plain
  *     launch whose resident CTAs time out at the first barrier, 3 of 4
  *     there;
- *   - an item running past the deadline (the user kernel uk_sleep): the
+ *   - an item running past the deadline (the user kernel uk_sleep of
+ *     tests/uk/uk_test.c): the
  *     run, naming its window entry and graph node;
  *   - the grid sized by the occupancy API and the stack limit raised to
  *     the executor's frame.
@@ -199,7 +200,7 @@ static void test_residency(void) {
 static void *slurp(const char *path, size_t *n) {
   FILE *f = path ? fopen(path, "rb") : NULL;
   if (!f)
-    T_FAIL("cannot read %s (HBG_TEST_UK_SLEEP_PTX)", path ? path : "(unset)");
+    T_FAIL("cannot read %s (HBG_TEST_UK_PTX_FILE)", path ? path : "(unset)");
   fseek(f, 0, SEEK_END);
   long len = ftell(f);
   fseek(f, 0, SEEK_SET);
@@ -214,7 +215,7 @@ static void *slurp(const char *path, size_t *n) {
 /* Register uk_sleep on rt's device. @return the registration's result. */
 static int reg_sleep(hbg_runtime *rt) {
   size_t n = 0;
-  void *ptx = slurp(getenv("HBG_TEST_UK_SLEEP_PTX"), &n);
+  void *ptx = slurp(getenv("HBG_TEST_UK_PTX_FILE"), &n);
   hbg_kernel_impl k;
   memset(&k, 0, sizeof k);
   k.struct_size = sizeof k;
