@@ -31,13 +31,13 @@
 #include "cuda_skip.h"
 #include "pingpong_fixture.h"
 #include "test.h"
+#include "uk/uk_test.h"
 
 /* The deadline the tests give (HBG_TEST_DEADLINE_MS: sanitizer builds,
  * whose host build of the device code is far slower, give more), and
  * past it a launch ends within SLACK_MS on a loaded test machine (the
  * held-back CTA starts once the others have left, and leaves). */
-static uint32_t DEADLINE_MS = 200u, SLACK_MS = 3000u;
-#define UK_SLEEP 0x1100u
+static uint32_t DEADLINE_MS = 1500u, SLACK_MS = 5000u;
 
 static void *mock;
 
@@ -71,14 +71,7 @@ static uint32_t env_u32(const char *name, uint32_t def) {
 static hbg_runtime *mk(uint32_t deadline_ms, int policy) {
   char opts[64];
   snprintf(opts, sizeof opts, "deadline_ms=%u", deadline_ms);
-  hbg_config cfg;
-  hbg_config_init(&cfg);
-  cfg.device = "cuda";
-  cfg.device_options = opts;
-  cfg.policy = (uint32_t)policy;
-  hbg_runtime *rt = NULL;
-  ASSERT_OK(hbg_runtime_create(&cfg, &rt));
-  return rt;
+  return uk_cuda_runtime(opts, policy);
 }
 
 /* One ping-pong bind (k) expected to time out within the deadline: the
@@ -197,36 +190,9 @@ static void test_residency(void) {
   unsetenv("HBG_MOCK_CUDA_SM_BLOCKS");
 }
 
-static void *slurp(const char *path, size_t *n) {
-  FILE *f = path ? fopen(path, "rb") : NULL;
-  if (!f)
-    T_FAIL("cannot read %s (HBG_TEST_UK_PTX_FILE)", path ? path : "(unset)");
-  fseek(f, 0, SEEK_END);
-  long len = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *p = malloc((size_t)len + 1);
-  ASSERT(p && fread(p, 1, (size_t)len, f) == (size_t)len);
-  p[len] = '\0';
-  fclose(f);
-  *n = (size_t)len + 1;
-  return p;
-}
-
 /* Register uk_sleep on rt's device. @return the registration's result. */
 static int reg_sleep(hbg_runtime *rt) {
-  size_t n = 0;
-  void *ptx = slurp(getenv("HBG_TEST_UK_PTX_FILE"), &n);
-  hbg_kernel_impl k;
-  memset(&k, 0, sizeof k);
-  k.struct_size = sizeof k;
-  k.kernel = UK_SLEEP;
-  k.phases = 1;
-  k.symbol = "uk_sleep";
-  k.image = ptx;
-  k.image_size = n;
-  int rc = hbg_kernel_register(hbg_runtime_device(rt), &k, 1);
-  free(ptx);
-  return rc;
+  return uk_register(rt, UK_SLEEP, "uk_sleep", 1);
 }
 
 /* A bind of two ordinary tasks: COPY x to y, then uk_sleep(ms) x to y.
@@ -278,9 +244,9 @@ static void test_run(void) {
   ASSERT_OK(hbg_buffer_write(rt, x, in, N * 4));
   hbg_bind_stats st;
   uint32_t entry, node;
-  int rc = sleep_bind(rt, x, y, 4 * DEADLINE_MS, &dt, &st, &entry, &node);
+  int rc = sleep_bind(rt, x, y, 2 * DEADLINE_MS, &dt, &st, &entry, &node);
   printf("  uk_sleep %u ms, deadline %u ms       %s after %llu ms: %s\n",
-         4 * DEADLINE_MS, DEADLINE_MS, hbg_err_name(rc),
+         2 * DEADLINE_MS, DEADLINE_MS, hbg_err_name(rc),
          (unsigned long long)dt, hbg_last_error());
   ASSERT_ERR(rc, HBG_E_TIMEOUT);
   ASSERT_UEQ(entry, 1);

@@ -18,25 +18,10 @@
 
 #include "cuda_skip.h"
 #include "test.h"
+#include "uk/uk_test.h"
 
 #define N 256u
-#define UK_FAIL 0x1101u
-#define PHASES 4u
-
-static void *slurp(const char *path, size_t *n) {
-  FILE *f = path ? fopen(path, "rb") : NULL;
-  if (!f)
-    T_FAIL("cannot read %s (HBG_TEST_UK_PTX_FILE)", path ? path : "(unset)");
-  fseek(f, 0, SEEK_END);
-  long len = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *p = malloc((size_t)len + 1);
-  ASSERT(p && fread(p, 1, (size_t)len, f) == (size_t)len);
-  p[len] = '\0';
-  fclose(f);
-  *n = (size_t)len + 1;
-  return p;
-}
+#define PHASES UK_FAIL_PHASES
 
 typedef struct world {
   hbg_runtime *rt;
@@ -45,24 +30,8 @@ typedef struct world {
 } world;
 
 static void open_world(world *w, const char *opts) {
-  hbg_config cfg;
-  hbg_config_init(&cfg);
-  cfg.device = "cuda";
-  cfg.device_options = opts;
-  cfg.policy = HBG_POLICY_COALESCED;
-  ASSERT_OK(hbg_runtime_create(&cfg, &w->rt));
-  size_t n = 0;
-  void *ptx = slurp(getenv("HBG_TEST_UK_PTX_FILE"), &n);
-  hbg_kernel_impl k;
-  memset(&k, 0, sizeof k);
-  k.struct_size = sizeof k;
-  k.kernel = UK_FAIL;
-  k.phases = PHASES;
-  k.symbol = "uk_fail";
-  k.image = ptx;
-  k.image_size = n;
-  ASSERT_OK(hbg_kernel_register(hbg_runtime_device(w->rt), &k, 1));
-  free(ptx);
+  w->rt = uk_cuda_runtime(opts, HBG_POLICY_COALESCED);
+  ASSERT_OK(uk_register(w->rt, UK_FAIL, "uk_fail", PHASES));
   for (uint32_t i = 0; i < N; i++)
     w->in[i] = (float)i * 0.5f;
   ASSERT_OK(hbg_buffer_alloc(w->rt, N * 4, &w->x));

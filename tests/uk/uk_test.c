@@ -13,6 +13,8 @@
  * except that lane s0 fails in phase s1 (HBG_E_KERNEL) before writing:
  * one lane of many fails, the others go on to the phase's barrier.
  * UK_FAIL_PHASES phases.
+ *
+ * Their ids and registration: uk_test.h.
  */
 #include <hbg/hbg_kernel.h>
 
