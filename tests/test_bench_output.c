@@ -58,6 +58,13 @@ static void make_result(bench_result *r) {
       x->split = a == 0 || (a == 1 && i % 2 == 0);
       x->dev_setup_ns = x->split ? 3000 + 1000 * i : 0;
       x->setup_nodes = x->split ? 40 + i : 0;
+      /* the executor's counters: policy 0's odd binds only */
+      x->counts = a == 0 && i % 2;
+      x->items = x->counts ? 1000 + 100 * i : 0;
+      x->dispatch_ops = x->counts ? 4 * x->items : 0;
+      x->kernel_phases = x->counts ? 2 * x->items : 0;
+      x->body_ns = x->counts ? 20000 + 1000 * i : 0;
+      x->tail_ns = x->counts ? 500 : 0;
     }
   r->workload = "qwen3-14b";
   r->device = "sim";
@@ -124,6 +131,14 @@ static void t_compute(void) {
   ASSERT_UEQ(pol[2].split_binds, 0);
   ASSERT(isnan(pol[2].dev_setup.median) && isnan(pol[2].setup_nodes));
   ASSERT(fabs(pol[2].defs_validated - (2.0 + 1.0 / ROUNDS)) < 1e-9);
+  /* the counters, over the binds that reported them (i = 1, 3, 5) */
+  ASSERT_UEQ(pol[0].count_binds, 3);
+  ASSERT(fabs(pol[0].items_per_bind - 1300.0) < 1e-9);
+  ASSERT(fabs(pol[0].ops_per_item - 4.0) < 1e-9);
+  ASSERT(fabs(pol[0].phases_per_item - 2.0) < 1e-9);
+  ASSERT(fabs(pol[0].body_ns - 23000.0) < 1e-9);
+  ASSERT(fabs(pol[0].tail_ns - 500.0) < 1e-9);
+  ASSERT(isnan(pol[1].items_per_bind) && isnan(pol[1].body_ns));
 
   bench_result bad = r;
   bad.n_recs = ROUNDS; /* policies 1 and 2 have no binds */
@@ -219,6 +234,14 @@ static void t_json(void) {
   ASSERT(cJSON_IsNull(get(get(p2, "device_setup_us"), "median")));
   ASSERT(cJSON_IsNull(get(p2, "exec_setup_nodes_per_bind")));
   num(p2, "exec_defs_validated_per_bind");
+  const cJSON *p0 = cJSON_GetArrayItem(ps, 0);
+  ASSERT(fabs(num(p0, "exec_items_per_bind") - 1300.0) < 1e-9);
+  ASSERT(fabs(num(p0, "exec_dispatch_ops_per_item") - 4.0) < 1e-9);
+  ASSERT(fabs(num(p0, "exec_phases_per_item") - 2.0) < 1e-9);
+  ASSERT(fabs(num(p0, "device_body_us") - 23.0) < 1e-9);
+  ASSERT(fabs(num(p0, "device_tail_us") - 0.5) < 1e-9);
+  ASSERT(cJSON_IsNull(get(p1, "exec_items_per_bind")));
+  ASSERT(cJSON_IsNull(get(p1, "device_body_us")));
   cJSON_Delete(root);
   free(s);
 

@@ -88,6 +88,7 @@ static int compute_policy(bench_result *r, uint32_t arm, uint64_t *scratch) {
   for (size_t i = 0; i < sizeof means / sizeof means[0]; i++)
     *means[i] /= (double)n;
   p->setup_nodes = p->split_binds ? p->setup_nodes / p->split_binds : NAN;
+  p->items_per_bind = p->count_binds ? items / p->count_binds : NAN;
   p->ops_per_item = items > 0 ? p->ops_per_item / items : NAN;
   p->phases_per_item = items > 0 ? p->phases_per_item / items : NAN;
   p->body_ns = p->count_binds ? p->body_ns / p->count_binds : NAN;
@@ -350,6 +351,7 @@ static int json_policy(cJSON *arr, const bench_policy_res *p) {
     bad |= jsum(o, "device_setup_us", &p->dev_setup);
     bad |= jnum(o, "exec_defs_validated_per_bind", p->defs_validated);
     bad |= jnum(o, "exec_setup_nodes_per_bind", p->setup_nodes);
+    bad |= jnum(o, "exec_items_per_bind", p->items_per_bind);
     bad |= jnum(o, "exec_dispatch_ops_per_item", p->ops_per_item);
     bad |= jnum(o, "exec_phases_per_item", p->phases_per_item);
     bad |= jnum(o, "device_body_us", p->body_ns / 1e3);

@@ -85,9 +85,10 @@ typedef struct bench_policy_res {
   double setup_nodes, defs_validated;
   uint32_t split_binds;
   /* Its counters over the binds that reported them (count_binds; NaN
-   * without): dispatch operations and kernel phases per item, kernel-body
-   * and tail device time per bind (ns, means). */
-  double ops_per_item, phases_per_item, body_ns, tail_ns;
+   * without): items run per bind (mean), dispatch operations and kernel
+   * phases per item, kernel-body and tail device time per bind (ns,
+   * means). */
+  double items_per_bind, ops_per_item, phases_per_item, body_ns, tail_ns;
   uint32_t count_binds;
 } bench_policy_res;
 
