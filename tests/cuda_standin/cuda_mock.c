@@ -364,9 +364,11 @@ HBG_DC_ENTRIES(MOCK_ARGS_FIT)
  * (hbg_dc_host_pause); the warp's scheduler then runs another lane. After
  * every barrier the lanes resume in an order that changes from one barrier
  * to the next, so code that assumes an order of lanes between two meeting
- * points meets other orders. Under ThreadSanitizer every lane is a fiber
- * of its own, synchronised only at those meeting points, so a race between
- * two lanes of a warp is reported like one between threads. */
+ * points meets other orders. Under ThreadSanitizer with
+ * HBG_MOCK_TSAN_FIBERS=1 every lane is a fiber of its own, synchronised
+ * only at those meeting points, so a race between two lanes of a warp is
+ * reported like one between threads (otherwise a warp's lanes count as
+ * its thread's, and races between warps and CTAs are reported). */
 
 #define MOCK_SHARED_BYTES (48u << 10) /* a CTA's shared memory */
 #define MOCK_MAX_THREADS 4096u        /* GPU threads of one grid */
@@ -391,6 +393,23 @@ HBG_DC_ENTRIES(MOCK_ARGS_FIT)
 #endif
 #if defined(MOCK_TSAN)
 #include <sanitizer/tsan_interface.h>
+/* Each lane a ThreadSanitizer fiber of its own (HBG_MOCK_TSAN_FIBERS=1):
+ * races between two lanes of a warp are then reported like races between
+ * threads. Off by default: ThreadSanitizer's fibers grow its memory with
+ * every switch (gigabytes within a minute of a peer executor's thousands
+ * of launches), so the long tests run each warp's lanes as its thread's,
+ * and the short ones that matter most (the failure paths, the launch
+ * order) turn it on. */
+static int tsan_fibers(void) {
+  static _Atomic int on = -1;
+  int v = atomic_load_explicit(&on, memory_order_relaxed);
+  if (v < 0) {
+    const char *e = getenv("HBG_MOCK_TSAN_FIBERS");
+    v = e && *e == '1';
+    atomic_store_explicit(&on, v, memory_order_relaxed);
+  }
+  return v;
+}
 #endif
 
 #if !defined(__x86_64__)
@@ -551,8 +570,9 @@ static void fiber_switch(mock_warp *w, mock_fiber *to, int sync) {
 #if defined(MOCK_TSAN)
   /* the last call before the stacks change: whatever runs between them
    * would count as the next lane's */
-  __tsan_switch_to_fiber(to ? to->tsan : w->tsan_sched,
-                         sync ? 0 : __tsan_switch_to_fiber_no_sync);
+  if (tsan_fibers())
+    __tsan_switch_to_fiber(to ? to->tsan : w->tsan_sched,
+                           sync ? 0 : __tsan_switch_to_fiber_no_sync);
 #else
   (void)sync;
 #endif
@@ -712,7 +732,8 @@ static mock_stack stack_get(void) {
   if (st.map == MAP_FAILED || mprotect(st.map, page, PROT_NONE) != 0)
     abort();
 #if defined(MOCK_TSAN)
-  st.tsan = __tsan_create_fiber(0);
+  if (tsan_fibers())
+    st.tsan = __tsan_create_fiber(0);
 #endif
   return st;
 }
@@ -736,7 +757,8 @@ static void stack_put(mock_stack st) {
 static void warp_run(mock_warp *w) {
   const size_t page = 4096, len = page + MOCK_FIBER_STACK;
 #if defined(MOCK_TSAN)
-  w->tsan_sched = __tsan_get_current_fiber();
+  if (tsan_fibers())
+    w->tsan_sched = __tsan_get_current_fiber();
 #endif
   for (uint32_t i = 0; i < w->n; i++) {
     mock_fiber *f = &w->f[i];
