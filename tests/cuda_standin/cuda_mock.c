@@ -389,6 +389,7 @@ HBG_DC_ENTRIES(MOCK_ARGS_FIT)
 #endif
 #endif
 #if defined(MOCK_ASAN)
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
 #if defined(MOCK_TSAN)
@@ -725,8 +726,13 @@ static mock_stack stack_get(void) {
   if (n_stacks)
     st = stacks[--n_stacks];
   pthread_mutex_unlock(&stacks_mu);
-  if (st.map)
+  if (st.map) {
+#if defined(MOCK_ASAN)
+    /* a lane that ran on it left its frames' poison behind */
+    __asan_unpoison_memory_region(st.map + page, MOCK_FIBER_STACK);
+#endif
     return st;
+  }
   st.map = mmap(NULL, len, PROT_READ | PROT_WRITE,
                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (st.map == MAP_FAILED || mprotect(st.map, page, PROT_NONE) != 0)
