@@ -58,11 +58,22 @@ PyAPI_FUNC(int) PyObject_AsWriteBuffer(PyObject *obj, void **buffer,
   X(hbg_buffer_write)                                                          \
   X(hbg_buffer_read)
 
+/* Optional entry points (NULL where the library lacks them: the calls then
+ * raise HBG_E_UNSUPPORTED), by signature, so that this file builds against
+ * headers that do not declare them yet: DLPack interop (issue 38). */
+#define NATIVE_OPT_FNS(X)                                                      \
+  X(hbg_buffer_import, int, (hbg_runtime *, uint64_t, uint64_t, uint64_t *))   \
+  X(hbg_buffer_host_ptr, int, (hbg_runtime *, uint64_t, uint64_t, void **))    \
+  X(hbg_bind_launch_on, int, (hbg_bind *, void *))
+
 static struct {
 #define FN_FIELD(name) __typeof__(&name) name;
   NATIVE_FNS(FN_FIELD)
 #undef FN_FIELD
   __typeof__(&hbg_submit_graph_n) hbg_submit_graph_n; /* optional */
+#define OPT_FIELD(name, ret, args) ret(*name) args;
+  NATIVE_OPT_FNS(OPT_FIELD)
+#undef OPT_FIELD
   void *dl;
   PyObject *error_factory; /* fn(code, where, message, rt_ptr) -> exc */
   PyObject *tensor_cls;    /* hbg.Tensor (a TensorBase subclass) */
@@ -1125,6 +1136,67 @@ static PyObject *n_buffer_read(PyObject *m, PyObject *args) {
   return buffer_copy(args, 0);
 }
 
+/* ---- DLPack interop ---- */
+
+/* bind_launch_on(b, rt, stream): hbg_bind_launch_on(b, (void *)stream) */
+static PyObject *n_bind_launch_on(PyObject *m, PyObject *args) {
+  (void)m;
+  PyObject *bo, *rto;
+  unsigned long long stream;
+  if (!PyArg_ParseTuple(args, "OOK", &bo, &rto, &stream))
+    return NULL;
+  hbg_bind *b = as_ptr(bo);
+  if (PyErr_Occurred())
+    return NULL;
+  if (!F.hbg_bind_launch_on)
+    return fail(HBG_E_UNSUPPORTED, "hbg_bind_launch_on", 0, NULL);
+  int rc;
+  Py_BEGIN_ALLOW_THREADS
+  rc = F.hbg_bind_launch_on(b, (void *)(uintptr_t)stream);
+  Py_END_ALLOW_THREADS
+  if (rc < 0)
+    return fail(rc, "hbg_bind_launch_on", 0, as_ptr(rto));
+  Py_RETURN_NONE;
+}
+
+/* buffer_import(rt, addr, nbytes) -> the device address naming it */
+static PyObject *n_buffer_import(PyObject *m, PyObject *args) {
+  (void)m;
+  PyObject *rto;
+  unsigned long long addr, n;
+  if (!PyArg_ParseTuple(args, "OKK", &rto, &addr, &n))
+    return NULL;
+  hbg_runtime *rt = as_ptr(rto);
+  if (PyErr_Occurred())
+    return NULL;
+  if (!F.hbg_buffer_import)
+    return fail(HBG_E_UNSUPPORTED, "hbg_buffer_import", 0, NULL);
+  uint64_t out = 0;
+  int rc = F.hbg_buffer_import(rt, addr, n, &out);
+  if (rc < 0)
+    return fail(rc, "hbg_buffer_import", 0, rt);
+  return PyLong_FromUnsignedLongLong(out);
+}
+
+/* buffer_host_ptr(rt, addr, nbytes) -> the host address of the range */
+static PyObject *n_buffer_host_ptr(PyObject *m, PyObject *args) {
+  (void)m;
+  PyObject *rto;
+  unsigned long long addr, n;
+  if (!PyArg_ParseTuple(args, "OKK", &rto, &addr, &n))
+    return NULL;
+  hbg_runtime *rt = as_ptr(rto);
+  if (PyErr_Occurred())
+    return NULL;
+  if (!F.hbg_buffer_host_ptr)
+    return fail(HBG_E_UNSUPPORTED, "hbg_buffer_host_ptr", 0, NULL);
+  void *out = NULL;
+  int rc = F.hbg_buffer_host_ptr(rt, addr, n, &out);
+  if (rc < 0)
+    return fail(rc, "hbg_buffer_host_ptr", 0, rt);
+  return PyLong_FromUnsignedLongLong((unsigned long long)(uintptr_t)out);
+}
+
 /* pack(tensors) -> bytes: the hbg_tensor structs of a list of Tensors. */
 static PyObject *n_pack(PyObject *m, PyObject *o) {
   (void)m;
@@ -1167,6 +1239,9 @@ static PyObject *n_init(PyObject *m, PyObject *args) {
   NATIVE_FNS(FN_LOAD)
 #undef FN_LOAD
   *(void **)&F.hbg_submit_graph_n = dlsym(dl, "hbg_submit_graph_n");
+#define OPT_LOAD(name, ret, args) *(void **)&F.name = dlsym(dl, #name);
+  NATIVE_OPT_FNS(OPT_LOAD)
+#undef OPT_LOAD
   if (F.dl)
     dlclose(F.dl);
   F.dl = dl;
@@ -1203,6 +1278,9 @@ static PyMethodDef native_methods[] = {
     {"buffer_write", n_buffer_write, METH_VARARGS, NULL},
     {"buffer_read", n_buffer_read, METH_VARARGS, NULL},
     {"pack", n_pack, METH_O, NULL},
+    {"bind_launch_on", n_bind_launch_on, METH_VARARGS, NULL},
+    {"buffer_import", n_buffer_import, METH_VARARGS, NULL},
+    {"buffer_host_ptr", n_buffer_host_ptr, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef native_module = {

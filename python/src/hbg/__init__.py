@@ -16,6 +16,7 @@ system's search path.
         print(y.numpy()[:4], b.stats.control_plane_ns)
 
 Main objects: Runtime, Buffer, HostBuffer, Tensor, Bind (task / graph / graphs),
+Queue and BufferView (DLPack interop: Runtime.from_dlpack, torch.from_dlpack),
 Recorder (inside record callbacks), Workload, bench() and BenchResult.
 Errors: HbgError and its families ArgumentError, StateError, DeviceError,
 ImageError; OutOfRangeError (an ArgumentError and an OverflowError: a
@@ -29,7 +30,8 @@ from ._errors import (ArgumentError, DeviceError, DeviceSideError, HbgError,
                       ImageError, OutOfRangeError, StateError, err_name,
                       error_class, strerror)
 from ._core import (Access, Bind, BindStats, Buffer, DeviceStats, DType,
-                    HostBuffer, Kernel, Recorder, Runtime, Scalar, Tensor, TensorArray,
+                    BufferView, HostBuffer, Kernel, Queue, Recorder, Runtime,
+                    Scalar, Tensor, TensorArray,
                     TraceEvent, UserKernel,
                     Workload, WorkloadInfo, WorkloadNode, devices,
                     dtype_size, f32,
@@ -47,6 +49,7 @@ HBG_PY_NATIVE=0); ``hbg._backend.native_error`` says why not native."""
 
 __all__ = [
     "Access", "ArgumentError", "BenchResult", "Bind", "BindStats", "Buffer",
+    "BufferView", "Queue",
     "CliNotFoundError", "DType", "DeviceError", "DeviceSideError",
     "DeviceStats", "HAVE_BATCH", "OutOfRangeError",
     "HbgError", "HostBuffer", "ImageError", "Kernel", "LibraryNotFoundError", "Peer",

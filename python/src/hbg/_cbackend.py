@@ -302,3 +302,37 @@ def buffer_read(rt, addr, dst):
     rc = lib.hbg_buffer_read(rt, ptr, addr, mv.nbytes)
     if rc < 0:
         _fail(rc, "hbg_buffer_read", False, rt)
+
+
+# ---- DLPack interop (hbg_buffer_import, hbg_buffer_host_ptr,
+# hbg_bind_launch_on; optional: HBG_E_UNSUPPORTED where libhbg lacks one)
+
+def bind_launch_on(b, rt, stream):
+    """hbg_bind_launch_on(b, (void *)stream)."""
+    if not L.HAVE_LAUNCH_ON:
+        _fail(-5, "hbg_bind_launch_on", False, None)
+    rc = lib.hbg_bind_launch_on(b, stream or None)
+    if rc < 0:
+        _fail(rc, "hbg_bind_launch_on", False, rt)
+
+
+def buffer_import(rt, addr, nbytes):
+    """hbg_buffer_import: the device address naming [addr, addr + nbytes)."""
+    if not L.HAVE_IMPORT:
+        _fail(-5, "hbg_buffer_import", False, None)
+    out = c_uint64()
+    rc = lib.hbg_buffer_import(rt, addr, nbytes, byref(out))
+    if rc < 0:
+        _fail(rc, "hbg_buffer_import", False, rt)
+    return out.value
+
+
+def buffer_host_ptr(rt, addr, nbytes):
+    """hbg_buffer_host_ptr: the host address of a device range (sim)."""
+    if not L.HAVE_HOST_PTR:
+        _fail(-5, "hbg_buffer_host_ptr", False, None)
+    out = c_void_p()
+    rc = lib.hbg_buffer_host_ptr(rt, addr, nbytes, byref(out))
+    if rc < 0:
+        _fail(rc, "hbg_buffer_host_ptr", False, rt)
+    return out.value or 0

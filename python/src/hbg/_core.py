@@ -12,6 +12,7 @@ from ctypes import POINTER, byref, c_char_p, c_double, c_int, c_int64, \
     c_uint32, c_uint64, c_void_p
 
 from . import _convert as _C
+from . import _dlpack as _DL
 from . import _lib as L
 from ._backend import B as _B
 from . import _errors
@@ -35,7 +36,8 @@ ScalarLike = Union[int, float, "Scalar"]
 
 __all__ = [
     "DType", "Access", "Kernel", "Scalar", "Tensor", "Runtime", "Buffer",
-    "Bind", "Recorder", "TensorArray", "pack", "HostBuffer", "BindStats", "DeviceStats", "TraceEvent",
+    "Bind", "Recorder", "TensorArray", "pack", "HostBuffer", "BufferView",
+    "Queue", "BindStats", "DeviceStats", "TraceEvent",
     "Workload", "WorkloadInfo", "WorkloadNode", "policies", "workloads", "devices",
     "dtype_size", "f32", "image_dump", "version",
 ]
@@ -128,6 +130,13 @@ _DTYPE_NAMES = {
 }
 _NP_OF = {DType.F32: "float32", DType.F16: "float16", DType.I32: "int32",
           DType.I64: "int64", DType.U8: "uint8"}
+# DLPack's (code, bits) of each hbg dtype (dlpack.h: kDLInt 0, kDLUInt 1,
+# kDLFloat 2, kDLBfloat 4), and the numpy dtype that carries it.
+_DL_OF = {DType.F32: (2, 32), DType.F16: (2, 16), DType.BF16: (4, 16),
+          DType.I32: (0, 32), DType.I64: (0, 64), DType.U8: (1, 8)}
+_OF_DL = {v: k for k, v in _DL_OF.items()}
+_CARRIER = dict(_NP_OF)
+_CARRIER[DType.BF16] = "uint16"
 
 
 def _dtype(d):
@@ -459,6 +468,17 @@ class TensorArray:
     def __len__(self) -> int:
         return self.rows
 
+    def tensors(self) -> List["Tensor"]:
+        """The packed tensors, flat (row after row), as Tensors."""
+        arr = self._arr
+        if isinstance(arr, (bytes, bytearray)):
+            size = ctypes.sizeof(L.Tensor_c)
+            cs = [L.Tensor_c.from_buffer_copy(arr, i * size)
+                  for i in range(len(arr) // size)]
+        else:
+            cs = list(arr)
+        return [Tensor._from_c(c) for c in cs[:self.n]]
+
 
 def pack(tensors: Sequence[Any]) -> "TensorArray":
     """A TensorArray of tensors (a list, or a list of equal-length rows)."""
@@ -572,13 +592,19 @@ class WorkloadNode:
 class _Handle:
     """The C runtime pointer, shared by a Runtime and its children, so a
     finalizer can tell whether the runtime is still open."""
-    __slots__ = ("ptr", "children", "tracing", "deferred", "__weakref__")
+    __slots__ = ("ptr", "children", "tracing", "deferred", "readonly",
+                 "queues", "kind", "last_launched", "__weakref__")
 
     def __init__(self):
         self.ptr = None
         self.children = weakref.WeakSet()
         self.tracing = False  # a Python trace callback may need the GIL
-        self.deferred = []  # buffer addresses a finalizer could not free
+        # (addr, DLPack owner or None) a finalizer could not free
+        self.deferred = []
+        self.readonly = {}  # addr -> (nbytes, name): imports read-only
+        self.queues = {}  # handle -> weakref of a live Queue
+        self.kind = None  # the device's name ("sim", "cuda"), once asked
+        self.last_launched = None  # weakref of the last launched Bind
 
 
 def _destroy_runtime(h):
@@ -590,23 +616,38 @@ def _destroy_runtime(h):
     _flush_frees(h)
     ptr, h.ptr = h.ptr, None
     lib.hbg_runtime_destroy(ptr)
+    # imports a busy runtime kept: forgotten with it, so released now
+    left, h.deferred = h.deferred, []
+    for _addr, owner in left:
+        if owner is not None:
+            owner.release()
 
 
-def _free_buffer(h, addr):
+def _free_buffer(h, addr, owner=None):
     # A finalizer runs on whichever thread collects the Buffer; when
     # another thread is inside a call on the runtime (HBG_E_BUSY), the
     # free waits in the handle for the runtime's next alloc, bind or close.
-    if h.ptr is not None and lib.hbg_buffer_free(h.ptr, addr) == _BUSY:
-        h.deferred.append(addr)
+    # owner: a DLPack import's producer (its deleter runs once hbg has
+    # forgotten the memory).
+    if h.ptr is not None and addr:
+        if lib.hbg_buffer_free(h.ptr, addr) == _BUSY:
+            h.deferred.append((addr, owner))
+            return
+    h.readonly.pop(addr, None)
+    if owner is not None:
+        owner.release()
 
 
 def _flush_frees(h):
     """Free what finalizers could not (the runtime was busy then)."""
     while h.deferred and h.ptr is not None:
-        addr = h.deferred.pop()
+        addr, owner = h.deferred.pop()
         if lib.hbg_buffer_free(h.ptr, addr) == _BUSY:
-            h.deferred.append(addr)
+            h.deferred.append((addr, owner))
             return
+        h.readonly.pop(addr, None)
+        if owner is not None:
+            owner.release()
 
 
 @dataclasses.dataclass
@@ -671,6 +712,7 @@ class Runtime:
             cfg.device = self._keep(device)
         if device_options is not None:
             cfg.device_options = self._keep(device_options)
+        self._device_options = device_options
         if arena_bytes:
             cfg.arena_bytes = int(arena_bytes)
         if pipeline_depth:
@@ -827,6 +869,201 @@ class Runtime:
             b.write(mv)
         return b
 
+    # -- DLPack interop
+    def _device_kind(self):
+        h = self._h
+        if h.kind is None:
+            name = lib.hbg_device_name(lib.hbg_runtime_device(self._ptr()))
+            h.kind = (name or b"").decode()
+        return h.kind
+
+    def _cuda_ordinal(self):
+        import os
+        import re
+        opts = self._device_options
+        if opts is None:
+            opts = os.environ.get("HBG_DEVICE_OPTIONS", "")
+        m = re.search(r"(?:^|[,\s])device=(\d+)", opts or "")
+        return int(m.group(1)) if m else 0
+
+    def _dl_device(self):
+        """(DLDeviceType, id) of this runtime's memory, or None."""
+        kind = self._device_kind()
+        if kind == "sim":
+            return (_DL.kDLCPU, 0)
+        if kind == "cuda":
+            return (_DL.kDLCUDA, self._cuda_ordinal())
+        return None
+
+    def _wait_last_launched(self):
+        """Wait (host) for the last bind launched on the runtime, if it is
+        still open and not waited: what a CUDA consumer's stream needs
+        before it reads a DLPack export (no device-side wait exists)."""
+        ref = self._h.last_launched
+        b = ref() if ref is not None else None
+        if b is not None and b._state == _LAUNCHED:
+            b.wait()
+
+    def queue(self) -> "Queue":
+        """A new device queue (``hbg_dev_queue_create``) to launch binds on
+        (``Bind.launch(stream=q)``): on the sim the only kind of stream a
+        bind takes. A context manager; destroyed by ``close()``, when
+        collected, or with the runtime."""
+        return Queue(self)
+
+    def _stream_handle(self, stream, what="stream"):
+        """The void * a stream argument names for hbg_bind_launch_on: an
+        hbg Queue of this runtime (any device); on cuda also a CUstream
+        (see hbg._dlpack.cuda_stream_of: an int, __cuda_stream__,
+        .cuda_stream); on the sim an int only as the handle of a live
+        Queue of this runtime."""
+        h = self._h
+        if stream.__class__ is Queue:
+            if stream.runtime is not self:
+                raise ArgumentError(-1, message="%s: the Queue belongs to "
+                                    "another runtime" % what)
+            if stream.closed:
+                raise StateError(-7, message="%s: the Queue is closed" % what)
+            return stream.handle
+        kind = self._device_kind()
+        if kind == "cuda":
+            return _DL.cuda_stream_of(stream, what)
+        if isinstance(stream, int) and not isinstance(stream, bool):
+            ref = h.queues.get(stream)
+            if ref is not None and ref() is not None:
+                return stream
+            raise ArgumentError(-1, message="%s: %d names no live Queue of "
+                                "this runtime; on the %s device a stream is "
+                                "an hbg.Queue (rt.queue())" % (
+                                    what, stream, kind))
+        if (getattr(type(stream), "__cuda_stream__", None) is not None or
+                getattr(stream, "cuda_stream", None) is not None):
+            raise ArgumentError(-1, message="%s: a CUDA stream (%s) cannot "
+                                "run binds of the %s device; use an "
+                                "hbg.Queue (rt.queue())" % (
+                                    what, type(stream).__name__, kind))
+        raise TypeError("%s: %s is not a stream (want an hbg.Queue from "
+                        "rt.queue(); on cuda also an int CUstream or an "
+                        "object with __cuda_stream__() or .cuda_stream)" % (
+                            what, type(stream).__name__))
+
+    def from_dlpack(self, x: Any, *, stream: Any = None) -> "Buffer":
+        """Import a tensor zero-copy as a Buffer: a torch tensor, a numpy
+        array, anything with ``__dlpack__`` / ``__dlpack_device__``, or a
+        raw "dltensor" capsule (consumed: renamed "used_dltensor").
+
+        The sim takes kDLCPU memory, cuda kDLCUDA memory of its own GPU
+        (anything else raises ArgumentError naming the device). On cuda
+        ``x.__dlpack__(stream=S)`` is called with S the stream hbg will use
+        (``stream``: a Queue, an int CUstream, ``__cuda_stream__`` or
+        ``.cuda_stream``; None or the NULL stream: 1, the legacy default
+        stream); on the sim ``x.__dlpack__()`` with no stream.
+
+        The Buffer covers the tensor's extent (from element 0, byte_offset
+        included, to one past its last element: a strided tensor's holes
+        too) and knows its ``dtype`` (f32, f16, bf16 (carried as uint16),
+        i32, i64, u8; others raise ArgumentError), ``shape`` and
+        ``strides``; ``tensor()`` views the whole tensor. Negative strides
+        are refused (ArgumentError: pass a contiguous copy). A zero-size
+        tensor gives a Buffer of 0 bytes that no task can use.
+
+        A read-only numpy array (``writeable`` False, which numpy will not
+        export through DLPack) is imported through
+        ``__array_interface__``, for reading only: a task that names it as
+        an output, ``write()``, and ``tensor(mode="out")`` raise
+        ArgumentError naming it, before any C call.
+
+        The producer's memory stays alive until the Buffer is released
+        (``free()``, the runtime's ``close()``, or garbage collection):
+        hbg forgets the import (``hbg_buffer_free``), then calls the
+        DLManagedTensor's deleter, exactly once. Writes through the Buffer
+        are writes to the producer's memory."""
+        p = self._ptr()
+        want = self._dl_device()
+        if want is None:
+            raise ArgumentError(-5, message="from_dlpack: the %s device "
+                                "takes no DLPack memory (the sim takes "
+                                "kDLCPU, cuda kDLCUDA)" % self._device_kind())
+        name = _describe(x)
+        handle = None
+        if stream is not None:
+            handle = self._stream_handle(stream)
+        if _DL.is_capsule(x):
+            m = _DL.consume(x)
+        else:
+            dlp = getattr(x, "__dlpack__", None)
+            if dlp is None:
+                raise TypeError("from_dlpack: %s has no __dlpack__ (want a "
+                                "torch tensor, a numpy array, a DLPack "
+                                "producer or a \"dltensor\" capsule)" %
+                                type(x).__name__)
+            devf = getattr(x, "__dlpack_device__", None)
+            if devf is not None:
+                dev = tuple(devf())
+                _check_dl_device(dev, want, name, self._device_kind())
+            try:
+                if want[0] == _DL.kDLCUDA:
+                    cap = dlp(stream=_DL.dlpack_stream_arg(handle))
+                else:
+                    cap = dlp()
+            except BufferError:
+                ai = getattr(x, "__array_interface__", None)
+                if want[0] != _DL.kDLCPU or not isinstance(ai, dict) or \
+                        not ai.get("data", (0, False))[1]:
+                    raise
+                return self._import_readonly(p, x, ai, name)
+            m = _DL.consume(cap)
+        try:
+            _check_dl_device(m.device, want, name, self._device_kind())
+            return self._import_managed(p, m, name, False)
+        except BaseException:
+            m.release()
+            raise
+
+    def _import_managed(self, p, m, name, readonly):
+        if m.lanes != 1 or (m.code, m.bits) not in _OF_DL:
+            raise ArgumentError(-1, message="from_dlpack: %s has dtype "
+                                "%s%d%s, which hbg does not hold (f32, f16, "
+                                "bf16, i32, i64, u8)" % (
+                                    name, _DL._CODE_NAMES.get(m.code, "code%d"
+                                                              % m.code),
+                                    m.bits, "x%d" % m.lanes if m.lanes != 1
+                                    else ""))
+        d = _OF_DL[(m.code, m.bits)]
+        shape, strides = _import_layout(m.shape, m.strides, name)
+        nbytes = _DL.extent(shape, strides, dtype_size(d))
+        addr = _B.buffer_import(p, m.data, nbytes) if nbytes else 0
+        return Buffer._imported(self, addr, nbytes, d, shape, strides, m,
+                                readonly, name)
+
+    def _import_readonly(self, p, x, ai, name):
+        if _np is None:  # pragma: no cover - __array_interface__ is numpy's
+            raise ImportError("from_dlpack of a read-only array needs numpy")
+        dt = _np.dtype(ai["typestr"])
+        d = None
+        for k, v in _NP_OF.items():
+            if dt == _np.dtype(v):
+                d = k
+        if d is None:
+            raise ArgumentError(-1, message="from_dlpack: %s has dtype %s, "
+                                "which hbg does not hold (f32, f16, bf16, "
+                                "i32, i64, u8)" % (name, dt))
+        shape = tuple(ai["shape"])
+        bstrides = ai.get("strides")
+        strides = None
+        if bstrides is not None:
+            if any(b % dt.itemsize for b in bstrides):
+                raise ArgumentError(-1, message="from_dlpack: %s has byte "
+                                    "strides %r, not whole elements" % (
+                                        name, tuple(bstrides)))
+            strides = tuple(b // dt.itemsize for b in bstrides)
+        keep = _KeepAlive(x)
+        shape, strides = _import_layout(shape, strides, name)
+        nbytes = _DL.extent(shape, strides, dt.itemsize)
+        addr = _B.buffer_import(p, ai["data"][0], nbytes) if nbytes else 0
+        return Buffer._imported(self, addr, nbytes, d, shape, strides, keep,
+                                True, name)
+
     # -- binds
     def bind(self) -> "Bind":
         """Begin a bind (``hbg_bind_begin``) and return it. As a context
@@ -867,6 +1104,79 @@ class Runtime:
         self._h.tracing = True
 
 
+class _KeepAlive:
+    """The owner of a read-only import: a reference to the array."""
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def release(self):
+        self.obj = None
+
+
+def _describe(x):
+    """A short name of an imported object for messages: "numpy.ndarray
+    float32 (4, 4)", "torch.Tensor torch.float32 (8,)"."""
+    t = type(x)
+    mod = t.__module__.split(".")[0]
+    n = "%s.%s" % (mod, t.__name__) if mod != "builtins" else t.__name__
+    if _DL.is_capsule(x):
+        return "a DLPack capsule"
+    dt, sh = getattr(x, "dtype", None), getattr(x, "shape", None)
+    if dt is not None and sh is not None:
+        try:
+            return "%s %s %s" % (n, dt, tuple(sh))
+        except TypeError:  # pragma: no cover
+            pass
+    return n
+
+
+def _check_dl_device(dev, want, name, kind):
+    if dev[0] != want[0] or (want[0] == _DL.kDLCUDA and dev[1] != want[1]):
+        raise ArgumentError(-1, message="from_dlpack: %s lives on %s device "
+                            "%d; this runtime's %s device takes %s device %d"
+                            " memory%s" % (
+                                name, _DL.device_name(dev[0]), dev[1], kind,
+                                _DL.device_name(want[0]), want[1],
+                                " (copy it there first, e.g. x.cpu() / "
+                                "x.cuda())" if dev[0] != want[0] else ""))
+
+
+def _import_layout(shape, strides, name):
+    """shape and strides (elements, None: compact) of an import, checked:
+    no negative dim or stride (a dim of 1 takes the compact stride)."""
+    shape = tuple(int(d) for d in shape)
+    if any(d < 0 for d in shape):
+        raise ArgumentError(-1, message="from_dlpack: %s has shape %r" % (
+            name, shape))
+    if strides is None:
+        return shape, None
+    strides = list(int(s) for s in strides)
+    acc = 1
+    for i in range(len(shape) - 1, -1, -1):
+        if shape[i] == 1:
+            strides[i] = acc
+        acc *= max(1, shape[i])
+    if any(s < 0 for s in strides):
+        raise ArgumentError(-1, message="from_dlpack: %s has strides %r: "
+                            "negative strides are not supported (hbg "
+                            "tensors have none); import a contiguous copy "
+                            "(x.contiguous(), numpy.ascontiguousarray(x))" %
+                            (name, tuple(strides)))
+    if strides == _compact(shape):
+        return shape, None
+    return shape, tuple(strides)
+
+
+def _compact(shape):
+    out, acc = [0] * len(shape), 1
+    for i in range(len(shape) - 1, -1, -1):
+        out[i] = acc
+        acc *= max(1, shape[i])
+    return out
+
+
 def _named(parse, what, name):
     out = c_int()
     rc = parse(str(name).encode(), byref(out))
@@ -903,8 +1213,22 @@ class Buffer:
     ArgumentError. Raw bytes are untyped and always fit: bytes,
     bytearray, memoryviews of bytes, uint8 / int8 arrays, HostBuffers,
     and U8 tensors. Assign ``buf.dtype`` to reinterpret on purpose (None
-    makes the buffer untyped again)."""
+    makes the buffer untyped again).
+
+    ``Runtime.from_dlpack`` makes Buffers of memory it does not own (a
+    torch tensor's, a numpy array's): they know their ``shape`` and
+    ``strides`` too, and may be ``readonly``. Any Buffer exports itself
+    through DLPack (``__dlpack__`` / ``__dlpack_device__``: ``torch.
+    from_dlpack(buf)``, ``numpy.from_dlpack(buf)``), as does a
+    ``view()`` of part of it."""
     _order = 2
+    _owner = None  # a DLPack import's producer (deleter)
+    _hdtype = None  # the hbg DType of an import (bf16's numpy is uint16)
+    _shape = None  # an import's shape and strides (None: compact)
+    _strides = None
+    _readonly = False
+    _name = None  # what an import was ("numpy.ndarray float32 (4,)")
+    _exports = 0  # DLPack capsules of it that are alive
 
     def __init__(self, rt: "Runtime", nbytes: int, dtype: Any = None) -> None:
         nbytes = _C.int_index(nbytes, "nbytes")
@@ -927,10 +1251,67 @@ class Buffer:
         self._fin = weakref.finalize(self, _free_buffer, rt._h, self.addr)
         rt._h.children.add(self)
 
+    @classmethod
+    def _imported(cls, rt, addr, nbytes, d, shape, strides, owner, readonly,
+                  name):
+        b = cls.__new__(cls)
+        b.runtime = rt
+        b.addr = addr
+        b.nbytes = nbytes
+        b._dtype = _np.dtype(_CARRIER[d]) if _np is not None else None
+        b._hdtype = d
+        b._shape = shape
+        b._strides = strides
+        b._owner = owner
+        b._readonly = readonly
+        b._name = name
+        h = rt._h
+        b._fin = weakref.finalize(b, _free_buffer, h, addr, owner)
+        h.children.add(b)
+        if readonly and addr:
+            h.readonly[addr] = (nbytes, name)
+        return b
+
     @property
     def dtype(self) -> Any:
         """The numpy dtype of what the buffer holds, or None (untyped)."""
         return self._dtype
+
+    @property
+    def shape(self) -> Optional[Tuple[int, ...]]:
+        """The shape of an imported tensor (``Runtime.from_dlpack``);
+        for another buffer ``(nbytes // itemsize,)`` of its dtype, or None
+        while untyped."""
+        if self._shape is not None:
+            return self._shape
+        if self._dtype is None:
+            return None
+        return (self.nbytes // self._dtype.itemsize,)
+
+    @property
+    def strides(self) -> Optional[Tuple[int, ...]]:
+        """Strides in elements of an imported tensor that is not compact
+        row-major; None otherwise."""
+        return self._strides
+
+    @property
+    def readonly(self) -> bool:
+        """True for a read-only import (a numpy array with writeable
+        False): no task may write it."""
+        return self._readonly
+
+    @property
+    def imported(self) -> bool:
+        """True for memory from ``Runtime.from_dlpack``."""
+        return self._owner is not None
+
+    def _refuse_write(self, what):
+        raise ArgumentError(-1, message="%s: the buffer is %s, imported "
+                            "read-only (numpy writeable=False): nothing may "
+                            "write it" % (what, self._name))
+
+    def _dlpack_released(self):  # a capsule's deleter ran
+        self._exports -= 1
 
     @dtype.setter
     def dtype(self, dtype: Any) -> None:
@@ -947,11 +1328,24 @@ class Buffer:
         return p
 
     def free(self) -> None:
-        """Free the device memory now (``hbg_buffer_free``)."""
+        """Free the device memory now (``hbg_buffer_free``). An import
+        is forgotten by hbg, then handed back to its producer (the
+        DLManagedTensor's deleter). A buffer with live DLPack exports (a
+        torch tensor or numpy array viewing it) raises StateError."""
         p = self._live()
+        if self._exports:
+            raise StateError(-21, message="buffer has %d DLPack export(s) "
+                             "alive (a tensor or array views it): drop them "
+                             "before free()" % self._exports)
+        if not self.addr:  # a zero-size import: nothing hbg knows
+            self._fin()
+            return
         rc = lib.hbg_buffer_free(p, self.addr)
         if rc != _BUSY:  # another thread's call: the buffer stays
             self._fin.detach()
+            self.runtime._h.readonly.pop(self.addr, None)
+            if self._owner is not None:
+                self._owner.release()
         _check(rc, "hbg_buffer_free", self.runtime)
 
     def write(self, data: Any, offset: int = 0,
@@ -964,6 +1358,8 @@ class Buffer:
         of that dtype). A typed array written to an untyped buffer types
         it."""
         p = self._live()
+        if self._readonly:
+            self._refuse_write("Buffer.write")
         if data.__class__ is not HostBuffer:
             dt = _data_dtype(data)
             if cast is not False and cast is not None:
@@ -1040,13 +1436,27 @@ class Buffer:
         arr = _np.empty(shape, dtype=dt)
         return self.read_into(arr, offset)
 
-    def tensor(self, shape: Any, dtype: Any = DType.F32,
+    def tensor(self, shape: Any = None, dtype: Any = None,
                mode: Any = Access.IN, offset: int = 0,
                strides: Optional[Sequence[int]] = None) -> "Tensor":
         """A Tensor viewing this buffer. Its dtype must be the buffer's
         (see Buffer.dtype; a U8 tensor views any bytes); the first view of
-        an untyped buffer types it."""
+        an untyped buffer types it. dtype None: an import's own dtype,
+        else F32. shape None: an import's whole tensor (its shape and
+        strides; a 0-dim tensor as shape (1,)), else the whole buffer as
+        one dim. A read-only import refuses mode out / inout."""
         self._live()
+        if dtype is None:
+            dtype = self._hdtype if self._hdtype is not None else DType.F32
+        if shape is None:
+            if self._shape is not None:
+                shape = self._shape or (1,)
+                if strides is None and self._shape:
+                    strides = self._strides
+            else:
+                shape = (self.nbytes - offset) // dtype_size(dtype)
+        if self._readonly and _mode(mode) & Access.OUT:
+            self._refuse_write("Buffer.tensor(mode=%s)" % _mode(mode).name)
         t = Tensor(self.addr, shape, dtype, mode, offset, strides)
         if offset + t.extent > self.nbytes:
             raise ArgumentError(-8, message="tensor of %d bytes at %d outside "
@@ -1068,12 +1478,234 @@ class Buffer:
     def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
         """``np.asarray(buffer)``: a copy of the device bytes (as uint8, or
         dtype). Device memory is not host-addressable: for arrays numpy
-        reads and writes in place, use a HostBuffer."""
+        reads and writes in place, use a HostBuffer (or, on the sim,
+        ``numpy.from_dlpack(buffer)``, a view without a copy)."""
         return self.numpy("u8" if dtype is None else dtype)
 
+    def view(self, shape: Any = None, dtype: Any = None, offset: int = 0,
+             strides: Optional[Sequence[int]] = None) -> "BufferView":
+        """A BufferView: part of the buffer as a tensor to export through
+        DLPack (``torch.from_dlpack(buf.view((4, 8), offset=64))``).
+        dtype: an hbg dtype or a numpy one; None is the buffer's own
+        (uint8 bytes while untyped). shape None: an import's shape, else
+        all the bytes from offset as one dim. Strides in elements (None:
+        compact row-major), not negative. offset (bytes) must be a
+        multiple of the dtype's size; the view must lie inside the
+        buffer. The export folds offset into its data pointer
+        (byte_offset 0: torch ignores byte_offset)."""
+        return BufferView(self, shape, dtype, offset, strides)
+
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None,
+                   dl_device: Any = None, copy: Any = None) -> Any:
+        """A DLPack capsule of the whole buffer (``view()``'s defaults):
+        see BufferView.__dlpack__."""
+        return self.view().__dlpack__(stream=stream, max_version=max_version,
+                                      dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self) -> Tuple[int, int]:
+        """(kDLCPU, 0) on the sim, (kDLCUDA, ordinal) on cuda."""
+        return self.view().__dlpack_device__()
+
     def __repr__(self) -> str:
-        return "<hbg.Buffer addr=%#x nbytes=%d dtype=%s>" % (
-            self.addr, self.nbytes, self._dtype)
+        extra = ""
+        if self._owner is not None:
+            extra = " imported=%s%s" % (self._name, " readonly"
+                                        if self._readonly else "")
+        return "<hbg.Buffer addr=%#x nbytes=%d dtype=%s%s>" % (
+            self.addr, self.nbytes, self._dtype, extra)
+
+
+def _np_of_export(dtype, buf):
+    """(code, bits, itemsize, hbg DType or None) of an export's dtype."""
+    if dtype is None:
+        if buf._hdtype is not None:
+            dtype = buf._hdtype
+        elif buf._dtype is None:
+            dtype = DType.U8
+        else:
+            dtype = buf._dtype
+    if isinstance(dtype, (int, DType)) or (
+            isinstance(dtype, str) and dtype.lower() in _DTYPE_NAMES):
+        d = _dtype(dtype)
+        code, bits = _DL_OF[d]
+        return code, bits, bits // 8, d
+    dt = _np_dtype(dtype, "hbg.Buffer.view")
+    code = {"f": 2, "i": 0, "u": 1}.get(dt.kind)
+    if code is None or dt.itemsize not in (1, 2, 4, 8):
+        raise ArgumentError(-1, message="hbg.Buffer.view: DLPack 0.6 has no "
+                            "%s" % dt)
+    return code, dt.itemsize * 8, dt.itemsize, _OF_DL.get(
+        (code, dt.itemsize * 8))
+
+
+class BufferView:
+    """Part of a Buffer as a tensor, for DLPack consumers
+    (``Buffer.view()``): ``torch.from_dlpack(view)`` and
+    ``numpy.from_dlpack(view)`` see the buffer's memory, no copy.
+    ``tensor(mode)`` gives the same view as an hbg Tensor."""
+    __slots__ = ("buffer", "offset", "shape", "strides", "_code", "_bits",
+                 "_itemsize", "_hdtype")
+
+    def __init__(self, buf: "Buffer", shape: Any = None, dtype: Any = None,
+                 offset: int = 0,
+                 strides: Optional[Sequence[int]] = None) -> None:
+        buf._live()
+        offset = _C.int_index(offset, "view offset")
+        code, bits, size, d = _np_of_export(dtype, buf)
+        if shape is None:
+            if buf._shape is not None and offset == 0 and dtype is None:
+                shape = buf._shape
+                if strides is None:
+                    strides = buf._strides
+            else:
+                shape = (max(0, buf.nbytes - offset) // size,)
+        shape = tuple(operator_index(x) for x in (
+            shape if hasattr(shape, "__len__") else (shape,)))
+        if strides is not None:
+            strides = tuple(operator_index(x) for x in strides)
+            if len(strides) != len(shape) or any(x < 0 for x in strides):
+                raise ArgumentError(-1, message="view strides %r: one per "
+                                    "dim of %r, none negative" % (
+                                        strides, shape))
+        if any(x < 0 for x in shape) or len(shape) > _DL.MAX_EXPORT_DIMS:
+            raise ArgumentError(-1, message="view shape %r" % (shape,))
+        if offset < 0 or offset % size:
+            raise ArgumentError(-1, message="view offset %d: not a multiple "
+                                "of the %d-byte element" % (offset, size))
+        ext = _DL.extent(shape, strides, size)
+        if offset + ext > buf.nbytes:
+            raise ArgumentError(-8, message="view of %d bytes at %d outside "
+                                "a %d-byte buffer" % (ext, offset,
+                                                      buf.nbytes))
+        self.buffer, self.offset, self.shape = buf, offset, shape
+        self.strides = strides
+        self._code, self._bits, self._itemsize, self._hdtype = \
+            code, bits, size, d
+
+    @property
+    def nbytes(self) -> int:
+        """The view's extent in bytes."""
+        return _DL.extent(self.shape, self.strides, self._itemsize)
+
+    def tensor(self, mode: ModeLike = Access.IN) -> "Tensor":
+        """The view as an hbg Tensor of its buffer."""
+        if self._hdtype is None:
+            raise ArgumentError(-1, message="a view of dtype code %d, %d bits"
+                                " is no hbg dtype" % (self._code, self._bits))
+        return self.buffer.tensor(self.shape or (1,), self._hdtype, mode,
+                                  self.offset, self.strides)
+
+    def __dlpack_device__(self) -> Tuple[int, int]:
+        """(kDLCPU, 0) on the sim, (kDLCUDA, ordinal) on cuda."""
+        rt = self.buffer.runtime
+        dev = rt._dl_device()
+        if dev is None:
+            raise BufferError("the %s device's memory cannot be exported "
+                              "through DLPack" % rt._device_kind())
+        return dev
+
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None,
+                   dl_device: Any = None, copy: Any = None) -> Any:
+        """A "dltensor" capsule (DLPack 0.x, unversioned: what torch 1.13
+        and numpy 1.24 take; a consumer that passes max_version takes it
+        too) of the view: data is the host address of the memory on the
+        sim (``hbg_buffer_host_ptr``), the device address on cuda, with
+        the view's offset folded in and byte_offset 0; strides always
+        given. The capsule keeps the buffer (and runtime) alive until its
+        consumer calls the deleter, or until it is dropped unconsumed.
+
+        stream (cuda): the consumer's stream (DLPack: None or 1 legacy
+        default, 2 per-thread, a CUstream, -1 no synchronization); unless
+        -1, the export waits on the host for the last bind launched on the
+        runtime before it returns, so that the data is ready on any
+        stream. The sim ignores it. dl_device other than the buffer's and
+        copy=True raise BufferError (hbg exports never copy); so does a
+        read-only import."""
+        buf = self.buffer
+        p = buf._live()
+        if buf._readonly:
+            raise BufferError("%s is imported read-only; DLPack cannot say "
+                              "so, so hbg does not export it" % buf._name)
+        if copy:
+            raise BufferError("hbg exports never copy (copy=True)")
+        dev = self.__dlpack_device__()
+        if dl_device is not None and tuple(dl_device) != dev:
+            raise BufferError("dl_device %r: the buffer lives on %s device "
+                              "%d" % (tuple(dl_device),
+                                      _DL.device_name(dev[0]), dev[1]))
+        ext = self.nbytes
+        if dev[0] == _DL.kDLCPU:
+            data = (_B.buffer_host_ptr(p, buf.addr + self.offset, ext)
+                    if ext else 0)
+        else:
+            data = buf.addr + self.offset if ext else 0
+            if stream is not None and stream != -1:
+                buf.runtime._wait_last_launched()
+        cap = _DL.make_capsule(data, dev, self._code, self._bits, self.shape,
+                               self.strides, buf)
+        buf._exports += 1
+        return cap
+
+    def __repr__(self) -> str:
+        return "<hbg.BufferView of %r offset=%d shape=%r strides=%r>" % (
+            self.buffer, self.offset, self.shape, self.strides)
+
+
+def operator_index(x):
+    return _C.int_index(x, "dim")
+
+
+def _destroy_queue(h, dev, handle):
+    h.queues.pop(handle, None)
+    if h.ptr is not None:
+        lib.hbg_dev_queue_sync(dev, handle)  # binds on it finish first
+        lib.hbg_dev_queue_destroy(dev, handle)
+
+
+class Queue:
+    """A device queue of a runtime (``Runtime.queue()``,
+    ``hbg_dev_queue_create``) to launch binds on: ``b.launch(stream=q)``
+    (``hbg_bind_launch_on``). On the sim it is an ``hbg_dev_queue *``,
+    on cuda a CUstream; ``handle`` is that pointer as an int. A context
+    manager: ``close()`` (or collection, or the runtime's close) waits for
+    the work on it (``hbg_dev_queue_sync``) and destroys it."""
+    _order = 3
+
+    def __init__(self, rt: "Runtime") -> None:
+        p = rt._ptr()
+        dev = lib.hbg_runtime_device(p)
+        q = c_void_p()
+        _check(lib.hbg_dev_queue_create(dev, byref(q)),
+               "hbg_dev_queue_create", rt)
+        self.runtime = rt
+        self.handle: int = q.value or 0
+        h = rt._h
+        self._fin = weakref.finalize(self, _destroy_queue, h, dev,
+                                     self.handle)
+        h.children.add(self)
+        h.queues[self.handle] = weakref.ref(self)
+
+    def _release(self):
+        self._fin()
+
+    def close(self) -> None:
+        """Wait for the queue's work, then destroy it. Idempotent."""
+        self._fin()
+
+    @property
+    def closed(self) -> bool:
+        return not self._fin.alive
+
+    def __enter__(self) -> "Queue":
+        return self
+
+    def __exit__(self, *exc: Any) -> bool:
+        self.close()
+        return False
+
+    def __repr__(self) -> str:
+        return "<hbg.Queue handle=%#x%s>" % (self.handle, " closed"
+                                             if self.closed else "")
 
 
 def _unregister_host(h, dev, addr, pinned, mm):
@@ -1177,6 +1809,25 @@ class Recorder:
 
 # ---------------------------------------------------------------- binds
 
+def _refuse_readonly(h, tensors, where, what, width=0):
+    """ArgumentError when a tensor that writes (mode out / inout) lies in
+    a read-only import (h.readonly: addr -> (nbytes, name))."""
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor) or not t._mode & Access.OUT:
+            continue
+        a = t._addr + t._offset
+        for base, (n, name) in h.readonly.items():
+            if base <= a < base + n:
+                arg = "%s %d" % (what, i % width if width else i)
+                if width:
+                    arg = "replay %d, %s" % (i // width, arg)
+                raise ArgumentError(-1, message="%s: %s (mode %s) writes "
+                                    "%s, imported read-only (numpy "
+                                    "writeable=False)" % (
+                                        where, arg, Access(t._mode).name,
+                                        name))
+
+
 _OPEN, _LAUNCHED, _WAITED, _ENDED = range(4)  # _OPEN is 0: tested as false
 _submit_graph, _submit_task = _B.submit_graph, _B.submit_task
 
@@ -1198,6 +1849,7 @@ class Bind:
     BindStats once waited. A bind dropped unended is ended when collected.
     """
     _order = 0
+    _stream = None  # what launch(stream=) ran on, kept while the bind lives
 
     def __init__(self, rt: "Runtime") -> None:
         h = rt._h
@@ -1238,6 +1890,8 @@ class Bind:
         h = self._h
         if self._state or h.ptr is None:  # not _OPEN, or runtime closed
             self._ptr(_OPEN)
+        if h.readonly:
+            _refuse_readonly(h, args, "Bind.task", "argument")
         return _submit_task(self._cell[0], h.ptr, kernel, args, scalars, deps,
                             h.tracing)
 
@@ -1262,7 +1916,12 @@ class Bind:
             if tensors.rows != 1:
                 raise ArgumentError(-1, message="graph() takes one row; use "
                                     "graphs() for several")
+            if h.readonly:
+                _refuse_readonly(h, tensors.tensors(), "Bind.graph",
+                                 "boundary tensor")
             tensors = tensors._arr
+        elif h.readonly:
+            _refuse_readonly(h, tensors, "Bind.graph", "boundary tensor")
         return _submit_graph(self._cell[0], h.ptr, key, tensors, scalars,
                              record, variant, deps, 0, False, h.tracing)
 
@@ -1287,12 +1946,18 @@ class Bind:
             self._ptr(_OPEN)
         if tensors.__class__ is TensorArray:
             flat = tensors._arr
+            if h.readonly:
+                _refuse_readonly(h, tensors.tensors(), "Bind.graphs",
+                                 "boundary tensor", tensors.width)
         else:
             nt = len(tensors[0])
             if any(len(t) != nt for t in tensors):
                 raise ArgumentError(-1, message="every replay needs the "
                                     "same number of boundary tensors")
             flat = [t for row in tensors for t in row]
+            if h.readonly:
+                _refuse_readonly(h, flat, "Bind.graphs", "boundary tensor",
+                                 nt)
         if not L.HAVE_BATCH:
             if tensors.__class__ is TensorArray:
                 raise ArgumentError(-5, message="this libhbg has no "
@@ -1311,14 +1976,31 @@ class Bind:
         return _B.submit_graph(self._cell[0], h.ptr, key, flat, scalars,
                                record, variant, deps, n, chain, h.tracing)
 
-    def launch(self) -> None:
+    def launch(self, stream: Any = None) -> None:
         """Upload what is left and launch the bind (``hbg_bind_launch``).
-        A second launch raises StateError."""
+        A second launch raises StateError.
+
+        stream: launch on the caller's stream instead of hbg's own
+        (``hbg_bind_launch_on``): an hbg Queue (``Runtime.queue()``; on the
+        sim the only kind), or on cuda a CUstream: an int (0 the NULL
+        stream, i.e. the legacy default one; 1 CU_STREAM_LEGACY; 2
+        CU_STREAM_PER_THREAD), an object with ``__cuda_stream__()``
+        returning (0, handle), or one with ``.cuda_stream``
+        (torch.cuda.Stream, ExternalStream). Anything else raises
+        TypeError naming its type; a CUDA stream on the sim, or an int
+        that names no Queue there, ArgumentError. The bind keeps the
+        stream object until it is collected."""
         h = self._h
         if self._state != _OPEN or h.ptr is None:
             self._ptr(_OPEN)
-        _B.bind_launch(self._cell[0], h.ptr)
+        if stream is None:
+            _B.bind_launch(self._cell[0], h.ptr)
+        else:
+            handle = self.runtime._stream_handle(stream)
+            _B.bind_launch_on(self._cell[0], h.ptr, handle)
+            self._stream = stream
         self._state = _LAUNCHED
+        h.last_launched = weakref.ref(self)
 
     def wait(self) -> "BindStats":
         """Wait for the launched bind (``hbg_bind_wait``); returns and

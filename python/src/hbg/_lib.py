@@ -226,6 +226,11 @@ _SIGS = {
     "hbg_buffer_free": (c_int, [_P, c_uint64]),
     "hbg_buffer_write": (c_int, [_P, c_uint64, _P, c_uint64]),
     "hbg_buffer_read": (c_int, [_P, _P, c_uint64, c_uint64]),
+    # DLPack interop (issue 38): caller memory as a buffer, the host
+    # address of device memory (sim), a launch on the caller's stream
+    "hbg_buffer_import": (c_int, [_P, c_uint64, c_uint64, POINTER(c_uint64)]),
+    "hbg_buffer_host_ptr": (c_int, [_P, c_uint64, c_uint64, POINTER(_P)]),
+    "hbg_bind_launch_on": (c_int, [_P, _P]),
     "hbg_bind_begin": (c_int, [_P, POINTER(_P)]),
     "hbg_submit_task": (c_int, [_P, POINTER(Task_c), POINTER(c_uint32)]),
     "hbg_submit_graph": (c_int, [_P, POINTER(GraphSubmit_c),
@@ -270,12 +275,18 @@ _SIGS = {
     "hbg_dev_stats_get": (c_int, [_P, _P]),
     "hbg_dev_host_register": (c_int, [_P, _P, c_size_t]),
     "hbg_dev_host_unregister": (c_int, [_P, _P]),
+    "hbg_device_name": (c_char_p, [_P]),
+    "hbg_dev_queue_create": (c_int, [_P, POINTER(_P)]),
+    "hbg_dev_queue_destroy": (c_int, [_P, _P]),
+    "hbg_dev_queue_sync": (c_int, [_P, _P]),
 }
 
 # Newer entry points: bound when the library has them.
 PEER_FNS = ("hbg_peer_name", "hbg_peer_parse", "hbg_peer_create",
             "hbg_peer_launch", "hbg_peer_wait", "hbg_peer_destroy")
-OPTIONAL = {"hbg_submit_graph_n", "hbg_kernel_register"} | set(PEER_FNS)
+INTEROP_FNS = ("hbg_buffer_import", "hbg_buffer_host_ptr", "hbg_bind_launch_on")
+OPTIONAL = {"hbg_submit_graph_n", "hbg_kernel_register"} | set(PEER_FNS) | \
+    set(INTEROP_FNS)
 
 
 def declare(lib):
@@ -295,6 +306,9 @@ lib = declare(load())
 HAVE_BATCH = hasattr(lib, "hbg_submit_graph_n")
 HAVE_PEER = all(hasattr(lib, n) for n in PEER_FNS)
 HAVE_KERNEL_REGISTER = hasattr(lib, "hbg_kernel_register")
+HAVE_IMPORT = hasattr(lib, "hbg_buffer_import")
+HAVE_HOST_PTR = hasattr(lib, "hbg_buffer_host_ptr")
+HAVE_LAUNCH_ON = hasattr(lib, "hbg_bind_launch_on")
 
 
 def libc():
