@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# CTest entry for a Python example that needs torch (python/examples/):
+# run it on the package from the source tree with an interpreter that
+# imports numpy and torch, on the extension hbg._native when it was built
+# (else ctypes). Without torch: skipped (77), or a failure under
+# HBG_TEST_REQUIRE_TORCH=1; an example that skips itself (77: libhbg lacks
+# what it needs) fails under HBG_TEST_REQUIRE_INTEROP=1.
+#   python_example.sh LIBHBG SOURCE_DIR NATIVE_MODULE|none EXAMPLE
+set -u
+lib=$1; src=$2; native=$3; example=$4
+py=
+for cand in /usr/bin/python3 python3; do
+  if command -v "$cand" >/dev/null 2>&1 &&
+     "$cand" -c 'import numpy, torch' >/dev/null 2>&1; then
+    py=$(command -v "$cand"); break
+  fi
+done
+if [ -z "$py" ]; then
+  echo "python example: no python3 imports numpy and torch (tried /usr/bin/python3, python3)" >&2
+  echo "  as root: apt-get update && apt-get install -y --no-install-recommends python3-numpy python3-torch" >&2
+  [ "${HBG_TEST_REQUIRE_TORCH:-}" = 1 ] && exit 1
+  exit 77
+fi
+echo "python example: using $py ($("$py" -c 'import sys, torch; print(sys.version.split()[0], "torch", torch.__version__)'))"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cp -r "$src/python/src/hbg" "$tmp/hbg"
+rm -rf "$tmp/hbg/__pycache__" "$tmp/hbg/"libhbg.so* "$tmp/hbg/hbg" \
+  "$tmp/hbg/"_native*.so
+export HBG_LIBRARY=$lib PYTHONPATH=$tmp${PYTHONPATH:+:$PYTHONPATH}
+if [ "$native" != none ]; then
+  cp "$native" "$tmp/hbg/"
+  export HBG_PY_NATIVE=1
+else
+  export HBG_PY_NATIVE=0
+fi
+cd "$tmp" || exit 1
+"$py" "$src/python/examples/$example"
+rc=$?
+if [ $rc = 77 ] && [ "${HBG_TEST_REQUIRE_INTEROP:-}" = 1 ]; then
+  echo "python example: skipped itself, but HBG_TEST_REQUIRE_INTEROP=1" >&2
+  exit 1
+fi
+exit $rc
