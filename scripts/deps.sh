@@ -38,6 +38,21 @@ if [ $pyok = 0 ]; then
     echo "  apt-get update && apt-get install -y --no-install-recommends $PYPKGS" >&2
   fi
 fi
+# PyTorch (CPU) and the DLPack header for the DLPack interop tests and
+# the torch example (CTest python_dlpack, python_dlpack_torch_interop,
+# which require torch): installed as root, otherwise only a note.
+TORCHPKGS="python3-torch libdlpack-dev"
+if ! /usr/bin/python3 -c 'import torch' >/dev/null 2>&1 ||
+   [ ! -f /usr/include/dlpack/dlpack.h ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    [ $missing = 0 ] && PKGS="" # only what is missing
+    PKGS="$PKGS $TORCHPKGS"
+    missing=1
+  else
+    echo "hbg: note: the DLPack tests need PyTorch and dlpack.h; as root:" >&2
+    echo "  apt-get update && apt-get install -y --no-install-recommends $TORCHPKGS" >&2
+  fi
+fi
 # Open MPI for `hbg bench --mpi` and its test (CTest bench_mpi): installed
 # as root, otherwise only a note (without it the CLI is built without --mpi).
 MPIPKGS="openmpi-bin libopenmpi-dev"

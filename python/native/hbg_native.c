@@ -1174,7 +1174,7 @@ static PyObject *n_buffer_import(PyObject *m, PyObject *args) {
   uint64_t out = 0;
   int rc = F.hbg_buffer_import(rt, addr, n, &out);
   if (rc < 0)
-    return fail(rc, "hbg_buffer_import", 0, rt);
+    return fail(rc, "hbg_buffer_import", 1, rt);
   return PyLong_FromUnsignedLongLong(out);
 }
 

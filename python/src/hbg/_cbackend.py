@@ -323,7 +323,7 @@ def buffer_import(rt, addr, nbytes):
     out = c_uint64()
     rc = lib.hbg_buffer_import(rt, addr, nbytes, byref(out))
     if rc < 0:
-        _fail(rc, "hbg_buffer_import", False, rt)
+        _fail(rc, "hbg_buffer_import", True, rt)
     return out.value
 
 
