@@ -265,6 +265,7 @@ def test_import_null_vs_explicit_strides_and_noncontiguous(rt1):
     assert b0.strides is None
     b1 = rt1.from_dlpack(a[:, ::2])           # explicit, non-compact
     assert b1.shape == (4, 3) and b1.strides == (6, 2)
+    assert b1.addr == b0.addr                 # inside a's import: reused
     assert b1.nbytes == (3 * 6 + 2 * 2 + 1) * 4  # the covered extent
     out = np.zeros((4, 3), np.float32)
     bo = rt1.from_dlpack(out)
@@ -277,6 +278,29 @@ def test_import_null_vs_explicit_strides_and_noncontiguous(rt1):
         assert bt.strides is None and bt.shape == (4, 6)
         bt2 = rt1.from_dlpack(t.t())          # transposed
         assert bt2.strides == (1, 6)
+
+
+@needs_interop
+def test_view_imported_inside_an_import(rt1):
+    a = np.arange(32, dtype=np.float32)
+    base = rt1.from_dlpack(a)
+    part = rt1.from_dlpack(a[8:16])           # the library refuses overlap:
+    assert part.addr == base.addr + 32        # hbg reuses the import
+    with pytest.raises(hbg.StateError, match="views"):
+        base.free()
+    out = np.zeros(8, np.float32)
+    bo = rt1.from_dlpack(out)
+    with rt1.bind() as b:
+        b.task(hbg.Kernel.COPY, [part.tensor(), bo.tensor(mode="out")])
+    assert np.array_equal(out, a[8:16])
+    part.free()
+    base.free()
+    other = np.arange(4, dtype=np.float32)
+    ob = rt1.from_dlpack(other)
+    with pytest.raises(hbg.ArgumentError, match="overlaps"):
+        rt1.from_dlpack(np.lib.stride_tricks.as_strided(
+            other, shape=(8,), strides=(4,)))   # past the import: refused
+    ob.free()
 
 
 @needs_interop

@@ -2,6 +2,7 @@
 import ctypes
 import dataclasses
 import enum
+import itertools
 import mmap
 import struct
 import typing
@@ -593,7 +594,8 @@ class _Handle:
     """The C runtime pointer, shared by a Runtime and its children, so a
     finalizer can tell whether the runtime is still open."""
     __slots__ = ("ptr", "children", "tracing", "deferred", "readonly",
-                 "queues", "kind", "last_launched", "__weakref__")
+                 "queues", "kind", "last_launched", "imports",
+                 "__weakref__")
 
     def __init__(self):
         self.ptr = None
@@ -601,10 +603,11 @@ class _Handle:
         self.tracing = False  # a Python trace callback may need the GIL
         # (addr, DLPack owner or None) a finalizer could not free
         self.deferred = []
-        self.readonly = {}  # addr -> (nbytes, name): imports read-only
+        self.readonly = {}  # token -> (addr, nbytes, name): read-only imports
         self.queues = {}  # handle -> weakref of a live Queue
         self.kind = None  # the device's name ("sim", "cuda"), once asked
         self.last_launched = None  # weakref of the last launched Bind
+        self.imports = {}  # addr -> (host addr, nbytes, weakref): imports
 
 
 def _destroy_runtime(h):
@@ -623,17 +626,24 @@ def _destroy_runtime(h):
             owner.release()
 
 
-def _free_buffer(h, addr, owner=None):
+def _free_buffer(h, addr, owner=None, child=False, ro=None):
     # A finalizer runs on whichever thread collects the Buffer; when
     # another thread is inside a call on the runtime (HBG_E_BUSY), the
     # free waits in the handle for the runtime's next alloc, bind or close.
     # owner: a DLPack import's producer (its deleter runs once hbg has
-    # forgotten the memory).
+    # forgotten the memory); child: an import inside another one (no C
+    # import of its own); ro: its token in h.readonly.
+    if ro is not None:
+        h.readonly.pop(ro, None)
+    if child:
+        if owner is not None:
+            owner.release()
+        return
+    h.imports.pop(addr, None)
     if h.ptr is not None and addr:
         if lib.hbg_buffer_free(h.ptr, addr) == _BUSY:
             h.deferred.append((addr, owner))
             return
-    h.readonly.pop(addr, None)
     if owner is not None:
         owner.release()
 
@@ -645,7 +655,6 @@ def _flush_frees(h):
         if lib.hbg_buffer_free(h.ptr, addr) == _BUSY:
             h.deferred.append((addr, owner))
             return
-        h.readonly.pop(addr, None)
         if owner is not None:
             owner.release()
 
@@ -1032,9 +1041,23 @@ class Runtime:
         d = _OF_DL[(m.code, m.bits)]
         shape, strides = _import_layout(m.shape, m.strides, name)
         nbytes = _DL.extent(shape, strides, dtype_size(d))
-        addr = _B.buffer_import(p, m.data, nbytes) if nbytes else 0
+        addr, parent = self._import_range(p, m.data, nbytes)
         return Buffer._imported(self, addr, nbytes, d, shape, strides, m,
-                                readonly, name)
+                                readonly, name, m.data, parent)
+
+    def _import_range(self, p, host, nbytes):
+        """(device address, parent Buffer or None) of host memory: inside
+        a live import of the runtime (a view of a tensor imported already),
+        that import's address (the library refuses overlapping imports);
+        else a new import."""
+        if not nbytes:
+            return 0, None
+        for addr, (base, n, ref) in list(self._h.imports.items()):
+            parent = ref()
+            if parent is not None and base <= host and \
+                    host + nbytes <= base + n:
+                return addr + (host - base), parent
+        return _B.buffer_import(p, host, nbytes), None
 
     def _import_readonly(self, p, x, ai, name):
         if _np is None:  # pragma: no cover - __array_interface__ is numpy's
@@ -1060,9 +1083,9 @@ class Runtime:
         keep = _KeepAlive(x)
         shape, strides = _import_layout(shape, strides, name)
         nbytes = _DL.extent(shape, strides, dt.itemsize)
-        addr = _B.buffer_import(p, ai["data"][0], nbytes) if nbytes else 0
+        addr, parent = self._import_range(p, ai["data"][0], nbytes)
         return Buffer._imported(self, addr, nbytes, d, shape, strides, keep,
-                                True, name)
+                                True, name, ai["data"][0], parent)
 
     # -- binds
     def bind(self) -> "Bind":
@@ -1227,6 +1250,7 @@ class Buffer:
     _shape = None  # an import's shape and strides (None: compact)
     _strides = None
     _readonly = False
+    _ro = None  # its token in the runtime's table of read-only imports
     _name = None  # what an import was ("numpy.ndarray float32 (4,)")
     _exports = 0  # DLPack capsules of it that are alive
 
@@ -1251,9 +1275,12 @@ class Buffer:
         self._fin = weakref.finalize(self, _free_buffer, rt._h, self.addr)
         rt._h.children.add(self)
 
+    _parent = None  # the import this one lies in (a view imported after it)
+    _kids = None  # WeakSet of imports that lie in this one
+
     @classmethod
     def _imported(cls, rt, addr, nbytes, d, shape, strides, owner, readonly,
-                  name):
+                  name, host=0, parent=None):
         b = cls.__new__(cls)
         b.runtime = rt
         b.addr = addr
@@ -1266,10 +1293,21 @@ class Buffer:
         b._readonly = readonly
         b._name = name
         h = rt._h
-        b._fin = weakref.finalize(b, _free_buffer, h, addr, owner)
-        h.children.add(b)
+        b._parent = parent
+        ro = None
         if readonly and addr:
-            h.readonly[addr] = (nbytes, name)
+            ro = next(_tokens)
+            h.readonly[ro] = (addr, nbytes, name)
+        b._ro = ro
+        b._fin = weakref.finalize(b, _free_buffer, h, addr, owner,
+                                  parent is not None, ro)
+        h.children.add(b)
+        if parent is not None:
+            if parent._kids is None:
+                parent._kids = weakref.WeakSet()
+            parent._kids.add(b)
+        elif addr:
+            h.imports[addr] = (host, nbytes, weakref.ref(b))
         return b
 
     @property
@@ -1337,13 +1375,19 @@ class Buffer:
             raise StateError(-21, message="buffer has %d DLPack export(s) "
                              "alive (a tensor or array views it): drop them "
                              "before free()" % self._exports)
-        if not self.addr:  # a zero-size import: nothing hbg knows
-            self._fin()
+        kids = [k for k in self._kids or () if k._fin.alive]
+        if kids:
+            raise StateError(-21, message="%d import(s) of views of this "
+                             "buffer's memory are alive: free them first" %
+                             len(kids))
+        if not self.addr or self._parent is not None:
+            self._fin()  # no import of its own (zero size, or a view)
             return
         rc = lib.hbg_buffer_free(p, self.addr)
         if rc != _BUSY:  # another thread's call: the buffer stays
             self._fin.detach()
-            self.runtime._h.readonly.pop(self.addr, None)
+            self.runtime._h.readonly.pop(self._ro, None)
+            self.runtime._h.imports.pop(self.addr, None)
             if self._owner is not None:
                 self._owner.release()
         _check(rc, "hbg_buffer_free", self.runtime)
@@ -1809,14 +1853,17 @@ class Recorder:
 
 # ---------------------------------------------------------------- binds
 
+_tokens = itertools.count(1)
+
+
 def _refuse_readonly(h, tensors, where, what, width=0):
     """ArgumentError when a tensor that writes (mode out / inout) lies in
-    a read-only import (h.readonly: addr -> (nbytes, name))."""
+    a read-only import (h.readonly: token -> (addr, nbytes, name))."""
     for i, t in enumerate(tensors):
         if not isinstance(t, Tensor) or not t._mode & Access.OUT:
             continue
         a = t._addr + t._offset
-        for base, (n, name) in h.readonly.items():
+        for base, n, name in list(h.readonly.values()):
             if base <= a < base + n:
                 arg = "%s %d" % (what, i % width if width else i)
                 if width:
