@@ -913,6 +913,18 @@ class Runtime:
         if b is not None and b._state == _LAUNCHED:
             b.wait()
 
+    def forget_stream(self, stream: Any) -> None:
+        """Forget a stream ``Bind.launch(stream=)`` used (waiting for the
+        binds launched on it; ``hbg_runtime_stream_forget``) before its
+        owner destroys it: a torch.cuda.Stream, say. A Queue does this
+        itself when closed. HBG_E_NOTFOUND: never launched on."""
+        if not L.HAVE_STREAM_FORGET:
+            raise HbgError(-5, where="hbg_runtime_stream_forget",
+                           message="libhbg has no hbg_runtime_stream_forget")
+        handle = self._stream_handle(stream)
+        _check(lib.hbg_runtime_stream_forget(self._ptr(), handle),
+               "hbg_runtime_stream_forget", self)
+
     def queue(self) -> "Queue":
         """A new device queue (``hbg_dev_queue_create``) to launch binds on
         (``Bind.launch(stream=q)``): on the sim the only kind of stream a
@@ -936,7 +948,9 @@ class Runtime:
             return stream.handle
         kind = self._device_kind()
         if kind == "cuda":
-            return _DL.cuda_stream_of(stream, what)
+            # hbg_bind_launch_on takes no NULL: the NULL stream is the
+            # legacy default stream, CU_STREAM_LEGACY
+            return _DL.cuda_stream_of(stream, what) or 1
         if isinstance(stream, int) and not isinstance(stream, bool):
             ref = h.queues.get(stream)
             if ref is not None and ref() is not None:
@@ -1702,6 +1716,8 @@ def operator_index(x):
 def _destroy_queue(h, dev, handle):
     h.queues.pop(handle, None)
     if h.ptr is not None:
+        if L.HAVE_STREAM_FORGET:  # waits for the binds launched on it
+            lib.hbg_runtime_stream_forget(h.ptr, handle)
         lib.hbg_dev_queue_sync(dev, handle)  # binds on it finish first
         lib.hbg_dev_queue_destroy(dev, handle)
 
@@ -2031,7 +2047,8 @@ class Bind:
         (``hbg_bind_launch_on``): an hbg Queue (``Runtime.queue()``; on the
         sim the only kind), or on cuda a CUstream: an int (0 the NULL
         stream, i.e. the legacy default one; 1 CU_STREAM_LEGACY; 2
-        CU_STREAM_PER_THREAD), an object with ``__cuda_stream__()``
+        CU_STREAM_PER_THREAD; 0 is passed as 1), an object with
+        ``__cuda_stream__()``
         returning (0, handle), or one with ``.cuda_stream``
         (torch.cuda.Stream, ExternalStream). Anything else raises
         TypeError naming its type; a CUDA stream on the sim, or an int

@@ -231,6 +231,7 @@ _SIGS = {
     "hbg_buffer_import": (c_int, [_P, c_uint64, c_uint64, POINTER(c_uint64)]),
     "hbg_buffer_host_ptr": (c_int, [_P, c_uint64, c_uint64, POINTER(_P)]),
     "hbg_bind_launch_on": (c_int, [_P, _P]),
+    "hbg_runtime_stream_forget": (c_int, [_P, _P]),
     "hbg_bind_begin": (c_int, [_P, POINTER(_P)]),
     "hbg_submit_task": (c_int, [_P, POINTER(Task_c), POINTER(c_uint32)]),
     "hbg_submit_graph": (c_int, [_P, POINTER(GraphSubmit_c),
@@ -284,7 +285,8 @@ _SIGS = {
 # Newer entry points: bound when the library has them.
 PEER_FNS = ("hbg_peer_name", "hbg_peer_parse", "hbg_peer_create",
             "hbg_peer_launch", "hbg_peer_wait", "hbg_peer_destroy")
-INTEROP_FNS = ("hbg_buffer_import", "hbg_buffer_host_ptr", "hbg_bind_launch_on")
+INTEROP_FNS = ("hbg_buffer_import", "hbg_buffer_host_ptr", "hbg_bind_launch_on",
+               "hbg_runtime_stream_forget")
 OPTIONAL = {"hbg_submit_graph_n", "hbg_kernel_register"} | set(PEER_FNS) | \
     set(INTEROP_FNS)
 
@@ -309,6 +311,7 @@ HAVE_KERNEL_REGISTER = hasattr(lib, "hbg_kernel_register")
 HAVE_IMPORT = hasattr(lib, "hbg_buffer_import")
 HAVE_HOST_PTR = hasattr(lib, "hbg_buffer_host_ptr")
 HAVE_LAUNCH_ON = hasattr(lib, "hbg_bind_launch_on")
+HAVE_STREAM_FORGET = hasattr(lib, "hbg_runtime_stream_forget")
 
 
 def libc():
