@@ -20,6 +20,7 @@
 #include <hbg/hbg.h>
 #include <hbg/hbg_device.h>
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -429,7 +430,34 @@ static void sim_table(void) {
   free(buf);
 }
 
+/* A backend built before the import ops (its table ends before them):
+ * imports are unsupported, named; a backend outside the registry has no
+ * host addresses either. */
+static void older_backend(void) {
+  hbg_dev_ops ops = *hbg_device_find("sim");
+  ops.struct_size = (uint32_t)offsetof(hbg_dev_ops, mem_import);
+  hbg_device *dev = NULL;
+  ASSERT_OK(hbg_device_open_ops(&ops, NULL, &dev));
+  hbg_devptr d = 0;
+  static float host[16];
+  uint64_t h = (uint64_t)(uintptr_t)host;
+  ASSERT_ERR(hbg_dev_mem_import(dev, h, sizeof host, &d), HBG_E_UNSUPPORTED);
+  ASSERT_ERR(hbg_dev_mem_unimport(dev, 0x1000), HBG_E_UNSUPPORTED);
+  hbg_runtime *rt = mk(dev, HBG_POLICY_DEFERRED, HBG_DEPS_EXPLICIT);
+  ASSERT_ERR(hbg_buffer_import(rt, h, sizeof host, &d), HBG_E_UNSUPPORTED);
+  expect_msg("older backend", "cannot import memory");
+  uint64_t b = 0;
+  void *p = NULL;
+  ASSERT_OK(hbg_buffer_alloc(rt, 64, &b));
+  ASSERT_ERR(hbg_buffer_host_ptr(rt, b, 64, &p), HBG_E_UNSUPPORTED);
+  expect_msg("older backend", "not addressable from the host");
+  hbg_runtime_destroy(rt);
+  hbg_device_close(dev);
+}
+
 int main(void) {
+  older_backend();
+  printf("older backend: ok\n");
   sim_table();
   printf("sim import table: ok\n");
   refusals();

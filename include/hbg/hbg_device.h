@@ -423,7 +423,8 @@ HBG_API int hbg_dev_event_elapsed(hbg_device *dev, hbg_dev_event *start,
 HBG_API int hbg_dev_queue_wait_event(hbg_device *dev, hbg_dev_queue *q,
                                      hbg_dev_event *ev);
 /* @return as the mem_import op; HBG_E_UNSUPPORTED where the backend has
- * none (also a table whose struct_size ends before it). */
+ * none (also a table whose struct_size ends before it: the device's native
+ * error then says so). */
 HBG_API int hbg_dev_mem_import(hbg_device *dev, uint64_t addr, size_t bytes,
                                hbg_devptr *out);
 /* @return as the mem_unimport op; HBG_E_UNSUPPORTED where the backend has

@@ -385,10 +385,7 @@ int hbg_buffer_import(hbg_runtime *rt, uint64_t addr, uint64_t bytes,
   int rc = hbg_dev_mem_import(rt->dev, addr, (size_t)bytes, &d);
   if (rc < 0) {
     char why[256];
-    snprintf(why, sizeof why, "%s",
-             rc == HBG_E_UNSUPPORTED
-                 ? "the device cannot import memory"
-                 : native_why(rt, rc));
+    snprintf(why, sizeof why, "%s", native_why(rt, rc));
     hbg__error_set("hbg_buffer_import: 0x%llx, %llu bytes on device %s: "
                    "%s: %s; nothing imported",
                    (unsigned long long)addr, (unsigned long long)bytes,

@@ -343,8 +343,13 @@ int hbg_dev_queue_wait_event(hbg_device *dev, hbg_dev_queue *q,
 int hbg_dev_mem_import(hbg_device *dev, uint64_t addr, size_t bytes,
                        hbg_devptr *out) {
   HBG__RETURN_IF(!dev || !out || !addr || bytes == 0, HBG_E_INVAL);
-  if (!dev->mem_import)
+  if (!dev->mem_import) {
+    hbg_device_set_native(dev, HBG_E_UNSUPPORTED,
+                          "%s: the backend cannot import memory (no "
+                          "mem_import op)",
+                          dev->ops->name);
     return HBG_E_UNSUPPORTED;
+  }
   return dev->mem_import(dev, addr, bytes, out);
 }
 
