@@ -16,8 +16,9 @@
  *     to another thread. This is checked: a call that changes a runtime or
  *     its binds (hbg_bind_begin, hbg_submit_task, hbg_submit_graph,
  *     hbg_submit_graph_n, hbg_bind_launch, hbg_bind_wait,
- *     hbg_buffer_alloc, hbg_buffer_free, hbg_buffer_write,
- *     hbg_buffer_read, hbg_runtime_set_trace) entered while another thread
+ *     hbg_buffer_alloc, hbg_buffer_import, hbg_buffer_free,
+ *     hbg_buffer_write, hbg_buffer_read, hbg_buffer_host_ptr,
+ *     hbg_runtime_set_trace) entered while another thread
  *     is inside one of them on the same runtime changes nothing and returns
  *     HBG_E_BUSY, and hbg_last_error() names the call the other thread is
  *     in ("hbg_buffer_alloc: the runtime is in use by another thread (in
@@ -163,7 +164,8 @@ enum {
 };
 
 /* A tensor argument: a view into a device buffer.
- * addr is a device address from hbg_buffer_alloc(), and [addr + offset,
+ * addr is a device address from hbg_buffer_alloc() or hbg_buffer_import(),
+ * and [addr + offset,
  * addr + offset + extent) must lie inside that same live buffer; element 0
  * (addr + offset) must be aligned to hbg_dtype_size(dtype). Inside a record
  * callback,
@@ -576,7 +578,8 @@ HBG_API int hbg_runtime_create(const hbg_config *cfg, hbg_runtime **out);
 /* Wait for binds in flight, release retained device buffers, arenas and
  * Definitions (reverse order of creation), then free every buffer of
  * hbg_buffer_alloc still live (one never freed, or one whose
- * hbg_buffer_free returned a failed wait), whatever failed before, and
+ * hbg_buffer_free returned a failed wait) and forget every import still
+ * live (the caller's memory untouched), whatever failed before, and
  * last close the device if the runtime opened it: on a device the caller
  * passed in cfg.device_handle, nothing the runtime allocated stays behind.
  * Accepts NULL. A release that fails does not stop the rest: the device
@@ -604,15 +607,64 @@ HBG_API int hbg_runtime_last_native_error(hbg_runtime *rt, int64_t *code,
  * it is HBG_E_RANGE, and the device counts the failure
  * (hbg_dev_stats.free_failures). */
 HBG_API int hbg_buffer_alloc(hbg_runtime *rt, uint64_t bytes, uint64_t *out);
-/* Free a buffer of hbg_buffer_alloc. addr must be the start of a live
- * buffer of rt: anything else (an address inside a buffer, one already
- * freed, another runtime's, memory the runtime uses for itself) is
- * HBG_E_INVAL and changes nothing. A launched bind may still read or write
- * the buffer, so this first waits for every bind of rt in flight
- * (launched, not yet reclaimed): freeing a workload's buffers right after
- * launching a bind, without waiting for it, is safe; when that wait fails,
+/* Import memory the caller allocated and keeps owning (an engine's
+ * tensor), without a copy: from then on [*out, *out + bytes) is usable
+ * wherever a buffer of hbg_buffer_alloc is (tensors of tasks and graph
+ * submissions, hbg_buffer_write / _read / _host_ptr), checked the same way
+ * (a tensor leaving it is HBG_E_RANGE).
+ *   cuda  addr is a device pointer in the device's context (cuMemAlloc,
+ *         PyTorch's caching allocator); *out is addr. Validated once, here,
+ *         with cuPointerGetAttributes: the pointer's context must be the
+ *         device's (primary) context, its memory type device memory, and
+ *         the driver's address range of it must hold [addr, addr + bytes).
+ *         The bounds are the caller's: a tensor that is a sub-block of a
+ *         larger allocation (a caching allocator's segment, an expandable
+ *         segment's reservation) imports only its own bytes. The device's
+ *         registry of live allocations takes the range, so exec=device and
+ *         the verifier accept tensors in it.
+ *   sim   addr is a HOST pointer (cast to uint64_t) to memory the caller
+ *         owns; the sim maps it into its device address space zero-copy
+ *         and *out is the sim device address naming it (with addr's low 8
+ *         bits, so alignment carries over): kernels, copies and the
+ *         executor read and write the caller's bytes directly, so a write
+ *         through addr between binds is what the next bind reads.
+ * The caller keeps the memory valid, and does not reuse it, until the
+ * import is freed (hbg_buffer_free, which forgets it and never frees the
+ * caller's memory) or the runtime destroyed (which forgets live imports
+ * the same way). hbg never frees, moves or resizes it.
+ * @return 0 and *out; HBG_E_INVAL (NULL rt or out, addr 0, bytes 0, a
+ * range that wraps, one overlapping a live buffer or import of the
+ * device: hbg_last_error() names both); HBG_E_RANGE (cuda: the pointer is
+ * not CUDA memory, is host or managed memory, belongs to another context,
+ * or its allocation ends before addr + bytes: hbg_last_error() names the
+ * address, the bytes and which, "ends 4096 bytes early");
+ * HBG_E_UNSUPPORTED (a device that cannot import: acl, a driver without
+ * cuPointerGetAttributes); HBG_E_LIMIT (sim: no room left in its import
+ * address space); HBG_E_NOMEM; HBG_E_BUSY; or a device error. */
+HBG_API int hbg_buffer_import(hbg_runtime *rt, uint64_t addr, uint64_t bytes,
+                              uint64_t *out);
+/* The host address of [addr, addr + bytes) inside a live buffer of rt
+ * (allocated or imported), where the device's memory is host-addressable:
+ * on the sim its heap, or the caller's own pages for an import (for a
+ * zero-copy host view, e.g. a DLPack kDLCPU export). Not ordered with
+ * binds: read or write through it only while no bind in flight uses the
+ * buffer (after hbg_bind_wait).
+ * @return 0 and *out; HBG_E_RANGE (the range is not inside one live
+ * buffer of rt); HBG_E_UNSUPPORTED (device memory the host cannot
+ * address: cuda, acl); HBG_E_INVAL (NULL rt or out); HBG_E_BUSY. */
+HBG_API int hbg_buffer_host_ptr(hbg_runtime *rt, uint64_t addr,
+                                uint64_t bytes, void **out);
+/* Free a buffer of hbg_buffer_alloc, or forget one of hbg_buffer_import
+ * (the caller's memory is left as it is, never freed). addr must be the
+ * start of a live buffer of rt: anything else (an address inside a buffer,
+ * one already freed, another runtime's, memory the runtime uses for
+ * itself) is HBG_E_INVAL and changes nothing. A launched bind may still
+ * read or write the buffer, so this first waits for every bind of rt in
+ * flight (launched, not yet reclaimed): freeing a workload's buffers right
+ * after launching a bind, without waiting for it, is safe, and so is
+ * reusing an import's memory once this returns 0; when that wait fails,
  * its error is returned and the buffer stays live (free it again, or
- * hbg_runtime_destroy frees it).
+ * hbg_runtime_destroy frees or forgets it).
  * @return 0, HBG_E_INVAL, or a device error. */
 HBG_API int hbg_buffer_free(hbg_runtime *rt, uint64_t addr);
 /* Copy bytes between host memory and device memory (a buffer of

@@ -184,7 +184,8 @@ typedef struct hbg_dev_stats {
   uint64_t scratch_allocs, scratch_frees;
   uint64_t scratch_in_use;
   /* Releases called through this handle that returned an error (mem_free,
-   * host_free, host_unregister, queue_destroy, event_destroy), counted by
+   * host_free, host_unregister, queue_destroy, event_destroy,
+   * mem_unimport), counted by
    * libhbg's dispatch for every backend. hbg never touches what a failed
    * release named again (docs/ARCHITECTURE.md, "Failed releases"). */
   uint64_t free_failures;
@@ -216,7 +217,9 @@ typedef struct hbg_dev_stats {
   X(EVENT_WAIT, event_wait)                                                    \
   X(LAUNCH, launch)                                                            \
   X(EVENT_ELAPSED, event_elapsed)                                              \
-  X(QUEUE_WAIT_EVENT, queue_wait_event)
+  X(QUEUE_WAIT_EVENT, queue_wait_event)                                        \
+  X(MEM_IMPORT, mem_import)                                                    \
+  X(MEM_UNIMPORT, mem_unimport)
 
 typedef enum hbg_dev_op {
 #define HBG__DEV_OP_ENUM(up, low) HBG_DEV_OP_##up,
@@ -297,6 +300,26 @@ typedef struct hbg_dev_ops {
    * @return 0 or an error (nothing was queued). */
   int (*queue_wait_event)(hbg_device *dev, hbg_dev_queue *q,
                           hbg_dev_event *ev);
+  /* Memory the caller allocated and keeps owning, made usable as device
+   * memory without a copy (hbg_buffer_import). addr names it as the
+   * backend defines: on cuda a device pointer of the device's context
+   * (*out is addr), on the sim a host pointer to the caller's bytes (*out
+   * a sim device address whose loads and stores reach those bytes). The
+   * backend validates [addr, addr + bytes) once and then resolves the
+   * range wherever it resolves its own allocations (copies, launches,
+   * its live-range checks); it never frees it. Optional (NULL: imports
+   * are HBG_E_UNSUPPORTED).
+   * @return 0, HBG_E_INVAL (bytes 0, addr 0, wraps around, overlaps a
+   * live allocation or import), HBG_E_RANGE (not memory the device can
+   * use as its own: the native message says why), HBG_E_NOMEM, or a
+   * device error. */
+  int (*mem_import)(hbg_device *dev, uint64_t addr, size_t bytes,
+                    hbg_devptr *out);
+  /* Forget an import (p: the start mem_import gave); the caller's memory
+   * is left as it is. Work queued before that still uses the range must
+   * have completed. Optional, with mem_import.
+   * @return 0, or HBG_E_INVAL (p is not the start of a live import). */
+  int (*mem_unimport)(hbg_device *dev, hbg_devptr p);
 } hbg_dev_ops;
 
 /* struct_size of an ops table built against the first version of this
@@ -399,6 +422,15 @@ HBG_API int hbg_dev_event_elapsed(hbg_device *dev, hbg_dev_event *start,
  * has none (also a table whose struct_size ends before it). */
 HBG_API int hbg_dev_queue_wait_event(hbg_device *dev, hbg_dev_queue *q,
                                      hbg_dev_event *ev);
+/* @return as the mem_import op; HBG_E_UNSUPPORTED where the backend has
+ * none (also a table whose struct_size ends before it: the device's native
+ * error then says so). */
+HBG_API int hbg_dev_mem_import(hbg_device *dev, uint64_t addr, size_t bytes,
+                               hbg_devptr *out);
+/* @return as the mem_unimport op; HBG_E_UNSUPPORTED where the backend has
+ * none. A failure is counted like a failed release
+ * (hbg_dev_stats.free_failures). */
+HBG_API int hbg_dev_mem_unimport(hbg_device *dev, hbg_devptr p);
 
 /* ---- fault injection ---- */
 

@@ -257,6 +257,9 @@ struct hbg__slot {
   hbg_bind bind;
 };
 
+/* hbg_runtime.bufs kinds */
+enum { HBG__BUF_ALLOC = 0, HBG__BUF_IMPORT = 1 };
+
 struct hbg_runtime {
   hbg_config cfg;
   const hbg__policy_ops *ops; /* hbg__policies[cfg.policy] */
@@ -275,7 +278,10 @@ struct hbg_runtime {
   hbg__retired *retired;
   uint32_t n_retired, retired_cap;
   hbg__map resident; /* hash -> hbg__resident (coalesced) */
-  hbg__rtab bufs;    /* live hbg_buffer_alloc ranges, for the submit checks */
+  hbg__rtab bufs;    /* live user buffers, for the submit checks: the
+                        ranges of hbg_buffer_alloc (kind HBG__BUF_ALLOC)
+                        and hbg_buffer_import (HBG__BUF_IMPORT: the
+                        caller's memory, forgotten, never freed) */
   uint32_t buf_hint[32]; /* per argument position: index in bufs of the
                             range the last tensor there was in */
   hbg_trace_fn trace_fn;

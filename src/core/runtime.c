@@ -277,8 +277,14 @@ void hbg_runtime_destroy(hbg_runtime *rt) {
    * wait failed) go too, whatever failed above: on a device the caller
    * keeps open nothing else would ever free them. Last, so that each
    * slot's own drain has been tried. */
-  for (size_t i = 0; i < rt->bufs.n; i++)
-    hbg__mem_release(rt, rt->bufs.v[i].start, "user buffer");
+  for (size_t i = 0; i < rt->bufs.n; i++) {
+    const hbg__range *r = &rt->bufs.v[i];
+    if (r->kind == HBG__BUF_IMPORT) /* the caller's memory: forgotten */
+      hbg__release_failed(rt, hbg_dev_mem_unimport(rt->dev, r->start),
+                          "mem_unimport", "imported buffer", r->start);
+    else
+      hbg__mem_release(rt, r->start, "user buffer");
+  }
   hbg__rtab_free(&rt->bufs);
   if (rt->trace_fn)
     hbg_device_set_trace(rt->dev, NULL, NULL);
@@ -351,6 +357,99 @@ static int wait_launched(hbg_runtime *rt, const char *call) {
   return 0;
 }
 
+/* The device's own words about its last failure, else rc's. */
+static const char *native_why(hbg_runtime *rt, int rc) {
+  int64_t code = 0;
+  const char *why = NULL;
+  if (hbg_device_native_error(rt->dev, &code, &why) < 0 || !why || !*why)
+    why = hbg_strerror(rc);
+  return why;
+}
+
+int hbg_buffer_import(hbg_runtime *rt, uint64_t addr, uint64_t bytes,
+                      uint64_t *out) {
+  hbg__error_clear();
+  HBG__RETURN_IF(!rt || !out, HBG_E_INVAL);
+  if (!addr || !bytes || bytes > UINT64_MAX - addr || bytes > SIZE_MAX) {
+    hbg__error_set("hbg_buffer_import: 0x%llx, %llu bytes: %s; nothing "
+                   "imported",
+                   (unsigned long long)addr, (unsigned long long)bytes,
+                   !addr    ? "a NULL address"
+                   : !bytes ? "0 bytes"
+                            : "the range wraps around the address space");
+    return HBG_E_INVAL;
+  }
+  HBG__GUARD(rt, "hbg_buffer_import");
+  HBG__TRY(hbg__rtab_reserve(&rt->bufs, rt->bufs.n + 1));
+  hbg_devptr d = 0;
+  int rc = hbg_dev_mem_import(rt->dev, addr, (size_t)bytes, &d);
+  if (rc < 0) {
+    char why[256];
+    snprintf(why, sizeof why, "%s", native_why(rt, rc));
+    hbg__error_set("hbg_buffer_import: 0x%llx, %llu bytes on device %s: "
+                   "%s: %s; nothing imported",
+                   (unsigned long long)addr, (unsigned long long)bytes,
+                   hbg_device_name(rt->dev), hbg_err_name(rc), why);
+    return rc;
+  }
+  /* The device refuses what overlaps its own registry; this runtime's
+   * table is checked too, whatever the device does. */
+  size_t at = hbg__rtab_upper(&rt->bufs, d);
+  const hbg__range *hit = NULL;
+  if (at > 0 && d - rt->bufs.v[at - 1].start < rt->bufs.v[at - 1].len)
+    hit = &rt->bufs.v[at - 1];
+  else if (at < rt->bufs.n && rt->bufs.v[at].start - d < bytes)
+    hit = &rt->bufs.v[at];
+  if (hit) {
+    hbg__error_set("hbg_buffer_import: 0x%llx, %llu bytes (device 0x%llx) "
+                   "overlaps the live %s buffer at 0x%llx, %llu bytes; "
+                   "nothing imported",
+                   (unsigned long long)addr, (unsigned long long)bytes,
+                   (unsigned long long)d,
+                   hit->kind == HBG__BUF_IMPORT ? "imported" : "allocated",
+                   (unsigned long long)hit->start,
+                   (unsigned long long)hit->len);
+    (void)hbg_dev_mem_unimport(rt->dev, d);
+    return HBG_E_INVAL;
+  }
+  hbg__rtab_insert_at(&rt->bufs, at,
+                      (hbg__range){.start = d,
+                                   .len = bytes,
+                                   .aux = addr,
+                                   .kind = HBG__BUF_IMPORT});
+  *out = d;
+  return 0;
+}
+
+int hbg_buffer_host_ptr(hbg_runtime *rt, uint64_t addr, uint64_t bytes,
+                        void **out) {
+  hbg__error_clear();
+  HBG__RETURN_IF(!rt || !out, HBG_E_INVAL);
+  HBG__GUARD(rt, "hbg_buffer_host_ptr");
+  if (!hbg__rtab_holds(&rt->bufs, addr, 0, bytes)) {
+    hbg__error_set("hbg_buffer_host_ptr: [0x%llx, +%llu) is not inside one "
+                   "live buffer of this runtime",
+                   (unsigned long long)addr, (unsigned long long)bytes);
+    return HBG_E_RANGE;
+  }
+  void *p = NULL;
+  int rc = hbg__dev_host_ptr(rt->dev, addr, bytes, &p);
+  if (rc == HBG_E_UNSUPPORTED) {
+    hbg__error_set("hbg_buffer_host_ptr: device %s: its memory is not "
+                   "addressable from the host",
+                   hbg_device_name(rt->dev));
+    return rc;
+  }
+  if (rc < 0) {
+    hbg__error_set("hbg_buffer_host_ptr: [0x%llx, +%llu) on device %s: %s",
+                   (unsigned long long)addr, (unsigned long long)bytes,
+                   hbg_device_name(rt->dev), hbg_err_name(rc));
+    return rc;
+  }
+  *out = p;
+  return 0;
+}
+
 int hbg_buffer_free(hbg_runtime *rt, uint64_t addr) {
   hbg__error_clear();
   HBG__RETURN_IF(!rt, HBG_E_INVAL);
@@ -366,12 +465,17 @@ int hbg_buffer_free(hbg_runtime *rt, uint64_t addr) {
     else
       hbg__error_set("hbg_buffer_free: 0x%llx is not a live buffer of this "
                      "runtime (freed already, another runtime's, or never "
-                     "from hbg_buffer_alloc); nothing freed",
+                     "from hbg_buffer_alloc or hbg_buffer_import); nothing "
+                     "freed",
                      (unsigned long long)addr);
     return HBG_E_INVAL;
   }
   HBG__TRY(wait_launched(rt, "hbg_buffer_free"));
-  int rc = hbg_dev_mem_free(rt->dev, addr);
+  /* An import is the caller's memory: the device forgets it, frees
+   * nothing. */
+  int rc = rt->bufs.v[i].kind == HBG__BUF_IMPORT
+               ? hbg_dev_mem_unimport(rt->dev, addr)
+               : hbg_dev_mem_free(rt->dev, addr);
   /* a failed free is final: the buffer leaves the table all the same */
   hbg__rtab_remove_at(&rt->bufs, (size_t)i);
   return rc;

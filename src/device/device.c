@@ -89,6 +89,11 @@ int hbg_device_open_ops(const hbg_dev_ops *ops, const char *options,
   if (ops->struct_size >= offsetof(hbg_dev_ops, queue_wait_event) +
                               sizeof ops->queue_wait_event)
     d->queue_wait_event = ops->queue_wait_event;
+  if (ops->struct_size >= offsetof(hbg_dev_ops, mem_unimport) +
+                              sizeof ops->mem_unimport) {
+    d->mem_import = ops->mem_import;
+    d->mem_unimport = ops->mem_unimport;
+  }
   int rc = ops->open(d, options);
   if (rc < 0) {
     if (d->has_native)
@@ -333,6 +338,36 @@ int hbg_dev_queue_wait_event(hbg_device *dev, hbg_dev_queue *q,
   if (!dev->queue_wait_event)
     return HBG_E_UNSUPPORTED;
   return dev->queue_wait_event(dev, q, ev);
+}
+
+int hbg_dev_mem_import(hbg_device *dev, uint64_t addr, size_t bytes,
+                       hbg_devptr *out) {
+  HBG__RETURN_IF(!dev || !out || !addr || bytes == 0, HBG_E_INVAL);
+  if (!dev->mem_import) {
+    hbg_device_set_native(dev, HBG_E_UNSUPPORTED,
+                          "%s: the backend cannot import memory (no "
+                          "mem_import op)",
+                          dev->ops->name);
+    return HBG_E_UNSUPPORTED;
+  }
+  return dev->mem_import(dev, addr, bytes, out);
+}
+
+int hbg_dev_mem_unimport(hbg_device *dev, hbg_devptr p) {
+  HBG__RETURN_IF(!dev, HBG_E_INVAL);
+  if (!dev->mem_unimport)
+    return HBG_E_UNSUPPORTED;
+  return release_counted(dev, dev->mem_unimport(dev, p));
+}
+
+int hbg__dev_host_ptr(hbg_device *dev, hbg_devptr addr, uint64_t bytes,
+                      void **out) {
+  HBG__RETURN_IF(!dev || !out, HBG_E_INVAL);
+  hbg_device *impl = NULL;
+  const hbg__backend *b = hbg__backend_of(dev, &impl);
+  if (!b || !b->host_ptr)
+    return HBG_E_UNSUPPORTED;
+  return b->host_ptr(impl, addr, bytes, out);
 }
 
 uint64_t hbg_dev_clock_ns(hbg_device *dev) {

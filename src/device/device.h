@@ -36,6 +36,11 @@ typedef struct hbg__backend {
   int (*user_kernel_check)(hbg_device *dev, const hbg_task *t, char *why,
                            size_t len);
   const hbg__peer_ops *peers; /* NULL: no peer executors */
+  /* The host address of device range [addr, addr + len), which must lie
+   * inside one live allocation or import, where the device's memory is
+   * host-addressable (the sim). NULL: it is not (device memory). */
+  int (*host_ptr)(hbg_device *dev, hbg_devptr addr, uint64_t len,
+                  void **out);
 } hbg__backend;
 
 /* The built-in backend doing dev's work (through fault wrappers: the
@@ -46,6 +51,14 @@ const hbg__backend *hbg__backend_of(hbg_device *dev, hbg_device **impl);
 /* @return non-zero when dev (through a fault wrapper: its inner device)
  * implements event_elapsed, so a start event is worth recording. */
 int hbg__dev_times_events(hbg_device *dev);
+
+/* The host address of [addr, addr + bytes) on dev (through fault
+ * wrappers: the wrapped device's), where its memory is host-addressable.
+ * @return 0 and *out, HBG_E_UNSUPPORTED (device memory the host cannot
+ * address: cuda, acl, a backend outside the registry), HBG_E_RANGE (not
+ * inside one live allocation or import), or HBG_E_INVAL. */
+int hbg__dev_host_ptr(hbg_device *dev, hbg_devptr addr, uint64_t bytes,
+                      void **out);
 
 /* Task t on dev, at submit or record (`who` names the call): 0, or
  * HBG_E_KERNEL with hbg_last_error() naming `who`, the kernel and the

@@ -17,6 +17,9 @@ struct hbg_device {
   int (*clock_ns)(hbg_device *dev, uint64_t *ns);
   int (*queue_wait_event)(hbg_device *dev, hbg_dev_queue *q,
                           hbg_dev_event *ev);
+  int (*mem_import)(hbg_device *dev, uint64_t addr, size_t bytes,
+                    hbg_devptr *out);
+  int (*mem_unimport)(hbg_device *dev, hbg_devptr p);
   void *impl;
   int has_native;
   int64_t native_code;

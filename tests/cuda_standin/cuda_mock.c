@@ -62,8 +62,8 @@
  * it lacks cuMemcpyHtoDAsync_v2 (the missing-symbol test); with
  * HBGMOCK_OMIT_GRAPH_UPDATE the three kernel-node calls above, with
  * HBGMOCK_OMIT_ELAPSED_V2 / _V1 either cuEventElapsedTime symbol, with
- * HBGMOCK_OMIT_LINK the four cuLink* calls (the missing optional-symbol
- * tests). hbgmock_poke(nth, offset, value)
+ * HBGMOCK_OMIT_LINK the four cuLink* calls, with HBGMOCK_OMIT_POINTER_ATTRS
+ * cuPointerGetAttributes (the missing optional-symbol tests). hbgmock_poke(nth, offset, value)
  * overwrites 4 bytes of the argument struct of the nth next kernel a
  * stream is handed (cuLaunchKernel or cuGraphLaunch; 0 = the next one):
  * a kernel call the device code rejects, for the device-error tests.
@@ -114,6 +114,7 @@
 typedef struct dalloc {
   uint64_t addr, size;
   uint8_t *host;
+  struct CUctx_st *ctx; /* the context current when it was allocated */
   struct dalloc *next;
 } dalloc;
 
@@ -1570,6 +1571,7 @@ MOCK_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t size) {
   next_addr += (size + 4095) / 4096 * 4096 + 4096; /* guard gap */
   d->size = size;
   d->host = h;
+  d->ctx = cur_ctx;
   if (dindex_n == dindex_cap) {
     size_t cap = dindex_cap ? 2 * dindex_cap : 256;
     dalloc **v = realloc(dindex, cap * sizeof *v);
@@ -1607,7 +1609,10 @@ static int copy_pending(const dalloc *d) {
   return 0;
 }
 
+static void import_note_free(CUdeviceptr p);
+
 MOCK_EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
+  import_note_free(p);
   ENTER_CTX("cuMemFree_v2");
   pthread_mutex_lock(&mu);
   for (dalloc **pp = &dallocs; *pp; pp = &(*pp)->next) {
@@ -1644,6 +1649,133 @@ MOCK_EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
   pthread_mutex_unlock(&mu);
   return CUDA_ERROR_INVALID_VALUE;
 }
+
+/* ---- pointer attributes (the backend's imports: hbg_buffer_import) ----
+ *
+ * cuPointerGetAttributes reports CONTEXT, MEMORY_TYPE, DEVICE_ORDINAL,
+ * RANGE_START_ADDR and RANGE_SIZE from the allocation table: a device
+ * allocation's context (the one current at cuMemAlloc_v2) and range, a
+ * pinned or registered host range as host memory; a pointer the stand-in
+ * knows nothing of gets CUDA_SUCCESS with NULL / 0 attributes, as the
+ * driver's does. Test hooks: hbgmock_vmm(before, after) makes every device
+ * allocation's range a reservation reaching `before` bytes below it and
+ * `after` above it (PyTorch's expandable segments map memory into a larger
+ * reserved range; 0, 0 ends it); hbgmock_alloc_foreign(&p, size) allocates
+ * in a context of no device the backend opens; hbgmock_watch_free(p)
+ * starts counting the cuMemFree_v2 calls naming p, hbgmock_watched_frees()
+ * reads the count. Built with HBGMOCK_OMIT_POINTER_ATTRS it lacks
+ * cuPointerGetAttributes (the _noopt variant). */
+
+static struct CUctx_st foreign_ctx = {.dev = 0, .refs = 1};
+static uint64_t vmm_before, vmm_after;          /* mu */
+static uint64_t watch_addr;                     /* mu */
+static long watch_frees;                        /* mu */
+
+static void import_note_free(CUdeviceptr p) {
+  pthread_mutex_lock(&mu);
+  if (watch_addr && (uint64_t)p == watch_addr)
+    watch_frees++;
+  pthread_mutex_unlock(&mu);
+}
+
+MOCK_EXPORT void hbgmock_vmm(uint64_t before, uint64_t after) {
+  pthread_mutex_lock(&mu);
+  vmm_before = before;
+  vmm_after = after;
+  pthread_mutex_unlock(&mu);
+}
+
+MOCK_EXPORT CUresult hbgmock_alloc_foreign(CUdeviceptr *p, size_t size) {
+  CUcontext was = cur_ctx;
+  cur_ctx = &foreign_ctx;
+  CUresult r = cuMemAlloc_v2(p, size);
+  cur_ctx = was;
+  return r;
+}
+
+MOCK_EXPORT void hbgmock_watch_free(CUdeviceptr p) {
+  pthread_mutex_lock(&mu);
+  watch_addr = (uint64_t)p;
+  watch_frees = 0;
+  pthread_mutex_unlock(&mu);
+}
+
+MOCK_EXPORT long hbgmock_watched_frees(void) {
+  pthread_mutex_lock(&mu);
+  long n = watch_frees;
+  pthread_mutex_unlock(&mu);
+  return n;
+}
+
+#ifndef HBGMOCK_OMIT_POINTER_ATTRS
+/* The device allocation holding x, or NULL. mu held. */
+static const dalloc *dalloc_at(uint64_t x) {
+  size_t lo = 0, hi = dindex_n;
+  while (lo < hi) {
+    size_t m = lo + (hi - lo) / 2;
+    if (dindex[m]->addr <= x)
+      lo = m + 1;
+    else
+      hi = m;
+  }
+  if (lo == 0 || x - dindex[lo - 1]->addr >= dindex[lo - 1]->size)
+    return NULL;
+  return dindex[lo - 1];
+}
+
+MOCK_EXPORT CUresult cuPointerGetAttributes(unsigned int n,
+                                            CUpointer_attribute *attrs,
+                                            void **data, CUdeviceptr ptr) {
+  ENTER("cuPointerGetAttributes");
+  if (n && (!attrs || !data))
+    return CUDA_ERROR_INVALID_VALUE;
+  for (unsigned i = 0; i < n; i++)
+    if (!data[i])
+      return CUDA_ERROR_INVALID_VALUE;
+  CUcontext ctx = NULL;
+  unsigned type = 0;
+  int ordinal = 0;
+  uint64_t start = 0, size = 0;
+  pthread_mutex_lock(&mu);
+  const dalloc *d = dalloc_at((uint64_t)ptr);
+  const hreg *h = d ? NULL : host_find((const void *)(uintptr_t)ptr, 1);
+  if (d) {
+    ctx = d->ctx;
+    type = CU_MEMORYTYPE_DEVICE;
+    ordinal = d->ctx ? d->ctx->dev : 0;
+    start = d->addr - vmm_before;
+    size = d->size + vmm_before + vmm_after;
+  } else if (h) {
+    ctx = cur_ctx;
+    type = CU_MEMORYTYPE_HOST;
+    start = (uint64_t)(uintptr_t)h->p;
+    size = h->n;
+  }
+  pthread_mutex_unlock(&mu);
+  for (unsigned i = 0; i < n; i++) {
+    switch (attrs[i]) {
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+      *(CUcontext *)data[i] = ctx;
+      break;
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+      *(unsigned *)data[i] = type;
+      break;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+      *(int *)data[i] = ordinal;
+      break;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+      *(CUdeviceptr *)data[i] = (CUdeviceptr)start;
+      break;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+      *(size_t *)data[i] = (size_t)size;
+      break;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+  }
+  return CUDA_SUCCESS;
+}
+#endif
 
 MOCK_EXPORT CUresult cuMemHostAlloc(void **p, size_t size, unsigned int flags) {
   (void)flags;

@@ -294,10 +294,12 @@ static void cu_close(hbg_device *dev) {
   hbg__cu_scratch_free(dev, &c->img);
   hbg__cu_scratch_free(dev, &c->win);
   hbg__cu_verify_free(c);
-  /* Whatever the caller leaked, newest first. */
+  /* Whatever the caller leaked, newest first; imports are the caller's
+   * memory: forgotten, never freed. */
   for (size_t i = c->dmem.n; i-- > 0;)
-    cu_note(dev, c->f.cuMemFree_v2((CUdeviceptr)c->dmem.v[i].start),
-            "cuMemFree_v2");
+    if (c->dmem.v[i].kind == HBG__CU_DEV_ALLOC)
+      cu_note(dev, c->f.cuMemFree_v2((CUdeviceptr)c->dmem.v[i].start),
+              "cuMemFree_v2");
   for (size_t i = c->host.n; i-- > 0;) {
     void *p = (void *)(uintptr_t)c->host.v[i].start;
     if (c->host.v[i].kind == HBG__CU_HOST_ALLOC)
@@ -452,6 +454,134 @@ static int cu_mem_free(hbg_device *dev, hbg_devptr p) {
   c->dmem_gen++;
   HBG__CU_ADD(c, mem_frees, 1);
   atomic_fetch_sub_explicit(&c->st.mem_in_use, len, memory_order_relaxed);
+  return 0;
+}
+
+/* ---------------- imported device memory ---------------- */
+
+/* The live range of dmem overlapping [lo, lo + len), or NULL. */
+static const hbg__range *ranges_overlapping(const hbg__rtab *t, uint64_t lo,
+                                            uint64_t len) {
+  size_t i = hbg__rtab_upper(t, lo);
+  if (i > 0 && lo - t->v[i - 1].start < t->v[i - 1].len)
+    return &t->v[i - 1];
+  return i < t->n && t->v[i].start - lo < len ? &t->v[i] : NULL;
+}
+
+static const char *mem_type_name(unsigned type) {
+  switch (type) {
+  case CU_MEMORYTYPE_HOST:
+    return "host memory";
+  case CU_MEMORYTYPE_ARRAY:
+    return "a CUDA array";
+  case CU_MEMORYTYPE_UNIFIED:
+    return "unified memory";
+  default:
+    return "memory of an unknown type";
+  }
+}
+
+/* The caller's device memory [addr, addr + bytes), validated once with
+ * cuPointerGetAttributes (its context, its memory type, the allocation's
+ * range holding the caller's bounds) and registered as HBG__CU_DEV_IMPORT.
+ * The bounds are the caller's: the driver's range is only checked to hold
+ * them (a tensor of a caching allocator is a piece of a larger segment). */
+static int cu_mem_import(hbg_device *dev, uint64_t addr, size_t bytes,
+                         hbg_devptr *out) {
+  hbg__cuda *c = impl_of(dev);
+  uint64_t n = (uint64_t)bytes;
+  if (!c->f.cuPointerGetAttributes) {
+    hbg_device_set_native(dev, HBG_E_UNSUPPORTED,
+                          "the driver lacks cuPointerGetAttributes: "
+                          "imports cannot be validated");
+    return HBG_E_UNSUPPORTED;
+  }
+  if (n > UINT64_MAX - addr) {
+    hbg_device_set_native(dev, HBG_E_INVAL,
+                          "0x%llx + %llu bytes wraps around the address "
+                          "space",
+                          (unsigned long long)addr, (unsigned long long)n);
+    return HBG_E_INVAL;
+  }
+  const hbg__range *o = ranges_overlapping(&c->dmem, addr, n);
+  if (o) {
+    hbg_device_set_native(dev, HBG_E_INVAL,
+                          "it overlaps the %s at 0x%llx, %llu bytes",
+                          o->kind == HBG__CU_DEV_IMPORT
+                              ? "import"
+                              : "device allocation",
+                          (unsigned long long)o->start,
+                          (unsigned long long)o->len);
+    return HBG_E_INVAL;
+  }
+  HBG__TRY(hbg__cu_enter(dev, c));
+  CUcontext ctx = NULL;
+  unsigned type = 0;
+  CUdeviceptr start = 0;
+  size_t size = 0;
+  CUpointer_attribute attrs[] = {
+      CU_POINTER_ATTRIBUTE_CONTEXT, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+      CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+  void *data[] = {&ctx, &type, &start, &size};
+  CU_TRY(dev, c, HBG_E_DEVICE, cuPointerGetAttributes,
+         (unsigned)HBG__ARRAY_LEN(attrs), attrs, data, (CUdeviceptr)addr);
+  if (!ctx && !type) {
+    hbg_device_set_native(dev, HBG_E_RANGE,
+                          "0x%llx is not CUDA memory (the driver knows no "
+                          "allocation there)",
+                          (unsigned long long)addr);
+    return HBG_E_RANGE;
+  }
+  if (type != CU_MEMORYTYPE_DEVICE) {
+    hbg_device_set_native(dev, HBG_E_RANGE,
+                          "0x%llx is %s, not device memory",
+                          (unsigned long long)addr, mem_type_name(type));
+    return HBG_E_RANGE;
+  }
+  if (ctx != c->ctx) {
+    hbg_device_set_native(dev, HBG_E_RANGE,
+                          "0x%llx belongs to another context (%p), not "
+                          "device %d's primary context (%p)",
+                          (unsigned long long)addr, (void *)ctx, c->ordinal,
+                          (void *)c->ctx);
+    return HBG_E_RANGE;
+  }
+  uint64_t lo = (uint64_t)start, end = lo + (uint64_t)size;
+  if (lo > addr || end < lo || end - addr < n) {
+    if (lo > addr || end <= addr)
+      hbg_device_set_native(dev, HBG_E_RANGE,
+                            "the driver's range of 0x%llx, [0x%llx, +%llu), "
+                            "does not hold it",
+                            (unsigned long long)addr, (unsigned long long)lo,
+                            (unsigned long long)size);
+    else
+      hbg_device_set_native(dev, HBG_E_RANGE,
+                            "its allocation [0x%llx, +%llu) ends %llu bytes "
+                            "early",
+                            (unsigned long long)lo, (unsigned long long)size,
+                            (unsigned long long)(addr + n - end));
+    return HBG_E_RANGE;
+  }
+  if (ranges_insert(&c->dmem, addr, n, HBG__CU_DEV_IMPORT) < 0)
+    return HBG_E_NOMEM;
+  c->dmem_gen++;
+  *out = (hbg_devptr)addr;
+  return 0;
+}
+
+/* Forget an import: no driver call, the memory is the caller's. */
+static int cu_mem_unimport(hbg_device *dev, hbg_devptr p) {
+  hbg__cuda *c = impl_of(dev);
+  size_t i = ranges_exact(&c->dmem, p, HBG__CU_DEV_IMPORT);
+  if (i == c->dmem.n) {
+    hbg_device_set_native(dev, HBG_E_INVAL,
+                          "mem_unimport of 0x%llx: not the start of a live "
+                          "import",
+                          (unsigned long long)p);
+    return HBG_E_INVAL;
+  }
+  hbg__rtab_remove_at(&c->dmem, i);
+  c->dmem_gen++;
   return 0;
 }
 
@@ -718,6 +848,8 @@ const hbg_dev_ops hbg__cuda_ops = {
     .launch = hbg__cu_launch,
     .event_elapsed = cu_event_elapsed,
     .queue_wait_event = cu_queue_wait_event,
+    .mem_import = cu_mem_import,
+    .mem_unimport = cu_mem_unimport,
 };
 
 static int cu_user_kernel_check(hbg_device *dev, const hbg_task *t,

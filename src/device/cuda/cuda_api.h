@@ -105,7 +105,10 @@
  *                          linking users' device code with the executor
  *                          (cuda_link.c); without them hbg_kernel_register
  *                          is HBG_E_UNSUPPORTED naming the missing one, and
- *                          everything else runs. */
+ *                          everything else runs.
+ *   cuPointerGetAttributes validating a caller's memory once at import
+ *                          (mem_import, hbg_buffer_import); without it
+ *                          imports are HBG_E_UNSUPPORTED. */
 #define HBG__CU_OPTIONAL_SYMBOLS(X)                                            \
   X(CUresult, cuEventElapsedTime_v2,                                           \
     (float *pMilliseconds, CUevent hStart, CUevent hEnd))                      \
@@ -125,7 +128,10 @@
     (CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS * nodeParams))                 \
   X(CUresult, cuGraphExecKernelNodeSetParams_v2,                               \
     (CUgraphExec hGraphExec, CUgraphNode hNode,                                \
-     const CUDA_KERNEL_NODE_PARAMS *nodeParams))
+     const CUDA_KERNEL_NODE_PARAMS *nodeParams))                               \
+  X(CUresult, cuPointerGetAttributes,                                          \
+    (unsigned int numAttributes, CUpointer_attribute *attributes, void **data, \
+     CUdeviceptr ptr))
 
 /* The exported name of cuEventElapsedTime's first version (cuda.h's macro
  * names the _v2 one). */

@@ -22,10 +22,14 @@
 #include "device/cuda/cuda_api.h"
 #include "common/ranges.h"
 
+/* HBG__CU_DEV_IMPORT: the caller's device memory (mem_import), in the
+ * device registry so the verifier and exec=device accept tensors in it,
+ * never freed by the backend and not counted in mem_in_use. */
 enum {
   HBG__CU_HOST_ALLOC = 1,
   HBG__CU_HOST_REGISTER = 2,
-  HBG__CU_DEV_ALLOC = 3
+  HBG__CU_DEV_ALLOC = 3,
+  HBG__CU_DEV_IMPORT = 4
 };
 
 /* A pinned host buffer the backend owns (verifier readback). */
@@ -118,7 +122,7 @@ typedef struct hbg__cuda {
   uint64_t mem_bytes;
   /* non-overlapping ranges, kind = HBG__CU_* */
   hbg__rtab host; /* HBG__CU_HOST_ALLOC / HBG__CU_HOST_REGISTER */
-  hbg__rtab dmem; /* HBG__CU_DEV_ALLOC */
+  hbg__rtab dmem; /* HBG__CU_DEV_ALLOC / HBG__CU_DEV_IMPORT */
   uint64_t dmem_gen; /* changes of dmem (exec=device's live-range tables) */
   uint64_t *xr_host; /* their pageable source ([start, end) pairs) */
   size_t xr_host_cap; /* in ranges */

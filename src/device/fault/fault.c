@@ -236,6 +236,14 @@ static int fault_queue_wait_event(hbg_device *dev, hbg_dev_queue *q,
   FAULT_FWD(QUEUE_WAIT_EVENT, hbg_dev_queue_wait_event(f->inner, q, ev));
 }
 
+static int fault_mem_import(hbg_device *dev, uint64_t addr, size_t bytes,
+                            hbg_devptr *out) {
+  FAULT_FWD(MEM_IMPORT, hbg_dev_mem_import(f->inner, addr, bytes, out));
+}
+static int fault_mem_unimport(hbg_device *dev, hbg_devptr p) {
+  FAULT_RELEASE(MEM_UNIMPORT, hbg_dev_mem_unimport(f->inner, p));
+}
+
 /* The clock is a reading, not an operation that can fail: forwarded as is. */
 static int fault_clock_ns(hbg_device *dev, uint64_t *ns) {
   fault *f = dev->impl;
@@ -275,6 +283,8 @@ const hbg_dev_ops hbg__fault_ops = {
     .event_elapsed = fault_event_elapsed,
     .clock_ns = fault_clock_ns,
     .queue_wait_event = fault_queue_wait_event,
+    .mem_import = fault_mem_import,
+    .mem_unimport = fault_mem_unimport,
 };
 
 int hbg_fault_arm(hbg_device *dev, int op, uint64_t k, int err) {

@@ -327,11 +327,19 @@ const hbg_dev_ops hbg__sim_ops = {
     .launch = hbg__sim_launch,
     .clock_ns = sim_clock_ns,
     .queue_wait_event = hbg__sim_queue_wait_event,
+    .mem_import = hbg__sim_mem_import,
+    .mem_unimport = hbg__sim_mem_unimport,
 };
+
+static int sim_host_ptr(hbg_device *dev, hbg_devptr addr, uint64_t len,
+                        void **out) {
+  return hbg__sim_resolve(hbg_device_impl(dev), addr, len, out);
+}
 
 const hbg__backend hbg__sim_backend = {
     .ops = &hbg__sim_ops,
     .kernel_register = hbg__sim_kernel_register,
+    .host_ptr = sim_host_ptr,
 };
 
 hbg__sim *hbg__sim_from(hbg_device *dev) {
@@ -362,6 +370,9 @@ int hbg__sim_get_info(hbg__sim *s, hbg__sim_info *out) {
   in.free_bytes = s->heap_free;
   in.free_extents = s->free_ext.n;
   in.live_allocs = s->live.n;
+  in.imports = s->imports.n;
+  for (size_t i = 0; i < s->imports.n; i++)
+    in.import_bytes += s->imports.v[i].len;
   pthread_rwlock_unlock(&s->heap_lock);
   pthread_mutex_lock(&s->reg_mu);
   in.registrations = s->reg.n;

@@ -1,8 +1,10 @@
 /*
  * The embedded sim device (internal interface shared with the exec layer).
  *
- * Device memory is one host heap owned by the sim; device addresses are
- * opaque (base tag + offset), never host pointers. The exec layer (the
+ * Device memory is one host heap owned by the sim, plus the host ranges a
+ * caller imported (mem_import: its own pages, mapped zero-copy at offsets
+ * above the heap); device addresses are opaque (base tag + offset), never
+ * host pointers. The exec layer (the
  * device's scheduler and workers) reaches device memory only through
  * hbg__sim_resolve(), which bounds-checks against live allocations.
  */
@@ -19,8 +21,9 @@ typedef struct hbg__sim hbg__sim;
  * (a fault device wrapping a sim resolves to the inner sim). */
 hbg__sim *hbg__sim_from(hbg_device *dev);
 
-/* Map [addr, addr+len) of device memory to host memory of the sim heap.
- * The range must lie inside one live allocation.
+/* Map [addr, addr+len) of device memory to host memory: the sim heap's,
+ * or the caller's pages of an import (mem_import). The range must lie
+ * inside one live allocation or import.
  * @return 0 and *out, or HBG_E_RANGE. */
 int hbg__sim_resolve(hbg__sim *s, hbg_devptr addr, uint64_t len, void **out);
 
@@ -70,6 +73,8 @@ typedef struct hbg__sim_info {
   uint32_t queues;        /* live queues */
   uint32_t events;        /* live events */
   uint32_t bounce_locked; /* the bounce buffers are mlocked */
+  uint64_t imports;       /* live imported host ranges (mem_import) */
+  uint64_t import_bytes;  /* their bytes */
 } hbg__sim_info;
 
 /* @return 0 and *out, or HBG_E_INVAL. Thread-safe. */

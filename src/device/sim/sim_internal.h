@@ -20,6 +20,11 @@
 #define HBG__SIM_TAG_BASE (UINT64_C(0xD5) << 56)
 #define HBG__SIM_MEM_MIN (UINT64_C(64) << 10)
 #define HBG__SIM_MEM_MAX (UINT64_C(1) << 40)
+/* Imported host ranges (mem_import) take device offsets from here to the
+ * top of the offset space, apart from every heap (mem= is at most
+ * HBG__SIM_MEM_MAX). */
+#define HBG__SIM_IMP_BASE HBG__SIM_MEM_MAX
+#define HBG__SIM_IMP_END (UINT64_C(1) << HBG__SIM_OFF_BITS)
 #define HBG__SIM_CHUNK_MIN UINT64_C(256)
 #define HBG__SIM_CHUNK_MAX (UINT64_C(256) << 20)
 
@@ -163,6 +168,11 @@ struct hbg__sim {
   hbg__stree live;     /* start = offset, len = requested, aux = span */
   hbg__stree free_ext; /* start = offset, len = bytes; coalesced */
   uint64_t heap_free;
+  /* imported host ranges, under heap_lock too: start = device offset
+   * (HBG__SIM_IMP_BASE and up, with the host address's low 8 bits), len =
+   * bytes, aux = the caller's host address; each keeps its 256-byte
+   * aligned span plus a 256-byte gap from the next */
+  hbg__rtab imports;
 
   /* registered (pinned) host memory */
   pthread_mutex_t reg_mu;
@@ -241,6 +251,9 @@ int hbg__sim_heap_init(hbg__sim *s, uint64_t bytes);
 void hbg__sim_heap_fini(hbg__sim *s);
 int hbg__sim_mem_alloc(hbg_device *dev, size_t bytes, hbg_devptr *out);
 int hbg__sim_mem_free(hbg_device *dev, hbg_devptr p);
+int hbg__sim_mem_import(hbg_device *dev, uint64_t addr, size_t bytes,
+                        hbg_devptr *out);
+int hbg__sim_mem_unimport(hbg_device *dev, hbg_devptr p);
 
 /* sim_host.c */
 int hbg__sim_host_init(hbg__sim *s);
