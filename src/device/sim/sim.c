@@ -327,6 +327,8 @@ const hbg_dev_ops hbg__sim_ops = {
     .launch = hbg__sim_launch,
     .clock_ns = sim_clock_ns,
     .queue_wait_event = hbg__sim_queue_wait_event,
+    .queue_borrow = hbg__sim_queue_borrow,
+    .queue_unborrow = hbg__sim_queue_unborrow,
 };
 
 const hbg__backend hbg__sim_backend = {
