@@ -30,14 +30,64 @@
  * one after another between barriers (devcode.h, hbg_dc_host_grid); the
  * device reports HBG_MOCK_CUDA_SMS multiprocessors (default 4) and blocks
  * of at most HBG_MOCK_CUDA_LANES threads (default 4), which is also its
- * warp size (a host thread runs its lanes as one worker). Stream capture records
- * kernel launches into a graph (other work on a capturing stream is
- * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED); an instantiated graph launch
- * queues them again, in order. cuGraphGetNodes lists a captured graph's
- * kernel nodes (in capture order), cuGraphKernelNodeGetParams_v2 returns a
- * node's parameters (pointing at the node's own copy of the argument
- * struct), cuGraphExecKernelNodeSetParams_v2 replaces them in the
- * executable graph only (same function, one thread). Events keep the host
+ * warp size (a host thread runs its lanes as one worker).
+ *
+ * Stream capture (cuStreamBeginCapture_v2 .. cuStreamEndCapture), as the
+ * driver has it; nothing runs at capture time. Work on a capturing stream
+ * becomes a node of its capture's graph: cuLaunchKernel /
+ * cuLaunchCooperativeKernel a kernel node (parameter values copied now);
+ * cuMemcpyHtoDAsync_v2 a copy node keeping the source pointer (each replay
+ * reads whatever is there then), cuMemcpyDtoHAsync_v2 one keeping the
+ * destination pointer; cuMemsetD32Async / cuMemsetD8Async a memset node;
+ * cuEventRecordWithFlags(CU_EVENT_RECORD_EXTERNAL) an event-record node,
+ * cuStreamWaitEvent(CU_EVENT_WAIT_EXTERNAL) on an event recorded outside
+ * any capture an external-wait node (a replay waits for the event's record
+ * as of its launch). cuEventRecord on a capturing stream makes the event a
+ * captured event of that capture (no node; cuEventQuery/Synchronize on it
+ * are CUDA_ERROR_CAPTURED_EVENT in every mode until it is recorded outside
+ * a capture). cuStreamWaitEvent of a stream that is not capturing on an
+ * event captured in an active capture forks it into that capture; the
+ * capture ends only when every forked stream has joined back (another
+ * member waited on an event recorded on it after its last work), else
+ * cuStreamEndCapture is CUDA_ERROR_STREAM_CAPTURE_UNJOINED. A wait on an
+ * event recorded outside any capture without CU_EVENT_WAIT_EXTERNAL is
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED (900), as is cuGraphLaunch into a
+ * capturing stream, and synchronising with or querying a capturing stream
+ * (cuStreamSynchronize / cuStreamQuery), in every mode. Potentially unsafe
+ * calls (cuMemAlloc_v2, cuMemFree_v2, cuMemHostAlloc, cuMemFreeHost,
+ * cuMemHostRegister_v2, cuMemHostUnregister, cuModuleLoadData,
+ * cuModuleUnload, cuLink*, cuStreamSynchronize, cuStreamQuery,
+ * cuCtxSynchronize, cuEventSynchronize, cuEventQuery) are 900 when the
+ * calling thread's mode (cuThreadExchangeStreamCaptureMode, default
+ * GLOBAL) is not RELAXED and a GLOBAL capture is active in any thread or
+ * one the thread began is active and not RELAXED. A 900 invalidates the
+ * captures it conflicts with: later work on their streams is
+ * CUDA_ERROR_STREAM_CAPTURE_INVALIDATED (901), and so is
+ * cuStreamEndCapture, which ends the capture with *graph NULL. Ending from
+ * a thread other than the one that began it (mode not RELAXED) is
+ * CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD and the capture goes on; on a
+ * forked stream it is CUDA_ERROR_STREAM_CAPTURE_UNMATCHED.
+ * cuStreamIsCapturing and cuStreamGetCaptureInfo_v2 / _v3 report the
+ * status, the capture's id (process-unique, from 1), its graph and the
+ * stream's last node as its one dependency. cuGraphLaunch queues every
+ * node in capture order; a replayed copy whose host side was pinned when
+ * captured and no longer is aborts the process saying so (ASan reports a
+ * freed pageable one), as does one whose device memory was freed.
+ * cuGraphGetNodes lists a captured graph's nodes (in capture order),
+ * cuGraphKernelNodeGetParams_v2 returns a kernel node's parameters
+ * (pointing at the node's own copy of the argument struct),
+ * cuGraphExecKernelNodeSetParams_v2 replaces them in the executable graph
+ * only (same function, one thread). User objects (cuUserObjectCreate with
+ * CU_USER_OBJECT_NO_DESTRUCTOR_SYNC, Retain/Release,
+ * cuGraphRetainUserObject, CU_GRAPH_USER_OBJECT_MOVE included, and
+ * cuGraphReleaseUserObject): an executable graph holds references of its
+ * own, dropped once it is destroyed and its last queued replay completed;
+ * at count 0 the destructor runs on a stand-in thread, where every driver
+ * call is CUDA_ERROR_NOT_PERMITTED. hbgmock_user_objects() counts the
+ * objects whose destructor has not returned; hbgmock_calls_begin() /
+ * hbgmock_calls_end(names, max) record the names of the entry points the
+ * calling thread calls, in order; hbgmock_fill_function() is a kernel of
+ * the stand-in's own (no module) setting n words to a value. Events keep the host
  * time at which their stream reached them; cuEventElapsedTime(_v2) is the
  * difference (CUDA_ERROR_NOT_READY before both completed,
  * CUDA_ERROR_INVALID_HANDLE for an event never recorded or created with
@@ -2188,6 +2238,9 @@ MOCK_EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
     cap_invalidate(s->cap);
     s->cap = NULL;
   }
+  for (struct CUevent_st *e = events; e; e = e->next)
+    if (e->cap_s == s) /* a later join through it joins nothing */
+      e->cap_s = NULL;
   n_streams--;
   HBG__SLIST_UNLINK(struct CUstream_st, streams, s);
   pthread_mutex_unlock(&mu);
