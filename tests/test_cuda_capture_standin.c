@@ -12,12 +12,18 @@
  * is missing or lacks an entry point is a failure. */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
+
+extern char **environ;
 
 #include "test.h"
 
@@ -252,6 +258,7 @@ typedef struct env {
   CUevent done; /* recorded outside any capture, completed */
   CUdeviceptr dfree;
   void *pfree, *reg, *unreg;
+  int registered; /* unreg still is */
   void *out;
   CUlinkState link;
   CUmodule mod;
@@ -295,7 +302,7 @@ static CUresult c_register(env *e) {
 static CUresult c_unregister(env *e) {
   CUresult r = p_cuMemHostUnregister(e->unreg);
   if (r == CUDA_SUCCESS)
-    e->unreg = NULL;
+    e->registered = 0;
   return r;
 }
 static CUresult c_modload(env *e) {
@@ -352,6 +359,7 @@ static void env_open(env *e) {
   e->unreg = aligned_alloc(4096, 4096);
   ASSERT(e->reg && e->unreg);
   CK(p_cuMemHostRegister_v2(e->unreg, 4096, 0));
+  e->registered = 1;
 }
 
 static void env_close(env *e) {
@@ -361,7 +369,7 @@ static void env_close(env *e) {
     CK(p_cuMemFree_v2(e->dfree));
   if (e->pfree)
     CK(p_cuMemFreeHost(e->pfree));
-  if (e->unreg)
+  if (e->registered)
     CK(p_cuMemHostUnregister(e->unreg));
   free(e->unreg);
   free(e->reg);
@@ -781,9 +789,43 @@ static void test_calls(void) {
   printf("ok hbgmock_calls_begin/end\n");
 }
 
-int main(void) {
+/* The child: a replay whose pinned source was freed after the capture
+ * must not return. */
+static int dangling(void) {
+  load();
+  CUstream s = stream();
+  CUdeviceptr d = dalloc(64);
+  void *src = palloc(64);
+  CK(p_cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CK(p_cuMemcpyHtoDAsync_v2(d, src, 64, s));
+  CUgraph g;
+  CK(p_cuStreamEndCapture(s, &g));
+  CUgraphExec x;
+  CK(p_cuGraphInstantiateWithFlags(&x, g, 0));
+  CK(p_cuMemFreeHost(src));
+  (void)p_cuGraphLaunch(x, s);
+  (void)p_cuStreamSynchronize(s);
+  printf("the replay of a freed pinned source returned\n");
+  return 0;
+}
+
+static void test_dangling(void) {
+  pid_t pid;
+  char *argv[] = {"test_cuda_capture_standin", "dangling", NULL};
+  ASSERT_EQ(posix_spawn(&pid, "/proc/self/exe", NULL, NULL, argv, environ),
+            0);
+  int ws = 0;
+  ASSERT_EQ(waitpid(pid, &ws, 0), pid);
+  ASSERT(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGABRT);
+  printf("ok a replay from freed pinned memory aborts\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "dangling") == 0)
+    return dangling();
   load();
   long live = mock_live();
+  test_dangling();
   test_copies();
   test_kernel_params();
   test_unsafe();
@@ -800,7 +842,9 @@ int main(void) {
   return 0;
 }
 #else
-int main(void) {
+int main(int argc, char **argv) {
+  (void)argc;
+  (void)argv;
   printf("SKIP: cuda backend not built\n");
   return T_EXIT_SKIP;
 }

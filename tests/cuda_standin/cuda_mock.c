@@ -1369,46 +1369,90 @@ MOCK_EXPORT long hbgmock_defs_validated(void) {
 
 static mcapture *captures; /* active (ended ones are freed) */
 static uint64_t capture_ids;
-/* cuThreadExchangeStreamCaptureMode's mode of the calling thread */
-static _Thread_local CUstreamCaptureMode thread_mode =
-    CU_STREAM_CAPTURE_MODE_GLOBAL;
-/* the calling thread runs a user object's destructor */
-static _Thread_local int in_destructor;
+/* The calling thread's capture state, kept under a pthread key rather
+ * than in _Thread_local variables: more thread-local storage in this
+ * dlopened library moves it out of glibc's static surplus into dynamic
+ * TLS, which LeakSanitizer (gcc 12) crashes scanning at exit. */
+typedef struct mthread {
+  CUstreamCaptureMode mode; /* cuThreadExchangeStreamCaptureMode's */
+  int in_destructor;        /* runs a user object's destructor */
+  const char **calls_v;     /* hbgmock_calls_begin's record, or NULL */
+  size_t calls_n;
+} mthread;
+
+static pthread_key_t mthread_key;
+static pthread_once_t mthread_once = PTHREAD_ONCE_INIT;
+
+static void mthread_free(void *p) {
+  mthread *t = p;
+  free(t->calls_v);
+  free(t);
+}
+
+static void mthread_init(void) {
+  if (pthread_key_create(&mthread_key, mthread_free))
+    abort();
+}
+
+/* The calling thread's state; NULL where it has none and create is 0. */
+static mthread *mthread_get(int create) {
+  pthread_once(&mthread_once, mthread_init);
+  mthread *t = pthread_getspecific(mthread_key);
+  if (!t && create) {
+    t = calloc(1, sizeof *t);
+    if (!t || pthread_setspecific(mthread_key, t))
+      abort();
+    t->mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+  }
+  return t;
+}
+
+static CUstreamCaptureMode thread_mode(void) {
+  mthread *t = mthread_get(0);
+  return t ? t->mode : CU_STREAM_CAPTURE_MODE_GLOBAL;
+}
+
+static int in_destructor(void) {
+  mthread *t = mthread_get(0);
+  return t && t->in_destructor;
+}
 
 /* hbgmock_calls_begin / _end: the calling thread's record of entry points */
 #define CALLS_MAX 65536
-static _Thread_local const char **calls_v;
-static _Thread_local size_t calls_n;
 
 static void calls_note(const char *name) {
-  if (calls_v && calls_n < CALLS_MAX)
-    calls_v[calls_n] = name;
-  if (calls_v)
-    calls_n++;
+  mthread *t = mthread_get(0);
+  if (!t || !t->calls_v)
+    return;
+  if (t->calls_n < CALLS_MAX)
+    t->calls_v[t->calls_n] = name;
+  t->calls_n++;
 }
 
 /* Start recording, for the calling thread only, the name of every driver
  * entry point it calls (a new record: an earlier one is dropped). */
 MOCK_EXPORT void hbgmock_calls_begin(void) {
-  if (!calls_v)
-    calls_v = malloc(CALLS_MAX * sizeof *calls_v);
-  if (!calls_v)
+  mthread *t = mthread_get(1);
+  if (!t->calls_v)
+    t->calls_v = malloc(CALLS_MAX * sizeof *t->calls_v);
+  if (!t->calls_v)
     abort();
-  calls_n = 0;
+  t->calls_n = 0;
 }
 
 /* Stop recording: @return how many calls were recorded since
  * hbgmock_calls_begin (0 without one); names[0..min(max, that)) get their
  * names (static strings) in call order. */
 MOCK_EXPORT size_t hbgmock_calls_end(const char **names, size_t max) {
-  if (!calls_v)
+  mthread *t = mthread_get(0);
+  if (!t || !t->calls_v)
     return 0;
-  size_t n = calls_n;
+  size_t n = t->calls_n;
   for (size_t i = 0; i < n && i < max && i < CALLS_MAX; i++)
-    names[i] = calls_v[i];
-  free(calls_v);
-  calls_v = NULL;
-  calls_n = 0;
+    names[i] = t->calls_v[i];
+  free(t->calls_v);
+  t->calls_v = NULL;
+  t->calls_n = 0;
   return n;
 }
 
@@ -1421,7 +1465,7 @@ static void cap_invalidate(mcapture *c) { c->invalid = 1; }
  * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, invalidating every capture it
  * conflicts with, or CUDA_SUCCESS. mu held. */
 static CUresult unsafe_locked(void) {
-  if (thread_mode == CU_STREAM_CAPTURE_MODE_RELAXED)
+  if (thread_mode() == CU_STREAM_CAPTURE_MODE_RELAXED)
     return CUDA_SUCCESS;
   CUresult r = CUDA_SUCCESS;
   for (mcapture *c = captures; c; c = c->next)
@@ -1519,9 +1563,10 @@ static void *dtor_main(void *arg) {
     if (!dtor_head)
       dtor_tail = NULL;
     pthread_mutex_unlock(&mu);
-    in_destructor = 1;
+    mthread *t = mthread_get(1);
+    t->in_destructor = 1;
     o->destroy(o->ptr);
-    in_destructor = 0;
+    t->in_destructor = 0;
     free(o);
     pthread_mutex_lock(&mu);
     n_uobjs--;
@@ -1707,7 +1752,7 @@ static CUresult injected(const char *name) {
  * when armed (hbgmock_fail), refused before cuInit. */
 static CUresult enter(const char *name) {
   calls_note(name);
-  if (in_destructor)
+  if (in_destructor())
     return CUDA_ERROR_NOT_PERMITTED;
   CUresult r = injected(name);
   if (r != CUDA_SUCCESS)
@@ -1835,7 +1880,7 @@ MOCK_EXPORT CUresult cuGetErrorString(CUresult e, const char **str) {
 
 MOCK_EXPORT CUresult cuInit(unsigned int flags) {
   calls_note("cuInit");
-  if (in_destructor)
+  if (in_destructor())
     return CUDA_ERROR_NOT_PERMITTED;
   CUresult r = injected("cuInit");
   if (r != CUDA_SUCCESS)
@@ -1850,7 +1895,7 @@ MOCK_EXPORT CUresult cuInit(unsigned int flags) {
 
 MOCK_EXPORT CUresult cuDriverGetVersion(int *v) {
   calls_note("cuDriverGetVersion");
-  if (in_destructor)
+  if (in_destructor())
     return CUDA_ERROR_NOT_PERMITTED;
   CUresult r = injected("cuDriverGetVersion");
   if (r != CUDA_SUCCESS)
@@ -3801,8 +3846,9 @@ MOCK_EXPORT CUresult cuThreadExchangeStreamCaptureMode(
                 *mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
                 *mode != CU_STREAM_CAPTURE_MODE_RELAXED))
     return CUDA_ERROR_INVALID_VALUE;
-  CUstreamCaptureMode old = thread_mode;
-  thread_mode = *mode;
+  mthread *t = mthread_get(1);
+  CUstreamCaptureMode old = t->mode;
+  t->mode = *mode;
   *mode = old;
   return CUDA_SUCCESS;
 }
@@ -3943,6 +3989,13 @@ static CUresult replay(struct CUgraphExec_st *x, struct CUstream_st *s) {
         return r;
       last = s->tail;
       continue;
+    }
+    if (nd->pinned && !host_find(nd->host, nd->n)) {
+      fprintf(stderr, "cuda stand-in: a graph replay copies %zu bytes at "
+                      "%p, pinned host memory when the copy was captured "
+                      "and no longer pinned (freed or unregistered)\n",
+              nd->n, nd->host);
+      abort();
     }
     op *o = calloc(1, sizeof *o);
     if (!o)
