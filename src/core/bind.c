@@ -1184,8 +1184,8 @@ void hbg_bind_end(hbg_bind *b) {
      * again before it reclaims). */
     if (b->win_flushed && hbg__slot_drain(rt, s) < 0)
       s->undrained = 1;
-    else
-      hbg__slot_reclaim(rt, s);
+    else if (!hbg_dev_capturing(rt->dev, NULL))
+      hbg__slot_reclaim(rt, s); /* else the next begin reclaims */
   }
   /* Host staging of a launched bind was fully copied before launch (sync
    * copies, or a queue sync after the async chunks), so it can go now;

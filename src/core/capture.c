@@ -11,7 +11,8 @@
  * the copy of the window and the executor's launch become nodes of the
  * caller's graph, and the copy node reads its pinned source at every
  * replay. So a captured bind's window (the slot's pinned arena, which
- * holds it), its device window and its status word leave the slot and
+ * holds it), its device window, its heap block (inner tensors) and its
+ * status word leave the slot and
  * become the capture's snapshot: immutable, owned by the graph (the
  * backend's capture_retain: a user object on cuda), freed once the graph
  * and every instance of it are gone. The slot makes new ones at its next
@@ -38,6 +39,7 @@ struct hbg__snapshot {
   void *arena;            /* pinned host window (the slot's arena) */
   hbg_devptr win_dev;     /* device window */
   hbg_devptr status_dev;  /* status word the replays write */
+  hbg_devptr heap_dev;    /* the slot's heap: the graphs' inner tensors */
   uint64_t capture_id;
   struct hbg__snapshot *next;
 };
@@ -95,6 +97,7 @@ static void snapshot_free(hbg_runtime *rt, hbg__snapshot *sn) {
   hbg__host_release(rt, sn->arena, "captured window (pinned)");
   hbg__mem_release(rt, sn->win_dev, "captured window");
   hbg__mem_release(rt, sn->status_dev, "captured status word");
+  hbg__mem_release(rt, sn->heap_dev, "captured heap block");
   free(sn);
 }
 
@@ -225,6 +228,12 @@ int hbg__capture_begin_check(hbg_runtime *rt, hbg__slot *s) {
   uint64_t id = 0;
   if (!hbg_dev_capturing(rt->dev, &id))
     return 0;
+  if (rt->ops != &hbg__policy_coalesced) {
+    hbg__error_set("hbg_bind_begin: a capture (%llu) is running and the "
+                   "policy is %s: only coalesced binds can be captured",
+                   (unsigned long long)id, rt->ops->name);
+    return HBG_E_CAPTURING;
+  }
   if (s->in_flight) {
     hbg__error_set("hbg_bind_begin: pipeline slot %u still holds bind %llu, "
                    "launched before the capture (%llu) and not waited for: "
@@ -243,12 +252,6 @@ int hbg__capture_begin_check(hbg_runtime *rt, hbg__slot *s) {
                    s->index, rt->depth);
     return HBG_E_CAPTURING;
   }
-  if (rt->ops != &hbg__policy_coalesced) {
-    hbg__error_set("hbg_bind_begin: a capture (%llu) is running and the "
-                   "policy is %s: only coalesced binds can be captured",
-                   (unsigned long long)id, rt->ops->name);
-    return HBG_E_CAPTURING;
-  }
   return 1;
 }
 
@@ -262,6 +265,10 @@ int hbg__capture_launch(hbg_bind *b, hbg_dev_queue *lq, uint64_t id) {
   else if (!b->win.pinned)
     why = "the bind's window outgrew the pinned arena (raise arena_bytes, "
           "or run the step once before capturing: the arena grows to it)";
+  else if (s->n_heap_extra)
+    why = "its inner tensors outgrew the slot's heap block (run the step "
+          "2 x pipeline_depth times before capturing: a slot's heap grows "
+          "at its next bind)";
   else if (b->win_flushed)
     why = "coalesce_chunk_bytes started copies of the window before the "
           "launch (set it to 0 for captured binds)";
@@ -288,6 +295,7 @@ int hbg__capture_launch(hbg_bind *b, hbg_dev_queue *lq, uint64_t id) {
                         .arena = s->arena.base,
                         .win_dev = s->win_dev,
                         .status_dev = s->status_dev,
+                        .heap_dev = s->heap_dev,
                         .capture_id = id};
   /* The graph owns the snapshot from here: on failure below the nodes
    * already captured still name its memory, so it is never reused. */
@@ -314,6 +322,8 @@ int hbg__capture_launch(hbg_bind *b, hbg_dev_queue *lq, uint64_t id) {
   s->win_dev = 0;
   s->win_cap = 0;
   s->status_dev = 0;
+  s->heap_dev = 0;
+  s->heap_cap = 0;
   rc = hbg_dev_copy_h2d_async(rt->dev, lq, sn->win_dev, b->win.p,
                               (size_t)b->win.len);
   if (rc == 0) {
