@@ -60,8 +60,9 @@ static inline void pp_create(pp *w, hbg_runtime *rt, int sim) {
   ASSERT_OK(hbg_buffer_write(rt, w->c24, c, N * 4));
 }
 
-/* Bind k: P[(k+1) % 2] = P[k % 2] + 24, behind the gate task if gated. */
-static inline hbg_bind *pp_launch(pp *w, uint32_t k, int gated) {
+/* Bind k, orchestrated and not launched: P[(k+1) % 2] = P[k % 2] + 24,
+ * behind the gate task if gated. */
+static inline hbg_bind *pp_submit(pp *w, uint32_t k, int gated) {
   hbg_bind *b = NULL;
   ASSERT_OK(hbg_bind_begin(w->rt, &b));
   uint32_t dims[1] = {N};
@@ -84,6 +85,12 @@ static inline hbg_bind *pp_launch(pp *w, uint32_t k, int gated) {
                         .n_deps = n_deps, .deps = &gate_id,
                         .record = pp_record, .user = w};
   ASSERT_OK(hbg_submit_graph(b, &g, NULL));
+  return b;
+}
+
+/* Bind k, launched on the runtime's own queue. */
+static inline hbg_bind *pp_launch(pp *w, uint32_t k, int gated) {
+  hbg_bind *b = pp_submit(w, k, gated);
   ASSERT_OK(hbg_bind_launch(b));
   return b;
 }

@@ -95,6 +95,7 @@ HBG_API const char *hbg_version_string(void);
   X(KERNEL, -20, "unknown kernel or bad kernel arguments")                    \
   X(BUSY, -21, "resource still in use")                                       \
   X(TIMEOUT, -22, "the device did not finish within its deadline")            \
+  X(CAPTURING, -23, "not allowed while a queue hbg launched on is captured")  \
   X(IMG_TRUNCATED, -32, "image truncated")                                    \
   X(IMG_MAGIC, -33, "bad image magic")                                        \
   X(IMG_VERSION, -34, "unsupported image version")                            \
@@ -827,6 +828,50 @@ HBG_API int hbg_record_pad(hbg_recorder *rec, uint32_t def_size);
  * the completion event and draining fail: then it ran with an unknown
  * outcome and the error is latched). */
 HBG_API int hbg_bind_launch(hbg_bind *b);
+
+/* Launch b on a queue the caller owns, instead of the runtime's own: on
+ * cuda a CUstream of the device's context (for example PyTorch's current
+ * stream), on the sim a queue the caller made with hbg_dev_queue_create
+ * on hbg_runtime_device(rt) (hbg_device.h). The bind runs after the work
+ * the caller queued on that stream before this call, and the caller's work
+ * queued after it sees its results; binds of the runtime still run in
+ * launch order (the stream waits, on the device, for the bind launched
+ * before when that one went to another queue). hbg never creates,
+ * synchronises or destroys the caller's stream: it wraps it at the first
+ * launch (which prepares per-stream state: on cuda exec=device the
+ * executor's scratch block, device memory) and keeps the wrapper until
+ * hbg_runtime_stream_forget or hbg_runtime_destroy. Under the coalesced
+ * policy with coalesce_chunk_bytes 0, the launch makes no allocation, no
+ * synchronisation, no query and no module load: one async copy of the
+ * window from the pinned arena, the executor's launch, and event records.
+ *
+ * Capture. When the caller is capturing the stream (cuStreamBeginCapture),
+ * nothing runs now: the window copy and the executor's launch are recorded
+ * into the caller's graph, and every replay of the graph runs the bind as
+ * it was orchestrated, reading the caller's tensors as they are then. The
+ * bind's staging (its pinned window, device window and status word) goes
+ * to the graph, which frees it when the graph and its instances are
+ * destroyed; hbg_bind_wait on a captured bind returns 0 at once. Only the
+ * coalesced policy captures (others: HBG_E_CAPTURING). While a capture on
+ * a stream hbg launched on runs, every call that would allocate, free,
+ * copy synchronously, wait or query returns HBG_E_CAPTURING before it
+ * touches the driver, so the capture stays valid: wait for earlier binds
+ * before capturing, launch once on the stream before capturing on it, and
+ * capture at most pipeline_depth binds per capture. docs/INTEROP.md has
+ * the rules.
+ * @return as hbg_bind_launch, plus HBG_E_INVAL (stream NULL, or not a
+ * queue of the device), HBG_E_LIMIT (HBG_DEV_BORROWED_MAX streams in use),
+ * HBG_E_UNSUPPORTED (a backend that cannot borrow queues), HBG_E_CAPTURING
+ * (the capture cannot take this bind, named in hbg_last_error(); nothing
+ * was launched and the bind stays open, or the capture was invalidated
+ * before). */
+HBG_API int hbg_bind_launch_on(hbg_bind *b, void *stream);
+
+/* Forget a stream hbg_bind_launch_on wrapped (after waiting for the binds
+ * launched on it), before the caller destroys it.
+ * @return 0, HBG_E_NOTFOUND (never launched on, or forgotten already),
+ * HBG_E_INVAL, or the wait's error (the stream stays known). */
+HBG_API int hbg_runtime_stream_forget(hbg_runtime *rt, void *stream);
 
 /* Wait for a launched bind to complete and collect the device status.
  * @return 0, the device-side error (e.g. HBG_E_IMG_HASH, HBG_E_KERNEL,

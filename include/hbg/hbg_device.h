@@ -51,7 +51,14 @@ typedef struct hbg_dev_caps {
 /* hbg_dev_launch_desc.flags */
 enum {
   HBG_DEV_LAUNCH_SIZED = 1u << 0,       /* the sizing fields are filled */
-  HBG_DEV_LAUNCH_SIZED_IMAGES = 1u << 1 /* and the images' (def_bytes on) */
+  HBG_DEV_LAUNCH_SIZED_IMAGES = 1u << 1, /* and the images' (def_bytes on) */
+  HBG_DEV_LAUNCH_CAPTURED = 1u << 2 /* q is being captured: the launch is
+                                       replayed later, any number of times,
+                                       with these very arguments; a backend
+                                       that keeps state across launches
+                                       must make each replay start from a
+                                       state it can run from, or refuse
+                                       (HBG_E_CAPTURING) */
 };
 
 /* Launch descriptor: the task window the device executes (or verifies).
@@ -219,7 +226,11 @@ typedef struct hbg_dev_stats {
   X(EVENT_ELAPSED, event_elapsed)                                              \
   X(QUEUE_WAIT_EVENT, queue_wait_event)                                        \
   X(MEM_IMPORT, mem_import)                                                    \
-  X(MEM_UNIMPORT, mem_unimport)
+  X(MEM_UNIMPORT, mem_unimport)                                                \
+  X(QUEUE_BORROW, queue_borrow)                                                \
+  X(QUEUE_UNBORROW, queue_unborrow)                                            \
+  X(QUEUE_CAPTURE, queue_capture)                                              \
+  X(CAPTURE_RETAIN, capture_retain)
 
 typedef enum hbg_dev_op {
 #define HBG__DEV_OP_ENUM(up, low) HBG_DEV_OP_##up,
@@ -320,7 +331,36 @@ typedef struct hbg_dev_ops {
    * have completed. Optional, with mem_import.
    * @return 0, or HBG_E_INVAL (p is not the start of a live import). */
   int (*mem_unimport)(hbg_device *dev, hbg_devptr p);
+
+  /* ---- queues the caller owns, and stream capture (all optional) ---- */
+
+  /* Wrap a queue the caller created, for launches and copies through the
+   * ops above: on cuda a CUstream, on the sim one of the device's own
+   * queues (hbg_dev_queue_create). The wrapper never creates,
+   * synchronises or destroys the caller's queue. */
+  int (*queue_borrow)(hbg_device *dev, void *native, hbg_dev_queue **out);
+  /* Forget a wrapper of queue_borrow; the caller's queue is untouched.
+   * Work hbg launched through it must have completed. */
+  int (*queue_unborrow)(hbg_device *dev, hbg_dev_queue *q);
+  /* Whether the caller is capturing q into a graph (cuStreamBeginCapture):
+   * *state HBG_DEV_CAPTURE_*, *id the capture's process-unique id (0 when
+   * none). Makes no call a capture forbids. NULL: queues are never
+   * captured. */
+  int (*queue_capture)(hbg_device *dev, hbg_dev_queue *q, uint32_t *state,
+                       uint64_t *id);
+  /* Tie ptr to the graph q is being captured into: destroy(ptr) runs once,
+   * when that graph and every instance of it are gone, on any thread; it
+   * must not call the device. */
+  int (*capture_retain)(hbg_device *dev, hbg_dev_queue *q, void *ptr,
+                        void (*destroy)(void *ptr));
 } hbg_dev_ops;
+
+/* queue_capture's *state. */
+enum {
+  HBG_DEV_CAPTURE_NONE = 0,
+  HBG_DEV_CAPTURE_ACTIVE = 1,
+  HBG_DEV_CAPTURE_INVALIDATED = 2
+};
 
 /* struct_size of an ops table built against the first version of this
  * header (it ends after launch); the smallest hbg_device_open_ops takes. */
@@ -431,6 +471,26 @@ HBG_API int hbg_dev_mem_import(hbg_device *dev, uint64_t addr, size_t bytes,
  * none. A failure is counted like a failed release
  * (hbg_dev_stats.free_failures). */
 HBG_API int hbg_dev_mem_unimport(hbg_device *dev, hbg_devptr p);
+
+/* Queues the caller owns (the ops of the same names). A device keeps at
+ * most HBG_DEV_BORROWED_MAX borrowed queues at once (HBG_E_LIMIT past it).
+ * While the caller captures one of them, the dispatch functions of calls
+ * a capture forbids (allocations, frees, synchronous copies, queue and
+ * event waits and queries) return HBG_E_CAPTURING before they reach the
+ * backend, so that the caller's capture stays valid.
+ * @return as the op; HBG_E_UNSUPPORTED where the backend has none. */
+#define HBG_DEV_BORROWED_MAX 16
+HBG_API int hbg_dev_queue_borrow(hbg_device *dev, void *native,
+                                 hbg_dev_queue **out);
+HBG_API int hbg_dev_queue_unborrow(hbg_device *dev, hbg_dev_queue *q);
+/* A device without queue_capture reports HBG_DEV_CAPTURE_NONE. */
+HBG_API int hbg_dev_queue_capture(hbg_device *dev, hbg_dev_queue *q,
+                                  uint32_t *state, uint64_t *id);
+HBG_API int hbg_dev_capture_retain(hbg_device *dev, hbg_dev_queue *q,
+                                   void *ptr, void (*destroy)(void *ptr));
+/* @return 1 when a borrowed queue of dev is being captured (its state not
+ * HBG_DEV_CAPTURE_NONE), else 0; *id that capture's id. */
+HBG_API int hbg_dev_capturing(hbg_device *dev, uint64_t *id);
 
 /* ---- fault injection ---- */
 

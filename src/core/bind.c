@@ -18,7 +18,7 @@
 
 /* ---------------- helpers ---------------- */
 
-static int latch(hbg_bind *b, int rc) {
+int hbg__latch(hbg_bind *b, int rc) {
   if (!b->fatal)
     b->fatal = rc;
   b->st.fatal = b->fatal;
@@ -331,6 +331,7 @@ void hbg__bind_reset(hbg_bind *b) {
   b->sz_def_bytes = b->sz_defs = b->sz_btensors = b->sz_bscalars = 0;
   b->bulk_len = 0;
   b->fatal = 0;
+  b->captured = 0;
   b->err_entry = HBG_TASK_NONE;
   b->err_node = HBG_TASK_NONE;
   b->nested_upload_ns = 0;
@@ -386,6 +387,20 @@ int hbg_bind_begin(hbg_runtime *rt, hbg_bind **out) {
   HBG__RETURN_IF(rt->recording, HBG_E_NESTED);
   hbg__slot *s = &rt->slots[rt->next_slot];
   HBG__RETURN_IF(s->bind.state != HBG__BIND_IDLE, HBG_E_STATE);
+  /* While the caller captures a queue hbg launched on, nothing may wait,
+   * allocate or free: a slot must be idle and keep what it has. */
+  int capturing = hbg__capture_begin_check(rt, s);
+  if (capturing < 0)
+    return capturing;
+  if (!capturing && !s->status_dev) {
+    /* The slot's staging went to a captured bind: make it anew. */
+    HBG__TRY(hbg__status_word_new(rt, s));
+    if (rt->ops->arena && !s->arena.base)
+      s->arena.high_water = HBG__MAX(s->arena.high_water,
+                                     rt->cfg.arena_bytes);
+  }
+  if (!capturing)
+    hbg__captures_reap(rt);
   if (s->in_flight) {
     /* Reuse waits on that bind's completion event. */
     HBG__TRY(hbg_dev_event_wait(rt->dev, s->done));
@@ -397,7 +412,12 @@ int hbg_bind_begin(hbg_runtime *rt, hbg_bind **out) {
   }
   hbg_bind *b = &s->bind;
   hbg__bind_reset(b);
-  HBG__TRY(hbg__slot_reclaim(rt, s));
+  if (capturing) {
+    s->arena.used = 0;
+    s->arena.high_water = 0;
+  } else {
+    HBG__TRY(hbg__slot_reclaim(rt, s));
+  }
   if (rt->ops->begin)
     HBG__TRY(rt->ops->begin(b));
   rt->next_slot = (rt->next_slot + 1) % rt->depth;
@@ -493,7 +513,7 @@ int hbg_submit_task(hbg_bind *b, const hbg_task *t, hbg_task_id *out) {
   if (out)
     *out = b->n_tasks - 1;
   int rc = b->rt->ops->published ? b->rt->ops->published(b, NULL) : 0;
-  return rc < 0 ? latch(b, rc) : 0;
+  return rc < 0 ? hbg__latch(b, rc) : 0;
 }
 
 /* ---------------- graph submissions ---------------- */
@@ -720,7 +740,7 @@ int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
   rc = hbg__sub_write(st.host, st.sub_size, def, fk, st.occurrence,
                       g->tensors, g->scalars, (int)ops->inline_def);
   if (rc < 0)
-    return latch(b, rc);
+    return hbg__latch(b, rc);
   if (ops->inline_def) {
     uint32_t def_off = ((const hbg_sub_hdr *)st.host)->off_def;
     if (pend) {
@@ -761,7 +781,7 @@ int hbg_submit_graph(hbg_bind *b, const hbg_graph_submit *g,
   if (out)
     *out = b->n_tasks - 1;
   rc = ops->published ? ops->published(b, &st) : 0;
-  return rc < 0 ? latch(b, rc) : 0;
+  return rc < 0 ? hbg__latch(b, rc) : 0;
 
 err_stage:
   stage_undo(b, &st);
@@ -772,9 +792,8 @@ err_claim:
 
 /* ---------------- launch / wait / end ---------------- */
 
-static int upload_window(hbg_bind *b) {
-  hbg_runtime *rt = b->rt;
-  hbg__slot *s = b->slot;
+/* The window's index and header, and a device window that holds it. */
+int hbg__finish_window(hbg_bind *b) {
   uint64_t idx_bytes = HBG__ALIGN_UP((uint64_t)b->n_tasks * 4, WIN_ALIGN);
   int64_t off = win_append(b, idx_bytes ? idx_bytes : WIN_ALIGN);
   if (off < 0)
@@ -788,7 +807,30 @@ static int upload_window(hbg_bind *b) {
   h->n_tasks = b->n_tasks;
   h->off_index = (uint32_t)off;
   h->bind_seq = b->seq;
-  HBG__TRY(hbg__win_dev_ensure(b, b->win.len));
+  return hbg__win_dev_ensure(b, b->win.len);
+}
+
+/* Upload the finished window. On a queue the caller lent (lq non-NULL), a
+ * window in the pinned arena with nothing of it copied yet goes in one
+ * async copy on that queue, ahead of the launch: no synchronisation. */
+static int upload_window(hbg_bind *b, hbg_dev_queue *lq) {
+  hbg_runtime *rt = b->rt;
+  hbg__slot *s = b->slot;
+  HBG__TRY(hbg__finish_window(b));
+  if (lq && b->win.pinned && !b->win_flushed) {
+    uint64_t t0 = hbg__rt_now(rt);
+    HBG__TRY(hbg_dev_copy_h2d_async(rt->dev, lq, s->win_dev, b->win.p,
+                                    (size_t)b->win.len));
+    hbg__trace(rt, HBG_TRACK_UPLOAD, "window", t0, hbg__rt_now(rt),
+               b->win.len, b->seq);
+    b->st.window.bytes += b->win.len;
+    b->st.window.copies++;
+    b->st.h2d_bytes += b->win.len;
+    b->st.h2d_copies++;
+    /* The arena is read by the copy until the bind completes: it is
+     * reclaimed only after the completion event (hbg_bind_begin). */
+    return 0;
+  }
   if (b->win_flushed) {
     /* The tail, then the header, after the chunks already on the queue. */
     uint64_t t0 = hbg__rt_now(rt);
@@ -896,18 +938,18 @@ static void collect(hbg_bind *b) {
   }
 }
 
-/* Binds of one runtime run on the device in launch order: b's queue waits
- * for the previously launched bind's completion event, on the device
- * (queue_wait_event), or on the host where the backend has no such op.
- * That bind was itself ordered after the one before, so one wait orders b
- * after all of them. @return 0, or the error (nothing launched). */
-static int order_after_previous(hbg_bind *b) {
+/* Binds of one runtime run on the device in launch order: b's queue lq
+ * waits for the previously launched bind's completion event, on the
+ * device (queue_wait_event), or on the host where the backend has no such
+ * op. That bind was itself ordered after the one before, so one wait
+ * orders b after all of them. @return 0, or the error (nothing launched). */
+static int order_after_previous(hbg_bind *b, hbg_dev_queue *lq) {
   hbg_runtime *rt = b->rt;
-  hbg__slot *s = b->slot, *p = rt->last_launched;
-  if (!p || p == s || !p->in_flight)
+  hbg__slot *p = rt->last_launched;
+  if (!p || !p->in_flight || p->last_q == lq)
     return 0; /* same queue (in order already), or known complete */
   const char *how = "queue_wait_event";
-  int rc = hbg_dev_queue_wait_event(rt->dev, s->q, p->done);
+  int rc = hbg_dev_queue_wait_event(rt->dev, lq, p->done);
   if (rc == HBG_E_UNSUPPORTED) {
     how = "event_wait (the device has no queue_wait_event)";
     rc = hbg_dev_event_wait(rt->dev, p->done);
@@ -922,16 +964,27 @@ static int order_after_previous(hbg_bind *b) {
   return rc;
 }
 
-int hbg_bind_launch(hbg_bind *b) {
-  hbg__error_clear();
-  HBG__RETURN_IF(!b, HBG_E_INVAL);
-  HBG__GUARD(b->rt, "hbg_bind_launch");
-  HBG__RETURN_IF(b->rt->recording, HBG_E_NESTED);
-  HBG__RETURN_IF(b->state != HBG__BIND_OPEN, HBG_E_STATE);
-  if (b->fatal)
-    return HBG_E_FATAL;
+void hbg__launch_desc(const hbg_bind *b, hbg_devptr window, hbg_devptr status,
+                      hbg_dev_launch_desc *d) {
+  *d = (hbg_dev_launch_desc){.struct_size = sizeof *d,
+                             .flags = HBG_DEV_LAUNCH_SIZED |
+                                      HBG_DEV_LAUNCH_SIZED_IMAGES,
+                             .window = window,
+                             .window_bytes = b->win.len,
+                             .status = status,
+                             .n_tasks = b->n_tasks,
+                             .n_deps = b->sz_deps,
+                             .n_nodes = b->sz_nodes,
+                             .kernel_scratch = b->sz_kscr,
+                             .def_bytes = b->sz_def_bytes,
+                             .n_defs = b->sz_defs,
+                             .n_btensors = b->sz_btensors,
+                             .n_bscalars = b->sz_bscalars};
+}
+
+/* Orchestration is over: time it, and give the policy its launch hook. */
+int hbg__launch_begin(hbg_bind *b) {
   hbg_runtime *rt = b->rt;
-  hbg__slot *s = b->slot;
   if (rt->ops->orchestrated)
     rt->ops->orchestrated(b);
   uint64_t t0 = hbg__rt_now(rt);
@@ -940,75 +993,115 @@ int hbg_bind_launch(hbg_bind *b) {
   b->st.host_orch_ns = orch > b->nested_upload_ns ? orch - b->nested_upload_ns
                                                   : 0;
   hbg__trace(rt, HBG_TRACK_ORCH, "orchestrate", b->t_begin, t0, 0, b->seq);
-
   int rc = rt->ops->launch ? rt->ops->launch(b) : 0;
-  uint64_t t1 = hbg__rt_now(rt);
-  b->st.graph_upload_ns += t1 - t0;
-  if (rc < 0)
-    return latch(b, rc);
-  rc = upload_window(b);
-  uint64_t t2 = hbg__rt_now(rt);
-  b->st.window_upload_ns += t2 - t1;
-  if (rc < 0)
-    return latch(b, rc);
+  b->st.graph_upload_ns += hbg__rt_now(rt) - t0;
+  return rc;
+}
+
+void hbg__launch_counted(hbg_bind *b) {
   /* Submissions inside the window travel in its copy; count their bytes as
    * graph bytes so the policies compare like for like. */
   b->st.window.bytes -= b->sub_bytes;
   b->st.graph.bytes += b->sub_bytes;
-
   b->st.control_plane_ns =
       b->st.host_orch_ns + b->st.graph_upload_ns + b->st.window_upload_ns;
   b->st.n_tasks = b->n_tasks;
-  b->st.arena_high_water = s->arena.high_water;
+  b->st.arena_high_water = b->slot->arena.high_water;
+}
+
+/* Launch b on lq: the slot's own queue, or one the caller lent
+ * (hbg_bind_launch_on: lent set). */
+static int launch_on(hbg_bind *b, hbg_dev_queue *lq, int lent) {
+  hbg_runtime *rt = b->rt;
+  hbg__slot *s = b->slot;
+  int rc = hbg__launch_begin(b);
+  if (rc < 0)
+    return hbg__latch(b, rc);
+  uint64_t t1 = hbg__rt_now(rt);
+  rc = upload_window(b, lent ? lq : NULL);
+  b->st.window_upload_ns += hbg__rt_now(rt) - t1;
+  if (rc < 0)
+    return hbg__latch(b, rc);
+  hbg__launch_counted(b);
   if (rt->cfg.flags & HBG_CFG_NO_LAUNCH) {
     b->state = HBG__BIND_LAUNCHED;
     b->t_launch_start = hbg__rt_now(rt);
     return 0;
   }
-  hbg_dev_launch_desc d = {.struct_size = sizeof d,
-                           .flags = HBG_DEV_LAUNCH_SIZED |
-                                    HBG_DEV_LAUNCH_SIZED_IMAGES,
-                           .window = s->win_dev,
-                           .window_bytes = b->win.len,
-                           .status = s->status_dev,
-                           .n_tasks = b->n_tasks,
-                           .n_deps = b->sz_deps,
-                           .n_nodes = b->sz_nodes,
-                           .kernel_scratch = b->sz_kscr,
-                           .def_bytes = b->sz_def_bytes,
-                           .n_defs = b->sz_defs,
-                           .n_btensors = b->sz_btensors,
-                           .n_bscalars = b->sz_bscalars};
+  hbg_dev_launch_desc d;
+  hbg__launch_desc(b, s->win_dev, s->status_dev, &d);
   b->t_launch_start = hbg__rt_now(rt);
-  rc = order_after_previous(b);
+  rc = order_after_previous(b, lq);
   if (rc < 0)
-    return latch(b, rc);
+    return hbg__latch(b, rc);
   /* The start event, taken after t_launch_start so that device_ns never
    * exceeds exec_ns on a device whose clock is the host's, and after the
    * wait so that it times this bind alone. A start event that cannot be
    * recorded only leaves this bind untimed. */
-  int timed = s->start && hbg_dev_event_record(rt->dev, s->start, s->q) == 0;
-  rc = hbg_dev_launch(rt->dev, s->q, &d);
+  int timed = s->start && hbg_dev_event_record(rt->dev, s->start, lq) == 0;
+  rc = hbg_dev_launch(rt->dev, lq, &d);
   if (rc < 0)
-    return latch(b, rc);
+    return hbg__latch(b, rc);
   b->state = HBG__BIND_LAUNCHED;
   s->in_flight = 1;
+  s->last_q = lq;
   rt->last_launched = s;
-  rc = hbg_dev_event_record(rt->dev, s->done, s->q);
+  rc = hbg_dev_event_record(rt->dev, s->done, lq);
   s->timed = timed && rc == 0;
   if (rc < 0) {
     /* Launched but untracked. The bind runs whatever we return, so it is
      * not reported as failed (a caller retrying it would run it twice):
      * drain the queue instead and collect it now. Only when the drain
      * fails too is its outcome unknown, and latched. */
-    rc = hbg_dev_queue_sync(rt->dev, s->q);
+    rc = hbg_dev_queue_sync(rt->dev, lq);
     if (rc < 0) {
       s->in_flight = 0;
-      return latch(b, rc);
+      return hbg__latch(b, rc);
     }
     collect(b);
   }
   return 0;
+}
+
+static int launch_check(const hbg_bind *b) {
+  HBG__RETURN_IF(b->rt->recording, HBG_E_NESTED);
+  HBG__RETURN_IF(b->state != HBG__BIND_OPEN, HBG_E_STATE);
+  return b->fatal ? HBG_E_FATAL : 0;
+}
+
+int hbg_bind_launch(hbg_bind *b) {
+  hbg__error_clear();
+  HBG__RETURN_IF(!b, HBG_E_INVAL);
+  HBG__GUARD(b->rt, "hbg_bind_launch");
+  HBG__TRY(launch_check(b));
+  return launch_on(b, b->slot->q, 0);
+}
+
+int hbg_bind_launch_on(hbg_bind *b, void *stream) {
+  hbg__error_clear();
+  HBG__RETURN_IF(!b, HBG_E_INVAL);
+  HBG__GUARD(b->rt, "hbg_bind_launch_on");
+  HBG__TRY(launch_check(b));
+  if (!stream) {
+    hbg__error_set("hbg_bind_launch_on: stream is NULL (hbg_bind_launch "
+                   "launches on the runtime's own queue)");
+    return HBG_E_INVAL;
+  }
+  hbg_dev_queue *lq = NULL;
+  HBG__TRY(hbg__borrowed_queue(b->rt, stream, &lq));
+  uint32_t state = HBG_DEV_CAPTURE_NONE;
+  uint64_t id = 0;
+  HBG__TRY(hbg_dev_queue_capture(b->rt->dev, lq, &state, &id));
+  if (state == HBG_DEV_CAPTURE_INVALIDATED) {
+    hbg__error_set("hbg_bind_launch_on: the caller's capture on stream %p "
+                   "(capture %llu) was invalidated by an earlier call; "
+                   "nothing was launched",
+                   stream, (unsigned long long)id);
+    return HBG_E_CAPTURING;
+  }
+  if (state == HBG_DEV_CAPTURE_ACTIVE)
+    return hbg__capture_launch(b, lq, id);
+  return launch_on(b, lq, 1);
 }
 
 int hbg_bind_wait(hbg_bind *b) {
@@ -1091,8 +1184,8 @@ void hbg_bind_end(hbg_bind *b) {
      * again before it reclaims). */
     if (b->win_flushed && hbg__slot_drain(rt, s) < 0)
       s->undrained = 1;
-    else
-      hbg__slot_reclaim(rt, s);
+    else if (!hbg_dev_capturing(rt->dev, NULL))
+      hbg__slot_reclaim(rt, s); /* else the next begin reclaims */
   }
   /* Host staging of a launched bind was fully copied before launch (sync
    * copies, or a queue sync after the async chunks), so it can go now;

@@ -76,6 +76,10 @@ static uint64_t busy_slots(const hbg_runtime *rt) {
 /* Free every retired buffer no slot may read any more. A buffer whose free
  * fails is dropped too: it may be gone, so it is never freed again. */
 static void retired_sweep(hbg_runtime *rt) {
+  /* A captured graph's window may name any of them (a resident
+   * Definition): kept while one lives. */
+  if (hbg__captures_live(rt))
+    return;
   for (uint32_t i = 0; i < rt->n_retired;) {
     hbg__retired *r = &rt->retired[i];
     if (!r->slots) {

@@ -189,6 +189,8 @@ typedef struct hbg__occ {
 enum { HBG__BIND_IDLE = 0, HBG__BIND_OPEN, HBG__BIND_LAUNCHED };
 
 typedef struct hbg__slot hbg__slot;
+typedef struct hbg__snapshot hbg__snapshot;         /* core/capture.c */
+typedef struct hbg__capture_home hbg__capture_home; /* core/capture.c */
 typedef struct hbg__policy_ops hbg__policy_ops; /* core/policy/policy.h */
 
 struct hbg_bind {
@@ -196,6 +198,7 @@ struct hbg_bind {
   hbg__slot *slot;
   int state;
   int fatal;
+  int captured; /* launched into the caller's capture: nothing ran */
   uint64_t seq;
 
   hbg__buf win;      /* task window being built (host) */
@@ -232,6 +235,8 @@ struct hbg_bind {
 struct hbg__slot {
   uint32_t index;
   hbg_dev_queue *q;
+  hbg_dev_queue *last_q; /* the queue its last bind launched on (q, or a
+                            caller's); its done event was recorded there */
   hbg_dev_event *done;
   hbg_dev_event *start; /* recorded right before each launch; NULL where
                            the device keeps no event timer */
@@ -290,6 +295,14 @@ struct hbg_runtime {
   uint32_t rel_failed;
   char rel_first[256]; /* the first one, in words */
   hbg__guard guard; /* one thread at a time (guard.c) */
+  /* Queues the caller lent (hbg_bind_launch_on), wrapped once each, and
+   * the home of captured binds' snapshots (capture.c). */
+  struct {
+    void *native;
+    hbg_dev_queue *q;
+  } borrowed[HBG_DEV_BORROWED_MAX];
+  uint32_t n_borrowed;
+  hbg__capture_home *capture_home;
 };
 
 
@@ -359,6 +372,37 @@ void hbg__release_failed(hbg_runtime *rt, int rc, const char *call,
                          const char *what, uint64_t addr);
 void hbg__mem_release(hbg_runtime *rt, hbg_devptr d, const char *what);
 void hbg__host_release(hbg_runtime *rt, void *p, const char *what);
+
+/* launching (bind.c), shared with the captured launch (capture.c) */
+/* Latch rc as b's fatal error. @return rc. */
+int hbg__latch(hbg_bind *b, int rc);
+/* Orchestration is over: time it and run the policy's launch hook. */
+int hbg__launch_begin(hbg_bind *b);
+/* Write the window's index and header; make the device window hold it. */
+int hbg__finish_window(hbg_bind *b);
+/* Fill the stats a launched bind reports. */
+void hbg__launch_counted(hbg_bind *b);
+void hbg__launch_desc(const hbg_bind *b, hbg_devptr window, hbg_devptr status,
+                      hbg_dev_launch_desc *d);
+/* A slot's status word, zeroed (runtime.c). */
+int hbg__status_word_new(hbg_runtime *rt, hbg__slot *s);
+
+/* borrowed queues and captured launches (capture.c) */
+int hbg__capture_home_new(hbg_runtime *rt);
+/* Free the snapshots whose graphs are gone. */
+void hbg__captures_reap(hbg_runtime *rt);
+/* Teardown: reap, and leave the home to the snapshots still live. */
+void hbg__captures_fini(hbg_runtime *rt);
+/* Snapshots whose graph lives (retired memory is kept meanwhile). */
+uint32_t hbg__captures_live(const hbg_runtime *rt);
+/* The runtime's wrapper of the caller's queue native, made on first use. */
+int hbg__borrowed_queue(hbg_runtime *rt, void *native, hbg_dev_queue **out);
+void hbg__borrowed_fini(hbg_runtime *rt);
+/* hbg_bind_begin: @return 0 (no capture running), 1 (one is: the slot is
+ * usable without device calls), or HBG_E_CAPTURING (it is not). */
+int hbg__capture_begin_check(hbg_runtime *rt, hbg__slot *s);
+/* hbg_bind_launch_on on a queue being captured (capture id). */
+int hbg__capture_launch(hbg_bind *b, hbg_dev_queue *lq, uint64_t id);
 
 /* tracing */
 void hbg__trace(hbg_runtime *rt, uint32_t track, const char *name,

@@ -35,6 +35,26 @@ static int create_failed(hbg_runtime *rt, int rc, const char *call,
   return rc;
 }
 
+int hbg__status_word_new(hbg_runtime *rt, hbg__slot *s) {
+  hbg_devptr d = 0;
+  int rc = hbg_dev_mem_alloc(rt->dev, sizeof(hbg_dev_status), &d);
+  if (rc < 0) {
+    create_failed(rt, rc, "mem_alloc", "device status word", s->index);
+    return rc;
+  }
+  /* A backend built before the status grew writes only its first fields:
+   * the rest (flags) must read 0, not whatever the allocation held. */
+  static const hbg_dev_status zero;
+  rc = hbg_dev_copy_h2d(rt->dev, d, &zero, sizeof zero);
+  if (rc < 0) {
+    create_failed(rt, rc, "copy_h2d", "device status word", s->index);
+    hbg__mem_release(rt, d, "device status word");
+    return rc;
+  }
+  s->status_dev = d;
+  return 0;
+}
+
 int hbg__slot_init(hbg_runtime *rt, hbg__slot *s, uint32_t index) {
   memset(s, 0, sizeof *s);
   s->index = index;
@@ -77,19 +97,9 @@ int hbg__slot_init(hbg_runtime *rt, hbg__slot *s, uint32_t index) {
       goto err;
     }
   }
-  rc = hbg_dev_mem_alloc(rt->dev, sizeof(hbg_dev_status), &s->status_dev);
-  if (rc < 0) {
-    create_failed(rt, rc, "mem_alloc", "device status word", index);
+  rc = hbg__status_word_new(rt, s);
+  if (rc < 0)
     goto err;
-  }
-  /* A backend built before the status grew writes only its first fields:
-   * the rest (flags) must read 0, not whatever the allocation held. */
-  static const hbg_dev_status zero;
-  rc = hbg_dev_copy_h2d(rt->dev, s->status_dev, &zero, sizeof zero);
-  if (rc < 0) {
-    create_failed(rt, rc, "copy_h2d", "device status word", index);
-    goto err;
-  }
   if ((rc = hbg__map_init(&s->retained, sizeof(hbg__retained), 64)) < 0 ||
       (rc = hbg__map_init(&s->rkeys, sizeof(hbg__rkey), 16)) < 0 ||
       (rc = hbg__map_init(&s->bind.occ, sizeof(hbg__occ), 16)) < 0) {
@@ -104,6 +114,9 @@ err:
 }
 
 int hbg__slot_drain(hbg_runtime *rt, hbg__slot *s) {
+  /* A bind launched on a caller's queue: its completion event is there. */
+  if (s->in_flight && s->last_q && s->last_q != s->q)
+    HBG__TRY(hbg_dev_event_wait(rt->dev, s->done));
   int rc = hbg_dev_queue_sync(rt->dev, s->q);
   if (rc == 0)
     return 0;
@@ -218,7 +231,7 @@ int hbg_runtime_create(const hbg_config *cfg, hbg_runtime **out) {
   if (rc < 0)
     goto err_graphs;
   rt->slots = calloc(rt->depth, sizeof *rt->slots);
-  if (!rt->slots) {
+  if (!rt->slots || hbg__capture_home_new(rt) < 0) {
     rc = HBG_E_NOMEM;
     goto err_resident;
   }
@@ -234,8 +247,9 @@ int hbg_runtime_create(const hbg_config *cfg, hbg_runtime **out) {
 err_slots:
   while (i-- > 0)
     hbg__slot_fini(rt, &rt->slots[i]);
-  free(rt->slots);
 err_resident:
+  free(rt->slots);
+  hbg__captures_fini(rt);
   hbg__map_free(&rt->resident);
 err_graphs:
   hbg__map_free(&rt->graphs);
@@ -258,9 +272,14 @@ void hbg_runtime_destroy(hbg_runtime *rt) {
     if (s->q && (s->in_flight || s->bind.win_flushed || s->undrained))
       hbg__slot_drain(rt, s);
   }
+  /* The caller's queues are idle as far as hbg is concerned: forget them
+   * before the slots' events go. */
+  hbg__borrowed_fini(rt);
   for (uint32_t i = rt->depth; i-- > 0;)
     hbg__slot_fini(rt, &rt->slots[i]);
   free(rt->slots);
+  /* Snapshots whose graphs are gone; the live ones' memory stays. */
+  hbg__captures_fini(rt);
   /* Every slot was reclaimed: nothing retired is still read. */
   for (uint32_t i = 0; i < rt->n_retired; i++)
     hbg__mem_release(rt, rt->retired[i].dev, "retired buffer");

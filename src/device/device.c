@@ -94,6 +94,14 @@ int hbg_device_open_ops(const hbg_dev_ops *ops, const char *options,
     d->mem_import = ops->mem_import;
     d->mem_unimport = ops->mem_unimport;
   }
+#define HBG__OPT_OP(fn)                                                        \
+  if (ops->struct_size >= offsetof(hbg_dev_ops, fn) + sizeof ops->fn)          \
+    d->fn = ops->fn;
+  HBG__OPT_OP(queue_borrow)
+  HBG__OPT_OP(queue_unborrow)
+  HBG__OPT_OP(queue_capture)
+  HBG__OPT_OP(capture_retain)
+#undef HBG__OPT_OP
   int rc = ops->open(d, options);
   if (rc < 0) {
     if (d->has_native)
@@ -191,6 +199,45 @@ static int release_counted(hbg_device *dev, int rc) {
   return rc;
 }
 
+int hbg_dev_capturing(hbg_device *dev, uint64_t *id) {
+  if (!dev || !dev->n_borrowed || !dev->queue_capture)
+    return 0;
+  for (uint32_t i = 0; i < dev->n_borrowed; i++) {
+    uint32_t st = HBG_DEV_CAPTURE_NONE;
+    uint64_t cid = 0;
+    if (dev->queue_capture(dev, dev->borrowed[i], &st, &cid) == 0 &&
+        st != HBG_DEV_CAPTURE_NONE) {
+      if (id)
+        *id = cid;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* A call that a capture forbids (it allocates, frees, copies
+ * synchronously, waits or queries) is refused while a queue borrowed
+ * through dev is being captured: made, it would invalidate the caller's
+ * capture. */
+static int capture_guard(hbg_device *dev, const char *op) {
+  uint64_t id = 0;
+  if (!hbg_dev_capturing(dev, &id))
+    return 0;
+  hbg__error_set("%s: refused while the caller captures a queue hbg "
+                 "launched on (capture %llu): made now, the call would "
+                 "invalidate the capture",
+                 op, (unsigned long long)id);
+  return HBG_E_CAPTURING;
+}
+#define HBG__GUARD_CAPTURE(op)                                                 \
+  do {                                                                         \
+    if (dev && dev->n_borrowed) {                                              \
+      int guard__rc = capture_guard(dev, op);                                  \
+      if (guard__rc < 0)                                                       \
+        return guard__rc;                                                      \
+    }                                                                          \
+  } while (0)
+
 /* Call dev's op fn and hand its result to then(dev, rc). */
 #define HBG__DISPATCH_THEN(then, fn, ...)                                      \
   do {                                                                         \
@@ -238,32 +285,42 @@ int hbg_dev_stats_get(hbg_device *dev, hbg_dev_stats *st) {
 
 int hbg_dev_host_alloc(hbg_device *dev, size_t bytes, void **out) {
   HBG__RETURN_IF(!out || bytes == 0, HBG_E_INVAL);
+  HBG__GUARD_CAPTURE("host_alloc");
   HBG__DISPATCH(host_alloc, bytes, out);
 }
-int hbg_dev_host_free(hbg_device *dev, void *p) { HBG__RELEASE(host_free, p); }
+int hbg_dev_host_free(hbg_device *dev, void *p) {
+  HBG__GUARD_CAPTURE("host_free");
+  HBG__RELEASE(host_free, p);
+}
 int hbg_dev_host_register(hbg_device *dev, void *p, size_t bytes) {
   HBG__RETURN_IF(!p || bytes == 0, HBG_E_INVAL);
+  HBG__GUARD_CAPTURE("host_register");
   HBG__DISPATCH(host_register, p, bytes);
 }
 int hbg_dev_host_unregister(hbg_device *dev, void *p) {
   HBG__RETURN_IF(!p, HBG_E_INVAL);
+  HBG__GUARD_CAPTURE("host_unregister");
   HBG__RELEASE(host_unregister, p);
 }
 int hbg_dev_mem_alloc(hbg_device *dev, size_t bytes, hbg_devptr *out) {
   HBG__RETURN_IF(!out || bytes == 0, HBG_E_INVAL);
+  HBG__GUARD_CAPTURE("mem_alloc");
   HBG__DISPATCH(mem_alloc, bytes, out);
 }
 int hbg_dev_mem_free(hbg_device *dev, hbg_devptr p) {
+  HBG__GUARD_CAPTURE("mem_free");
   HBG__RELEASE(mem_free, p);
 }
 int hbg_dev_copy_h2d(hbg_device *dev, hbg_devptr dst, const void *src,
                      size_t bytes) {
   HBG__RETURN_IF(!src && bytes, HBG_E_INVAL);
+  HBG__GUARD_CAPTURE("copy_h2d");
   HBG__DISPATCH(copy_h2d, dst, src, bytes);
 }
 int hbg_dev_copy_d2h(hbg_device *dev, void *dst, hbg_devptr src,
                      size_t bytes) {
   HBG__RETURN_IF(!dst && bytes, HBG_E_INVAL);
+  HBG__GUARD_CAPTURE("copy_d2h");
   HBG__DISPATCH(copy_d2h, dst, src, bytes);
 }
 int hbg_dev_queue_create(hbg_device *dev, hbg_dev_queue **out) {
@@ -271,6 +328,7 @@ int hbg_dev_queue_create(hbg_device *dev, hbg_dev_queue **out) {
   HBG__DISPATCH(queue_create, out);
 }
 int hbg_dev_queue_destroy(hbg_device *dev, hbg_dev_queue *q) {
+  HBG__GUARD_CAPTURE("queue_destroy");
   HBG__RELEASE(queue_destroy, q);
 }
 int hbg_dev_copy_h2d_async(hbg_device *dev, hbg_dev_queue *q, hbg_devptr dst,
@@ -280,6 +338,7 @@ int hbg_dev_copy_h2d_async(hbg_device *dev, hbg_dev_queue *q, hbg_devptr dst,
 }
 int hbg_dev_queue_sync(hbg_device *dev, hbg_dev_queue *q) {
   HBG__RETURN_IF(!q, HBG_E_INVAL);
+  HBG__GUARD_CAPTURE("queue_sync");
   HBG__DISPATCH(queue_sync, q);
 }
 int hbg_dev_event_create(hbg_device *dev, hbg_dev_event **out) {
@@ -296,10 +355,12 @@ int hbg_dev_event_record(hbg_device *dev, hbg_dev_event *ev,
 }
 int hbg_dev_event_query(hbg_device *dev, hbg_dev_event *ev) {
   HBG__RETURN_IF(!ev, HBG_E_INVAL);
+  HBG__GUARD_CAPTURE("event_query");
   HBG__DISPATCH(event_query, ev);
 }
 int hbg_dev_event_wait(hbg_device *dev, hbg_dev_event *ev) {
   HBG__RETURN_IF(!ev, HBG_E_INVAL);
+  HBG__GUARD_CAPTURE("event_wait");
   HBG__DISPATCH(event_wait, ev);
 }
 _Static_assert(offsetof(hbg_dev_launch_desc, n_tasks) ==
@@ -368,6 +429,53 @@ int hbg__dev_host_ptr(hbg_device *dev, hbg_devptr addr, uint64_t bytes,
   if (!b || !b->host_ptr)
     return HBG_E_UNSUPPORTED;
   return b->host_ptr(impl, addr, bytes, out);
+}
+
+int hbg_dev_queue_borrow(hbg_device *dev, void *native, hbg_dev_queue **out) {
+  HBG__RETURN_IF(!dev || !out, HBG_E_INVAL);
+  if (!dev->queue_borrow)
+    return HBG_E_UNSUPPORTED;
+  if (dev->n_borrowed == HBG_DEV_BORROWED_MAX) {
+    hbg__error_set("queue_borrow: %u queues are borrowed already (at most "
+                   "HBG_DEV_BORROWED_MAX)",
+                   dev->n_borrowed);
+    return HBG_E_LIMIT;
+  }
+  hbg_dev_queue *q = NULL;
+  HBG__TRY(dev->queue_borrow(dev, native, &q));
+  dev->borrowed[dev->n_borrowed++] = q;
+  *out = q;
+  return 0;
+}
+
+int hbg_dev_queue_unborrow(hbg_device *dev, hbg_dev_queue *q) {
+  HBG__RETURN_IF(!dev || !q, HBG_E_INVAL);
+  if (!dev->queue_unborrow)
+    return HBG_E_UNSUPPORTED;
+  uint32_t i = 0;
+  while (i < dev->n_borrowed && dev->borrowed[i] != q)
+    i++;
+  HBG__RETURN_IF(i == dev->n_borrowed, HBG_E_INVAL);
+  dev->borrowed[i] = dev->borrowed[--dev->n_borrowed];
+  return release_counted(dev, dev->queue_unborrow(dev, q));
+}
+
+int hbg_dev_queue_capture(hbg_device *dev, hbg_dev_queue *q, uint32_t *state,
+                          uint64_t *id) {
+  HBG__RETURN_IF(!dev || !q || !state || !id, HBG_E_INVAL);
+  *state = HBG_DEV_CAPTURE_NONE;
+  *id = 0;
+  if (!dev->queue_capture)
+    return 0;
+  return dev->queue_capture(dev, q, state, id);
+}
+
+int hbg_dev_capture_retain(hbg_device *dev, hbg_dev_queue *q, void *ptr,
+                           void (*destroy)(void *ptr)) {
+  HBG__RETURN_IF(!dev || !q || !destroy, HBG_E_INVAL);
+  if (!dev->capture_retain)
+    return HBG_E_UNSUPPORTED;
+  return dev->capture_retain(dev, q, ptr, destroy);
 }
 
 uint64_t hbg_dev_clock_ns(hbg_device *dev) {

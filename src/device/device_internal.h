@@ -20,6 +20,16 @@ struct hbg_device {
   int (*mem_import)(hbg_device *dev, uint64_t addr, size_t bytes,
                     hbg_devptr *out);
   int (*mem_unimport)(hbg_device *dev, hbg_devptr p);
+  int (*queue_borrow)(hbg_device *dev, void *native, hbg_dev_queue **out);
+  int (*queue_unborrow)(hbg_device *dev, hbg_dev_queue *q);
+  int (*queue_capture)(hbg_device *dev, hbg_dev_queue *q, uint32_t *state,
+                       uint64_t *id);
+  int (*capture_retain)(hbg_device *dev, hbg_dev_queue *q, void *ptr,
+                        void (*destroy)(void *ptr));
+  /* The queues borrowed through this handle (hbg_dev_queue_borrow), which
+   * the capture guard asks about before a call a capture forbids. */
+  hbg_dev_queue *borrowed[HBG_DEV_BORROWED_MAX];
+  uint32_t n_borrowed;
   void *impl;
   int has_native;
   int64_t native_code;

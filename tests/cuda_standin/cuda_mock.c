@@ -30,14 +30,64 @@
  * one after another between barriers (devcode.h, hbg_dc_host_grid); the
  * device reports HBG_MOCK_CUDA_SMS multiprocessors (default 4) and blocks
  * of at most HBG_MOCK_CUDA_LANES threads (default 4), which is also its
- * warp size (a host thread runs its lanes as one worker). Stream capture records
- * kernel launches into a graph (other work on a capturing stream is
- * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED); an instantiated graph launch
- * queues them again, in order. cuGraphGetNodes lists a captured graph's
- * kernel nodes (in capture order), cuGraphKernelNodeGetParams_v2 returns a
- * node's parameters (pointing at the node's own copy of the argument
- * struct), cuGraphExecKernelNodeSetParams_v2 replaces them in the
- * executable graph only (same function, one thread). Events keep the host
+ * warp size (a host thread runs its lanes as one worker).
+ *
+ * Stream capture (cuStreamBeginCapture_v2 .. cuStreamEndCapture), as the
+ * driver has it; nothing runs at capture time. Work on a capturing stream
+ * becomes a node of its capture's graph: cuLaunchKernel /
+ * cuLaunchCooperativeKernel a kernel node (parameter values copied now);
+ * cuMemcpyHtoDAsync_v2 a copy node keeping the source pointer (each replay
+ * reads whatever is there then), cuMemcpyDtoHAsync_v2 one keeping the
+ * destination pointer; cuMemsetD32Async / cuMemsetD8Async a memset node;
+ * cuEventRecordWithFlags(CU_EVENT_RECORD_EXTERNAL) an event-record node,
+ * cuStreamWaitEvent(CU_EVENT_WAIT_EXTERNAL) on an event recorded outside
+ * any capture an external-wait node (a replay waits for the event's record
+ * as of its launch). cuEventRecord on a capturing stream makes the event a
+ * captured event of that capture (no node; cuEventQuery/Synchronize on it
+ * are CUDA_ERROR_CAPTURED_EVENT in every mode until it is recorded outside
+ * a capture). cuStreamWaitEvent of a stream that is not capturing on an
+ * event captured in an active capture forks it into that capture; the
+ * capture ends only when every forked stream has joined back (another
+ * member waited on an event recorded on it after its last work), else
+ * cuStreamEndCapture is CUDA_ERROR_STREAM_CAPTURE_UNJOINED. A wait on an
+ * event recorded outside any capture without CU_EVENT_WAIT_EXTERNAL is
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED (900), as is cuGraphLaunch into a
+ * capturing stream, and synchronising with or querying a capturing stream
+ * (cuStreamSynchronize / cuStreamQuery), in every mode. Potentially unsafe
+ * calls (cuMemAlloc_v2, cuMemFree_v2, cuMemHostAlloc, cuMemFreeHost,
+ * cuMemHostRegister_v2, cuMemHostUnregister, cuModuleLoadData,
+ * cuModuleUnload, cuLink*, cuStreamSynchronize, cuStreamQuery,
+ * cuCtxSynchronize, cuEventSynchronize, cuEventQuery) are 900 when the
+ * calling thread's mode (cuThreadExchangeStreamCaptureMode, default
+ * GLOBAL) is not RELAXED and a GLOBAL capture is active in any thread or
+ * one the thread began is active and not RELAXED. A 900 invalidates the
+ * captures it conflicts with: later work on their streams is
+ * CUDA_ERROR_STREAM_CAPTURE_INVALIDATED (901), and so is
+ * cuStreamEndCapture, which ends the capture with *graph NULL. Ending from
+ * a thread other than the one that began it (mode not RELAXED) is
+ * CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD and the capture goes on; on a
+ * forked stream it is CUDA_ERROR_STREAM_CAPTURE_UNMATCHED.
+ * cuStreamIsCapturing and cuStreamGetCaptureInfo_v2 / _v3 report the
+ * status, the capture's id (process-unique, from 1), its graph and the
+ * stream's last node as its one dependency. cuGraphLaunch queues every
+ * node in capture order; a replayed copy whose host side was pinned when
+ * captured and no longer is aborts the process saying so (ASan reports a
+ * freed pageable one), as does one whose device memory was freed.
+ * cuGraphGetNodes lists a captured graph's nodes (in capture order),
+ * cuGraphKernelNodeGetParams_v2 returns a kernel node's parameters
+ * (pointing at the node's own copy of the argument struct),
+ * cuGraphExecKernelNodeSetParams_v2 replaces them in the executable graph
+ * only (same function, one thread). User objects (cuUserObjectCreate with
+ * CU_USER_OBJECT_NO_DESTRUCTOR_SYNC, Retain/Release,
+ * cuGraphRetainUserObject, CU_GRAPH_USER_OBJECT_MOVE included, and
+ * cuGraphReleaseUserObject): an executable graph holds references of its
+ * own, dropped once it is destroyed and its last queued replay completed;
+ * at count 0 the destructor runs on a stand-in thread, where every driver
+ * call is CUDA_ERROR_NOT_PERMITTED. hbgmock_user_objects() counts the
+ * objects whose destructor has not returned; hbgmock_calls_begin() /
+ * hbgmock_calls_end(names, max) record the names of the entry points the
+ * calling thread calls, in order; hbgmock_fill_function() is a kernel of
+ * the stand-in's own (no module) setting n words to a value. Events keep the host
  * time at which their stream reached them; cuEventElapsedTime(_v2) is the
  * difference (CUDA_ERROR_NOT_READY before both completed,
  * CUDA_ERROR_INVALID_HANDLE for an event never recorded or created with
@@ -156,6 +206,13 @@ typedef struct op {
   uint64_t wait_gen;       /* wait->done reaches this */
   int gated;               /* waits while the hbgmock_gate gate is closed */
   kcall k; /* k.fn set: a kernel */
+  /* memset: n bytes at dst, each fill_elem (1 or 4) bytes fill_val */
+  int fill;
+  unsigned fill_elem;
+  uint32_t fill_val;
+  /* a replayed copy's host side, pinned when captured: still pinned */
+  const void *check_host;
+  struct CUgraphExec_st *xdone; /* the last op of a replay of it */
   struct op *next;
 } op;
 
@@ -184,26 +241,77 @@ struct CUmod_st {
   struct CUmod_st *next; /* every loaded module, like the driver's table */
 };
 
-/* A captured kernel node; pp is what GetParams points kernelParams at. */
+/* What a graph node does (stream capture, below). */
+enum {
+  NODE_KERNEL,  /* k */
+  NODE_H2D,     /* n bytes from host to daddr */
+  NODE_D2H,     /* n bytes from daddr to host */
+  NODE_MEMSET,  /* n bytes at daddr, each elem bytes val */
+  NODE_EVREC,   /* record ev (CU_EVENT_RECORD_EXTERNAL) */
+  NODE_EVWAIT   /* wait for ev's latest record (CU_EVENT_WAIT_EXTERNAL) */
+};
+
+/* A captured node; pp is what GetParams points kernelParams at. */
 struct CUgraphNode_st {
   kcall k;
   void *pp[1];
+  int kind;
+  uint64_t daddr;
+  void *host;
+  size_t n;
+  uint32_t val;
+  unsigned elem;
+  int pinned; /* host side pinned when captured */
+  struct CUevent_st *ev;
 };
+
+/* References a graph or an executable graph holds to a user object. */
+typedef struct uref {
+  struct CUuserObject_st *o;
+  unsigned count;
+} uref;
 
 /* Graphs and executable graphs are listed while alive, like the
  * driver's own tables (so one whose destroy failed is not lost). */
 struct CUgraph_st {
   struct CUgraphNode_st *v;
   size_t n, cap;
+  uref *uo;
+  size_t n_uo;
   struct CUgraph_st *next;
 };
 
 struct CUgraphExec_st {
-  kcall *v;
+  struct CUgraphNode_st *v; /* its own copy of the graph's nodes */
   size_t n;
   uintptr_t nodes; /* the source graph's node array: handle -> index */
+  uref *uo;        /* its own references to the graph's user objects */
+  size_t n_uo;
+  long inflight;   /* replays queued and not completed */
+  int dead;        /* destroyed: freed once inflight is 0 */
   struct CUgraphExec_st *next;
 };
+
+struct CUuserObject_st {
+  void *ptr;
+  CUhostFn destroy;
+  long refs;
+  struct CUuserObject_st *next; /* the destructor queue */
+};
+
+/* A stream capture sequence: its graph, mode, the thread that began it
+ * and the stream it began on; every stream with cap pointing at it is a
+ * member (the origin and the streams forked into it). */
+typedef struct mcapture {
+  uint64_t id;
+  struct CUgraph_st *g;
+  CUstreamCaptureMode mode;
+  pthread_t owner;
+  int invalid;
+  struct CUstream_st *origin;
+  long seq; /* nodes added so far */
+  struct mcapture *next;
+} mcapture;
 
 struct CUctx_st {
   int dev;
@@ -214,7 +322,11 @@ struct CUctx_st {
 struct CUstream_st {
   op *head, *tail;
   int busy, stop;
-  struct CUgraph_st *capture; /* the graph being captured, or NULL */
+  mcapture *cap; /* the capture it is a member of, or NULL */
+  long last;     /* index of its last node in cap's graph (-1: none) */
+  long work;     /* cap->seq at its last node (0: none since it joined) */
+  long joined_at; /* the latest of its work another member waited on */
+  CUgraphNode dep; /* cuStreamGetCaptureInfo's dependency array */
   pthread_t th;
   struct CUstream_st *next; /* every live stream */
 };
@@ -224,6 +336,11 @@ struct CUevent_st {
   long waits;    /* queued cuStreamWaitEvent ops naming it */
   uint64_t t_ns; /* host time the stream reached its last record */
   int timing;    /* not CU_EVENT_DISABLE_TIMING */
+  /* last recorded inside a capture (cap_id != 0): by stream cap_s at its
+   * work cap_work, after its node cap_last */
+  uint64_t cap_id;
+  struct CUstream_st *cap_s;
+  long cap_work, cap_last;
   struct CUevent_st *next; /* every live event, like the driver's own table */
 };
 
@@ -1151,6 +1268,8 @@ int hbg_dcu_call(uint32_t kernel, const hbg_kernel_call *call, uint64_t phase,
   return u->fn(call, phase, lane, n_lanes, scratch);
 }
 
+static void replay_done(struct CUgraphExec_st *x);
+
 static void *worker(void *arg) {
   struct CUstream_st *s = arg;
   pthread_mutex_lock(&mu);
@@ -1164,10 +1283,22 @@ static void *worker(void *arg) {
       break;
     op *o = s->head;
     s->busy = 1;
+    if (o->check_host && !host_find(o->check_host, o->n)) {
+      fprintf(stderr, "cuda stand-in: a graph replay copies %zu bytes "
+                      "at %p, pinned host memory when the copy was captured "
+                      "and no longer pinned (freed or unregistered)\n",
+              o->n, o->check_host);
+      abort();
+    }
     pthread_mutex_unlock(&mu);
     delay();
-    if (o->n)
-      memcpy(o->dst, o->src, o->n);
+    if (o->fill) {
+      uint8_t *d = o->dst;
+      for (size_t i = 0; i < o->n; i += o->fill_elem)
+        memcpy(d + i, &o->fill_val, o->fill_elem);
+    } else if (o->n) {
+      memcpy(o->dst, o->src, o->n); /* a freed source: ASan reports it */
+    }
     if (o->k.fn)
       run_grid(&o->k);
     free(o->owned);
@@ -1183,6 +1314,8 @@ static void *worker(void *arg) {
     }
     if (o->wait)
       o->wait->waits--;
+    if (o->xdone)
+      replay_done(o->xdone);
     free(o);
     s->busy = 0;
     pthread_cond_broadcast(&cv);
@@ -1230,6 +1363,307 @@ MOCK_EXPORT long hbgmock_defs_validated(void) {
   long n = defs_validated;
   pthread_mutex_unlock(&mu);
   return n;
+}
+
+/* ---- stream capture: state and rules (the entry points are at the end)
+ * ---- */
+
+static mcapture *captures; /* active (ended ones are freed) */
+static uint64_t capture_ids;
+/* The calling thread's capture state, kept under a pthread key rather
+ * than in _Thread_local variables: more thread-local storage in this
+ * dlopened library moves it out of glibc's static surplus into dynamic
+ * TLS, which LeakSanitizer (gcc 12) crashes scanning at exit. */
+typedef struct mthread {
+  CUstreamCaptureMode mode; /* cuThreadExchangeStreamCaptureMode's */
+  int in_destructor;        /* runs a user object's destructor */
+  const char **calls_v;     /* hbgmock_calls_begin's record, or NULL */
+  size_t calls_n;
+} mthread;
+
+static pthread_key_t mthread_key;
+static pthread_once_t mthread_once = PTHREAD_ONCE_INIT;
+
+static void mthread_free(void *p) {
+  mthread *t = p;
+  free(t->calls_v);
+  free(t);
+}
+
+static void mthread_init(void) {
+  if (pthread_key_create(&mthread_key, mthread_free))
+    abort();
+}
+
+/* The calling thread's state; NULL where it has none and create is 0. */
+static mthread *mthread_get(int create) {
+  pthread_once(&mthread_once, mthread_init);
+  mthread *t = pthread_getspecific(mthread_key);
+  if (!t && create) {
+    t = calloc(1, sizeof *t);
+    if (!t || pthread_setspecific(mthread_key, t))
+      abort();
+    t->mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+  }
+  return t;
+}
+
+static CUstreamCaptureMode thread_mode(void) {
+  mthread *t = mthread_get(0);
+  return t ? t->mode : CU_STREAM_CAPTURE_MODE_GLOBAL;
+}
+
+static int in_destructor(void) {
+  mthread *t = mthread_get(0);
+  return t && t->in_destructor;
+}
+
+/* hbgmock_calls_begin / _end: the calling thread's record of entry points */
+#define CALLS_MAX 65536
+
+static void calls_note(const char *name) {
+  mthread *t = mthread_get(0);
+  if (!t || !t->calls_v)
+    return;
+  if (t->calls_n < CALLS_MAX)
+    t->calls_v[t->calls_n] = name;
+  t->calls_n++;
+}
+
+/* Start recording, for the calling thread only, the name of every driver
+ * entry point it calls (a new record: an earlier one is dropped). */
+MOCK_EXPORT void hbgmock_calls_begin(void) {
+  mthread *t = mthread_get(1);
+  if (!t->calls_v)
+    t->calls_v = malloc(CALLS_MAX * sizeof *t->calls_v);
+  if (!t->calls_v)
+    abort();
+  t->calls_n = 0;
+}
+
+/* Stop recording: @return how many calls were recorded since
+ * hbgmock_calls_begin (0 without one); names[0..min(max, that)) get their
+ * names (static strings) in call order. */
+MOCK_EXPORT size_t hbgmock_calls_end(const char **names, size_t max) {
+  mthread *t = mthread_get(0);
+  if (!t || !t->calls_v)
+    return 0;
+  size_t n = t->calls_n;
+  for (size_t i = 0; i < n && i < max && i < CALLS_MAX; i++)
+    names[i] = t->calls_v[i];
+  free(t->calls_v);
+  t->calls_v = NULL;
+  t->calls_n = 0;
+  return n;
+}
+
+static void cap_invalidate(mcapture *c) { c->invalid = 1; }
+
+/* A "potentially unsafe" call (cuMemAlloc, a synchronisation, a module
+ * load, ...) from the calling thread: prohibited, unless the thread's mode
+ * is RELAXED, while a GLOBAL-mode capture is active in any thread or one
+ * the thread began is active and not RELAXED. @return
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, invalidating every capture it
+ * conflicts with, or CUDA_SUCCESS. mu held. */
+static CUresult unsafe_locked(void) {
+  if (thread_mode() == CU_STREAM_CAPTURE_MODE_RELAXED)
+    return CUDA_SUCCESS;
+  CUresult r = CUDA_SUCCESS;
+  for (mcapture *c = captures; c; c = c->next)
+    if (c->mode == CU_STREAM_CAPTURE_MODE_GLOBAL ||
+        (c->mode != CU_STREAM_CAPTURE_MODE_RELAXED &&
+         pthread_equal(c->owner, pthread_self()))) {
+      cap_invalidate(c);
+      r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
+  return r;
+}
+
+static CUresult unsafe(void) {
+  pthread_mutex_lock(&mu);
+  CUresult r = unsafe_locked();
+  pthread_mutex_unlock(&mu);
+  return r;
+}
+
+#define UNSAFE()                                                               \
+  do {                                                                         \
+    CUresult unsafe__r = unsafe();                                             \
+    if (unsafe__r != CUDA_SUCCESS)                                             \
+      return unsafe__r;                                                        \
+  } while (0)
+
+/* Synchronising with or querying a stream that is capturing: prohibited
+ * in every mode (the capture is invalidated). mu held. */
+static CUresult on_capturing(struct CUstream_st *s) {
+  if (!s->cap)
+    return CUDA_SUCCESS;
+  cap_invalidate(s->cap);
+  return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+}
+
+/* Work queued on s while it captures: 901 on an invalidated capture. mu
+ * held. */
+static CUresult cap_check(const struct CUstream_st *s) {
+  return s->cap && s->cap->invalid ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+                                   : CUDA_SUCCESS;
+}
+
+static mcapture *cap_find(uint64_t id) {
+  for (mcapture *c = captures; c; c = c->next)
+    if (c->id == id)
+      return c;
+  return NULL;
+}
+
+/* Add node nd to the capture s is a member of, after s's work. mu held. */
+static CUresult cap_add(struct CUstream_st *s,
+                        const struct CUgraphNode_st *nd) {
+  struct CUgraph_st *g = s->cap->g;
+  if (g->n == g->cap) {
+    size_t cap = g->cap ? g->cap * 2 : 8;
+    struct CUgraphNode_st *v = realloc(g->v, cap * sizeof *v);
+    if (!v)
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    g->v = v;
+    g->cap = cap;
+  }
+  g->v[g->n] = *nd;
+  s->last = (long)g->n++;
+  s->work = ++s->cap->seq;
+  return CUDA_SUCCESS;
+}
+
+/* The capture c ends: its streams capture no more. mu held. */
+static void cap_end(mcapture *c) {
+  for (struct CUstream_st *s = streams; s; s = s->next)
+    if (s->cap == c)
+      s->cap = NULL;
+  HBG__SLIST_UNLINK(mcapture, captures, c);
+  free(c);
+}
+
+/* ---- user objects ---- */
+
+static long n_uobjs; /* created, destructor not yet returned */
+static struct CUuserObject_st *dtor_head, *dtor_tail;
+static int dtor_started;
+static pthread_t dtor_th;
+
+/* The stand-in's destructor thread: runs the destructors of the user
+ * objects whose last reference went, in order, outside mu, with every
+ * driver call from them NOT_PERMITTED. */
+static void *dtor_main(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&mu);
+  for (;;) {
+    while (!dtor_head)
+      pthread_cond_wait(&cv, &mu);
+    struct CUuserObject_st *o = dtor_head;
+    dtor_head = o->next;
+    if (!dtor_head)
+      dtor_tail = NULL;
+    pthread_mutex_unlock(&mu);
+    mthread *t = mthread_get(1);
+    t->in_destructor = 1;
+    o->destroy(o->ptr);
+    t->in_destructor = 0;
+    free(o);
+    pthread_mutex_lock(&mu);
+    n_uobjs--;
+    pthread_cond_broadcast(&cv);
+  }
+  return NULL;
+}
+
+/* Drop count references to o; the last one queues its destructor. mu
+ * held. */
+static void uo_release(struct CUuserObject_st *o, unsigned count) {
+  o->refs -= (long)count;
+  if (o->refs > 0)
+    return;
+  o->next = NULL;
+  if (dtor_tail)
+    dtor_tail->next = o;
+  else
+    dtor_head = o;
+  dtor_tail = o;
+  if (!dtor_started) {
+    if (pthread_create(&dtor_th, NULL, dtor_main, NULL)) {
+      fprintf(stderr, "cuda stand-in: no destructor thread\n");
+      abort();
+    }
+    pthread_detach(dtor_th);
+    dtor_started = 1;
+  }
+  pthread_cond_broadcast(&cv);
+}
+
+static void urefs_release(uref *v, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    uo_release(v[i].o, v[i].count);
+  free(v);
+}
+
+/* mu held */
+static void graph_free(struct CUgraph_st *g) {
+  graph_unlist(g);
+  urefs_release(g->uo, g->n_uo);
+  free(g->v);
+  free(g);
+}
+
+/* An executable graph destroyed and with no replay queued: its references
+ * go. mu held. */
+static void exec_free(struct CUgraphExec_st *x) {
+  urefs_release(x->uo, x->n_uo);
+  free(x->v);
+  free(x);
+}
+
+/* A replay of x completed (the worker, mu held). */
+static void replay_done(struct CUgraphExec_st *x) {
+  if (--x->inflight == 0 && x->dead)
+    exec_free(x);
+}
+
+/* Live user objects: created and their destructor not yet returned. */
+MOCK_EXPORT long hbgmock_user_objects(void) {
+  pthread_mutex_lock(&mu);
+  long n = n_uobjs;
+  pthread_mutex_unlock(&mu);
+  return n;
+}
+
+/* A test kernel of the stand-in's own (hbgmock_fill_function): its
+ * threads together set n 32-bit words at dst to val. */
+typedef struct hbgmock_fill_args {
+  uint64_t dst;
+  uint32_t val, n;
+} hbgmock_fill_args;
+
+static void run_fill(const void *p) {
+  hbgmock_fill_args a;
+  memcpy(&a, p, sizeof a);
+  const hbg_dc_host_dim *d = hbg_dc_host_grid();
+  uint32_t *w = hbg_dc_host_ptr(a.dst, (uint64_t)a.n * 4);
+  if (!w) {
+    fprintf(stderr, "cuda stand-in: hbgmock_fill on unallocated memory\n");
+    abort();
+  }
+  const uint32_t me = d->cta * d->lanes + d->tid, all = d->ctas * d->lanes;
+  for (uint32_t i = me; i < a.n; i += all)
+    w[i] = a.val;
+}
+
+static const struct CUfunc_st fill_fn = {"hbgmock_fill", run_fill,
+                                         sizeof(hbgmock_fill_args), NULL};
+
+/* Tests: a function to launch without a module, whose one parameter is
+ * struct {uint64_t dst; uint32_t val, n;}: sets n 32-bit words at device
+ * address dst to val. */
+MOCK_EXPORT CUfunction hbgmock_fill_function(void) {
+  return (CUfunction)&fill_fn;
 }
 
 /* ---- fault injection ---- */
@@ -1314,13 +1748,24 @@ static CUresult injected(const char *name) {
   return r;
 }
 
+/* Every entry point starts here: the call is recorded
+ * (hbgmock_calls_begin), refused in a user object's destructor, failed
+ * when armed (hbgmock_fail), refused before cuInit. */
+static CUresult enter(const char *name) {
+  calls_note(name);
+  if (in_destructor())
+    return CUDA_ERROR_NOT_PERMITTED;
+  CUresult r = injected(name);
+  if (r != CUDA_SUCCESS)
+    return r;
+  return inited ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
+}
+
 #define ENTER(name)                                                            \
   do {                                                                         \
-    CUresult enter__r = injected(name);                                        \
+    CUresult enter__r = enter(name);                                           \
     if (enter__r != CUDA_SUCCESS)                                              \
       return enter__r;                                                         \
-    if (!inited)                                                               \
-      return CUDA_ERROR_NOT_INITIALIZED;                                       \
   } while (0)
 
 /* Calls that act in the calling thread's current context. */
@@ -1381,6 +1826,25 @@ static const struct {
     {CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
      "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED",
      "operation not permitted when stream is capturing"},
+    {CUDA_ERROR_NOT_PERMITTED, "CUDA_ERROR_NOT_PERMITTED",
+     "operation not permitted"},
+    {CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
+     "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED",
+     "operation failed due to a previous error during capture"},
+    {CUDA_ERROR_STREAM_CAPTURE_UNMATCHED, "CUDA_ERROR_STREAM_CAPTURE_UNMATCHED",
+     "capture was not initiated in this stream"},
+    {CUDA_ERROR_STREAM_CAPTURE_UNJOINED, "CUDA_ERROR_STREAM_CAPTURE_UNJOINED",
+     "capturing stream has unjoined work"},
+    {CUDA_ERROR_STREAM_CAPTURE_ISOLATION,
+     "CUDA_ERROR_STREAM_CAPTURE_ISOLATION",
+     "dependency created on uncaptured work in another stream"},
+    {CUDA_ERROR_CAPTURED_EVENT, "CUDA_ERROR_CAPTURED_EVENT",
+     "operation not permitted on an event last recorded in a capturing "
+     "stream"},
+    {CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD,
+     "CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD",
+     "attempt to terminate a thread-local capture sequence from another "
+     "thread"},
     {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
 };
 
@@ -1392,6 +1856,7 @@ static int err_find(CUresult e) {
 }
 
 MOCK_EXPORT CUresult cuGetErrorName(CUresult e, const char **str) {
+  calls_note("cuGetErrorName");
   int i = err_find(e);
   if (i < 0) {
     *str = NULL;
@@ -1402,6 +1867,7 @@ MOCK_EXPORT CUresult cuGetErrorName(CUresult e, const char **str) {
 }
 
 MOCK_EXPORT CUresult cuGetErrorString(CUresult e, const char **str) {
+  calls_note("cuGetErrorString");
   int i = err_find(e);
   if (i < 0) {
     *str = NULL;
@@ -1414,6 +1880,9 @@ MOCK_EXPORT CUresult cuGetErrorString(CUresult e, const char **str) {
 /* ---- init, devices, contexts ---- */
 
 MOCK_EXPORT CUresult cuInit(unsigned int flags) {
+  calls_note("cuInit");
+  if (in_destructor())
+    return CUDA_ERROR_NOT_PERMITTED;
   CUresult r = injected("cuInit");
   if (r != CUDA_SUCCESS)
     return r;
@@ -1426,6 +1895,9 @@ MOCK_EXPORT CUresult cuInit(unsigned int flags) {
 }
 
 MOCK_EXPORT CUresult cuDriverGetVersion(int *v) {
+  calls_note("cuDriverGetVersion");
+  if (in_destructor())
+    return CUDA_ERROR_NOT_PERMITTED;
   CUresult r = injected("cuDriverGetVersion");
   if (r != CUDA_SUCCESS)
     return r;
@@ -1548,6 +2020,7 @@ MOCK_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {
 
 MOCK_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t size) {
   ENTER_CTX("cuMemAlloc_v2");
+  UNSAFE();
   if (size == 0)
     return CUDA_ERROR_INVALID_VALUE;
   if (size > MOCK_MEM)
@@ -1614,6 +2087,7 @@ static void import_note_free(CUdeviceptr p);
 MOCK_EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
   import_note_free(p);
   ENTER_CTX("cuMemFree_v2");
+  UNSAFE();
   pthread_mutex_lock(&mu);
   for (dalloc **pp = &dallocs; *pp; pp = &(*pp)->next) {
     dalloc *d = *pp;
@@ -1780,6 +2254,7 @@ MOCK_EXPORT CUresult cuPointerGetAttributes(unsigned int n,
 MOCK_EXPORT CUresult cuMemHostAlloc(void **p, size_t size, unsigned int flags) {
   (void)flags;
   ENTER_CTX("cuMemHostAlloc");
+  UNSAFE();
   if (size == 0)
     return CUDA_ERROR_INVALID_VALUE;
   if (size > MOCK_MEM)
@@ -1822,6 +2297,7 @@ static CUresult host_drop(void *p, int alloc) {
 
 MOCK_EXPORT CUresult cuMemFreeHost(void *p) {
   ENTER_CTX("cuMemFreeHost");
+  UNSAFE();
   return host_drop(p, 1);
 }
 
@@ -1829,6 +2305,7 @@ MOCK_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t size,
                                           unsigned int flags) {
   (void)flags;
   ENTER_CTX("cuMemHostRegister_v2");
+  UNSAFE();
   if (!p || !size)
     return CUDA_ERROR_INVALID_VALUE;
   hreg *h = calloc(1, sizeof *h);
@@ -1851,6 +2328,7 @@ MOCK_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t size,
 
 MOCK_EXPORT CUresult cuMemHostUnregister(void *p) {
   ENTER_CTX("cuMemHostUnregister");
+  UNSAFE();
   return host_drop(p, 0);
 }
 
@@ -1879,12 +2357,41 @@ MOCK_EXPORT CUresult cuStreamSynchronize(CUstream s) {
   ENTER_CTX("cuStreamSynchronize");
   if (!s)
     return CUDA_ERROR_INVALID_HANDLE;
-  if (s->capture)
-    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   pthread_mutex_lock(&mu);
-  drain(s);
+  CUresult r = on_capturing(s);
+  if (r == CUDA_SUCCESS)
+    r = unsafe_locked();
+  if (r == CUDA_SUCCESS)
+    drain(s);
   pthread_mutex_unlock(&mu);
-  return CUDA_SUCCESS;
+  return r;
+}
+
+/* CUDA_SUCCESS once s has run everything queued, else NOT_READY. */
+MOCK_EXPORT CUresult cuStreamQuery(CUstream s) {
+  ENTER_CTX("cuStreamQuery");
+  if (!s)
+    return CUDA_ERROR_INVALID_HANDLE;
+  pthread_mutex_lock(&mu);
+  CUresult r = on_capturing(s);
+  if (r == CUDA_SUCCESS)
+    r = unsafe_locked();
+  if (r == CUDA_SUCCESS && (s->head || s->busy))
+    r = CUDA_ERROR_NOT_READY;
+  pthread_mutex_unlock(&mu);
+  return r;
+}
+
+/* Waits for every stream (the stand-in's contexts share them). */
+MOCK_EXPORT CUresult cuCtxSynchronize(void) {
+  ENTER_CTX("cuCtxSynchronize");
+  pthread_mutex_lock(&mu);
+  CUresult r = unsafe_locked();
+  if (r == CUDA_SUCCESS)
+    for (struct CUstream_st *s = streams; s; s = s->next)
+      drain(s);
+  pthread_mutex_unlock(&mu);
+  return r;
 }
 
 MOCK_EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
@@ -1898,14 +2405,22 @@ MOCK_EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
   pthread_mutex_unlock(&mu);
   pthread_join(s->th, NULL);
   pthread_mutex_lock(&mu);
+  /* a capture it began is discarded; one it was forked into is
+   * invalidated */
+  if (s->cap && s->cap->origin == s) {
+    struct CUgraph_st *g = s->cap->g;
+    cap_end(s->cap);
+    graph_free(g);
+  } else if (s->cap) {
+    cap_invalidate(s->cap);
+    s->cap = NULL;
+  }
+  for (struct CUevent_st *e = events; e; e = e->next)
+    if (e->cap_s == s) /* a later join through it joins nothing */
+      e->cap_s = NULL;
   n_streams--;
   HBG__SLIST_UNLINK(struct CUstream_st, streams, s);
-  if (s->capture)
-    graph_unlist(s->capture);
   pthread_mutex_unlock(&mu);
-  if (s->capture)
-    free(s->capture->v);
-  free(s->capture);
   free(s);
   return CUDA_SUCCESS;
 }
@@ -1917,8 +2432,6 @@ static CUresult copy_op(CUstream s, size_t n, const void *host, op **out) {
   *out = NULL;
   if (!s)
     return CUDA_ERROR_INVALID_HANDLE;
-  if (s->capture)
-    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   if (n == 0)
     return CUDA_SUCCESS;
   if (!host)
@@ -1941,10 +2454,17 @@ MOCK_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src,
     return r;
   pthread_mutex_lock(&mu);
   o->dst = dev_ptr((const void *)(uintptr_t)dst, n);
-  if (!o->dst) {
+  if (!o->dst || s->cap) {
+    /* captured: a node keeping the source pointer (copied at each replay) */
+    struct CUgraphNode_st nd = {.kind = NODE_H2D, .daddr = dst,
+                                .host = (void *)(uintptr_t)src, .n = n,
+                                .pinned = host_find(src, n) != NULL};
+    r = !o->dst ? CUDA_ERROR_INVALID_VALUE : cap_check(s);
+    if (r == CUDA_SUCCESS)
+      r = cap_add(s, &nd);
     pthread_mutex_unlock(&mu);
     free(o);
-    return CUDA_ERROR_INVALID_VALUE;
+    return r;
   }
   if (host_find(src, n)) {
     o->src = src;
@@ -1973,10 +2493,16 @@ MOCK_EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n,
     return r;
   pthread_mutex_lock(&mu);
   o->src = dev_ptr((const void *)(uintptr_t)src, n);
-  if (!o->src) {
+  if (!o->src || s->cap) {
+    /* captured: a node keeping the destination pointer */
+    struct CUgraphNode_st nd = {.kind = NODE_D2H, .daddr = src, .host = dst,
+                                .n = n, .pinned = host_find(dst, n) != NULL};
+    r = !o->src ? CUDA_ERROR_INVALID_VALUE : cap_check(s);
+    if (r == CUDA_SUCCESS)
+      r = cap_add(s, &nd);
     pthread_mutex_unlock(&mu);
     free(o);
-    return CUDA_ERROR_INVALID_VALUE;
+    return r;
   }
   o->dst = dst;
   int pinned = host_find(dst, n) != NULL;
@@ -1985,6 +2511,55 @@ MOCK_EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n,
     drain(s);
   pthread_mutex_unlock(&mu);
   return CUDA_SUCCESS;
+}
+
+/* Set n elements of elem bytes (1 or 4) at device address dst to val,
+ * queued on s or captured as a memset node. */
+static CUresult memset_async(CUdeviceptr dst, uint32_t val, unsigned elem,
+                             size_t n, CUstream s) {
+  if (!s)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (dst % elem)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (n == 0)
+    return CUDA_SUCCESS;
+  if (n > MOCK_MEM / elem)
+    return CUDA_ERROR_INVALID_VALUE;
+  op *o = calloc(1, sizeof *o);
+  if (!o)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  CUresult r = CUDA_SUCCESS;
+  pthread_mutex_lock(&mu);
+  o->dst = dev_ptr((const void *)(uintptr_t)dst, n * elem);
+  if (!o->dst || s->cap) {
+    struct CUgraphNode_st nd = {.kind = NODE_MEMSET, .daddr = dst,
+                                .n = n * elem, .val = val, .elem = elem};
+    r = !o->dst ? CUDA_ERROR_INVALID_VALUE : cap_check(s);
+    if (r == CUDA_SUCCESS)
+      r = cap_add(s, &nd);
+    pthread_mutex_unlock(&mu);
+    free(o);
+    return r;
+  }
+  o->n = n * elem;
+  o->fill = 1;
+  o->fill_elem = elem;
+  o->fill_val = val;
+  push(s, o);
+  pthread_mutex_unlock(&mu);
+  return CUDA_SUCCESS;
+}
+
+MOCK_EXPORT CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int ui,
+                                      size_t n, CUstream s) {
+  ENTER_CTX("cuMemsetD32Async");
+  return memset_async(dst, ui, 4, n, s);
+}
+
+MOCK_EXPORT CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char uc,
+                                     size_t n, CUstream s) {
+  ENTER_CTX("cuMemsetD8Async");
+  return memset_async(dst, uc, 1, n, s);
 }
 
 /* ---- events ---- */
@@ -2019,16 +2594,31 @@ MOCK_EXPORT CUresult cuEventDestroy_v2(CUevent e) {
   return CUDA_SUCCESS;
 }
 
-MOCK_EXPORT CUresult cuEventRecord(CUevent e, CUstream s) {
-  ENTER("cuEventRecord");
+/* Record e on s; on a capturing stream e becomes a captured event of
+ * that capture (no node), unless external: an event-record node. */
+static CUresult event_record(CUevent e, CUstream s, int external) {
   if (!e || !s)
     return CUDA_ERROR_INVALID_HANDLE;
-  if (s->capture)
-    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   op *o = calloc(1, sizeof *o);
   if (!o)
     return CUDA_ERROR_OUT_OF_MEMORY;
   pthread_mutex_lock(&mu);
+  if (s->cap) {
+    CUresult r = cap_check(s);
+    if (r == CUDA_SUCCESS && external) {
+      struct CUgraphNode_st nd = {.kind = NODE_EVREC, .ev = e};
+      r = cap_add(s, &nd);
+    } else if (r == CUDA_SUCCESS) {
+      e->cap_id = s->cap->id;
+      e->cap_s = s;
+      e->cap_work = s->work;
+      e->cap_last = s->last;
+    }
+    pthread_mutex_unlock(&mu);
+    free(o);
+    return r;
+  }
+  e->cap_id = 0;
   o->ev = e;
   o->gen = ++e->rec;
   push(s, o);
@@ -2036,21 +2626,80 @@ MOCK_EXPORT CUresult cuEventRecord(CUevent e, CUstream s) {
   return CUDA_SUCCESS;
 }
 
+MOCK_EXPORT CUresult cuEventRecord(CUevent e, CUstream s) {
+  ENTER("cuEventRecord");
+  return event_record(e, s, 0);
+}
+
+/* flags: 0 or CU_EVENT_RECORD_EXTERNAL (an event-record node in a
+ * capture, a plain record outside one). */
+MOCK_EXPORT CUresult cuEventRecordWithFlags(CUevent e, CUstream s,
+                                            unsigned int flags) {
+  ENTER("cuEventRecordWithFlags");
+  if (flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL)
+    return CUDA_ERROR_INVALID_VALUE;
+  return event_record(e, s, (flags & CU_EVENT_RECORD_EXTERNAL) != 0);
+}
+
 /* The stream's later work waits for e's latest record as of now (none:
- * no wait), like the driver's; flags must be 0 (CU_EVENT_WAIT_DEFAULT). */
+ * no wait), like the driver's; flags 0 (CU_EVENT_WAIT_DEFAULT) or
+ * CU_EVENT_WAIT_EXTERNAL. Stream capture: an event captured in s's capture
+ * orders s after its record (a join); one captured in an active capture
+ * forks a stream that is not capturing into it; an event recorded outside
+ * any capture needs CU_EVENT_WAIT_EXTERNAL on a capturing stream (an
+ * external-wait node), else 900 and the capture is invalidated. */
 MOCK_EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e,
                                        unsigned int flags) {
   ENTER("cuStreamWaitEvent");
   if (!e || !s)
     return CUDA_ERROR_INVALID_HANDLE;
-  if (flags)
+  if (flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL)
     return CUDA_ERROR_INVALID_VALUE;
-  if (s->capture)
-    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   op *o = calloc(1, sizeof *o);
   if (!o)
     return CUDA_ERROR_OUT_OF_MEMORY;
+  CUresult r = CUDA_SUCCESS;
   pthread_mutex_lock(&mu);
+  mcapture *ec = e->cap_id ? cap_find(e->cap_id) : NULL;
+  if (s->cap) {
+    mcapture *c = s->cap;
+    r = cap_check(s);
+    if (r != CUDA_SUCCESS) {
+    } else if (ec == c) { /* a dependency inside the capture: a join */
+      struct CUstream_st *from = e->cap_s;
+      if (from && from != s && from->cap == c &&
+          e->cap_work > from->joined_at)
+        from->joined_at = e->cap_work;
+      if (e->cap_last > s->last)
+        s->last = e->cap_last;
+    } else if (e->cap_id) { /* captured elsewhere */
+      cap_invalidate(c);
+      r = ec ? CUDA_ERROR_STREAM_CAPTURE_ISOLATION : CUDA_ERROR_CAPTURED_EVENT;
+    } else if (flags & CU_EVENT_WAIT_EXTERNAL) {
+      struct CUgraphNode_st nd = {.kind = NODE_EVWAIT, .ev = e};
+      r = cap_add(s, &nd);
+    } else {
+      cap_invalidate(c);
+      r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
+    pthread_mutex_unlock(&mu);
+    free(o);
+    return r;
+  }
+  if (ec) { /* a fork: s joins e's capture */
+    s->cap = ec;
+    s->last = e->cap_last;
+    s->work = 0;
+    s->joined_at = -1;
+    pthread_mutex_unlock(&mu);
+    free(o);
+    return CUDA_SUCCESS;
+  }
+  if (e->cap_id) { /* last recorded in a capture that has ended */
+    pthread_mutex_unlock(&mu);
+    free(o);
+    return CUDA_ERROR_CAPTURED_EVENT;
+  }
   o->wait = e;
   o->wait_gen = e->rec;
   e->waits++;
@@ -2059,13 +2708,24 @@ MOCK_EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e,
   return CUDA_SUCCESS;
 }
 
+/* An event last recorded in a capture: CAPTURED_EVENT (every mode); then
+ * the capture rules for an unsafe call. mu held. */
+static CUresult event_check(CUevent e) {
+  if (e->cap_id)
+    return CUDA_ERROR_CAPTURED_EVENT;
+  return unsafe_locked();
+}
+
 MOCK_EXPORT CUresult cuEventQuery(CUevent e) {
   ENTER("cuEventQuery");
   if (!e)
     return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&mu);
+  CUresult r = event_check(e);
   int done = e->done >= e->rec;
   pthread_mutex_unlock(&mu);
+  if (r != CUDA_SUCCESS)
+    return r;
   return done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
@@ -2074,11 +2734,12 @@ MOCK_EXPORT CUresult cuEventSynchronize(CUevent e) {
   if (!e)
     return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&mu);
+  CUresult r = event_check(e);
   uint64_t want = e->rec;
-  while (e->done < want)
+  while (r == CUDA_SUCCESS && e->done < want)
     pthread_cond_wait(&cv, &mu);
   pthread_mutex_unlock(&mu);
-  return CUDA_SUCCESS;
+  return r;
 }
 
 #if !defined(HBGMOCK_OMIT_ELAPSED_V2) || !defined(HBGMOCK_OMIT_ELAPSED_V1)
@@ -2528,6 +3189,7 @@ static int fatbin_symbols(minput *in, const uint8_t *b) {
 MOCK_EXPORT CUresult cuLinkCreate_v2(unsigned int n, CUjit_option *opt,
                                      void **val, CUlinkState *out) {
   ENTER_CTX("cuLinkCreate_v2");
+  UNSAFE();
   if (!out || (n && (!opt || !val)))
     return CUDA_ERROR_INVALID_VALUE;
   struct CUlinkState_st *st = calloc(1, sizeof *st);
@@ -2584,6 +3246,7 @@ MOCK_EXPORT CUresult cuLinkAddData_v2(CUlinkState st, CUjitInputType type,
                                       const char *name, unsigned int nopt,
                                       CUjit_option *opt, void **val) {
   ENTER_CTX("cuLinkAddData_v2");
+  UNSAFE();
   (void)opt;
   (void)val;
   if (!st)
@@ -2820,6 +3483,7 @@ static size_t user_libs(char ***out) {
 MOCK_EXPORT CUresult cuLinkComplete(CUlinkState st, void **cubin,
                                     size_t *size) {
   ENTER_CTX("cuLinkComplete");
+  UNSAFE();
   if (!st)
     return CUDA_ERROR_INVALID_HANDLE;
   if (!cubin)
@@ -2932,6 +3596,7 @@ MOCK_EXPORT CUresult cuLinkComplete(CUlinkState st, void **cubin,
 
 MOCK_EXPORT CUresult cuLinkDestroy(CUlinkState st) {
   ENTER("cuLinkDestroy");
+  UNSAFE();
   if (!st)
     return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&mu);
@@ -3017,6 +3682,7 @@ static void mod_free(struct CUmod_st *m) {
 
 MOCK_EXPORT CUresult cuModuleLoadData(CUmodule *m, const void *image) {
   ENTER_CTX("cuModuleLoadData");
+  UNSAFE();
   if (!m || !image)
     return CUDA_ERROR_INVALID_VALUE;
   struct CUmod_st *mod = calloc(1, sizeof *mod);
@@ -3041,6 +3707,7 @@ MOCK_EXPORT CUresult cuModuleLoadData(CUmodule *m, const void *image) {
 
 MOCK_EXPORT CUresult cuModuleUnload(CUmodule m) {
   ENTER_CTX("cuModuleUnload");
+  UNSAFE();
   if (!m || !m->loaded)
     return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&mu);
@@ -3072,20 +3739,6 @@ MOCK_EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule m,
       return CUDA_SUCCESS;
     }
   return CUDA_ERROR_NOT_FOUND;
-}
-
-static CUresult graph_add(struct CUgraph_st *g, const kcall *k) {
-  if (g->n == g->cap) {
-    size_t cap = g->cap ? g->cap * 2 : 8;
-    struct CUgraphNode_st *v = realloc(g->v, cap * sizeof *v);
-    if (!v)
-      return CUDA_ERROR_OUT_OF_MEMORY;
-    g->v = v;
-    g->cap = cap;
-  }
-  memset(&g->v[g->n], 0, sizeof g->v[g->n]);
-  g->v[g->n++].k = *k;
-  return CUDA_SUCCESS;
 }
 
 /* Queue the kernels k[0..n) on s, in order (hbgmock_poke applied). mu
@@ -3130,7 +3783,23 @@ static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
   k.coop = coop;
   memcpy(k.args, params[0], f->args_size); /* parameters are copied now */
   pthread_mutex_lock(&mu);
-  CUresult r = s->capture ? graph_add(s->capture, &k) : queue_kernels(s, &k, 1);
+  CUresult r;
+  if (s->cap) {
+    r = cap_check(s);
+    if (r == CUDA_SUCCESS) {
+      struct CUgraphNode_st *nd = calloc(1, sizeof *nd);
+      if (!nd) {
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+      } else {
+        nd->kind = NODE_KERNEL;
+        nd->k = k;
+        r = cap_add(s, nd);
+        free(nd);
+      }
+    }
+  } else {
+    r = queue_kernels(s, &k, 1);
+  }
   pthread_mutex_unlock(&mu);
   return r;
 }
@@ -3217,22 +3886,42 @@ MOCK_EXPORT size_t hbgmock_stack_limit(void) {
   return cur_ctx ? cur_ctx->stack : 0;
 }
 
+/* ---- stream capture, graphs, user objects: the entry points ---- */
+
 MOCK_EXPORT CUresult cuStreamBeginCapture_v2(CUstream s,
                                              CUstreamCaptureMode mode) {
-  (void)mode;
   ENTER_CTX("cuStreamBeginCapture_v2");
   if (!s)
     return CUDA_ERROR_INVALID_HANDLE;
+  if (mode != CU_STREAM_CAPTURE_MODE_GLOBAL &&
+      mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+      mode != CU_STREAM_CAPTURE_MODE_RELAXED)
+    return CUDA_ERROR_INVALID_VALUE;
   struct CUgraph_st *g = calloc(1, sizeof *g);
-  if (!g)
+  mcapture *c = calloc(1, sizeof *c);
+  if (!g || !c) {
+    free(g);
+    free(c);
     return CUDA_ERROR_OUT_OF_MEMORY;
+  }
   pthread_mutex_lock(&mu);
-  if (s->capture) {
+  if (s->cap) {
     pthread_mutex_unlock(&mu);
     free(g);
+    free(c);
     return CUDA_ERROR_ILLEGAL_STATE;
   }
-  s->capture = g;
+  c->id = ++capture_ids;
+  c->g = g;
+  c->mode = mode;
+  c->owner = pthread_self();
+  c->origin = s;
+  c->next = captures;
+  captures = c;
+  s->cap = c;
+  s->last = -1;
+  s->work = 0;
+  s->joined_at = -1;
   n_graphs++;
   g->next = graphs;
   graphs = g;
@@ -3240,6 +3929,11 @@ MOCK_EXPORT CUresult cuStreamBeginCapture_v2(CUstream s,
   return CUDA_SUCCESS;
 }
 
+/* Ends the capture s began: the graph, or NULL with INVALIDATED (an
+ * invalidated capture) or UNJOINED (a stream forked into it and not
+ * joined back); either way the capture is over. From a thread other than
+ * the one that began it (mode not RELAXED): WRONG_THREAD, the capture
+ * goes on; on a stream forked into a capture: UNMATCHED. */
 MOCK_EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph *pg) {
   ENTER_CTX("cuStreamEndCapture");
   if (!s)
@@ -3247,13 +3941,123 @@ MOCK_EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph *pg) {
   if (!pg)
     return CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&mu);
-  struct CUgraph_st *g = s->capture;
-  s->capture = NULL;
+  mcapture *c = s->cap;
+  CUresult r = CUDA_SUCCESS;
+  if (!c)
+    r = CUDA_ERROR_ILLEGAL_STATE;
+  else if (c->origin != s)
+    r = CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;
+  else if (c->mode != CU_STREAM_CAPTURE_MODE_RELAXED &&
+           !pthread_equal(c->owner, pthread_self()))
+    r = CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
+  if (r != CUDA_SUCCESS) {
+    pthread_mutex_unlock(&mu);
+    return r;
+  }
+  if (c->invalid)
+    r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  else
+    for (struct CUstream_st *o = streams; o; o = o->next)
+      if (o != s && o->cap == c && o->joined_at < o->work)
+        r = CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
+  struct CUgraph_st *g = c->g;
+  cap_end(c);
+  if (r != CUDA_SUCCESS) {
+    graph_free(g);
+    g = NULL;
+  }
   pthread_mutex_unlock(&mu);
-  if (!g)
-    return CUDA_ERROR_ILLEGAL_STATE;
   *pg = g;
+  return r;
+}
+
+MOCK_EXPORT CUresult cuThreadExchangeStreamCaptureMode(
+    CUstreamCaptureMode *mode) {
+  ENTER("cuThreadExchangeStreamCaptureMode");
+  if (!mode || (*mode != CU_STREAM_CAPTURE_MODE_GLOBAL &&
+                *mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+                *mode != CU_STREAM_CAPTURE_MODE_RELAXED))
+    return CUDA_ERROR_INVALID_VALUE;
+  mthread *t = mthread_get(1);
+  CUstreamCaptureMode old = t->mode;
+  t->mode = *mode;
+  *mode = old;
   return CUDA_SUCCESS;
+}
+
+/* s's capture status (NULL: the default stream, never capturing here);
+ * mu held. */
+static CUstreamCaptureStatus cap_status(CUstream s) {
+  if (!s || !s->cap)
+    return CU_STREAM_CAPTURE_STATUS_NONE;
+  return s->cap->invalid ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
+                         : CU_STREAM_CAPTURE_STATUS_ACTIVE;
+}
+
+MOCK_EXPORT CUresult cuStreamIsCapturing(CUstream s,
+                                         CUstreamCaptureStatus *st) {
+  ENTER_CTX("cuStreamIsCapturing");
+  if (!st)
+    return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&mu);
+  *st = cap_status(s);
+  pthread_mutex_unlock(&mu);
+  return CUDA_SUCCESS;
+}
+
+/* cuStreamGetCaptureInfo_v2 / _v3: the status; while capturing (active
+ * or invalidated) the capture's id (process-unique, from 1); while active
+ * its graph and s's dependencies: its last captured node (or the node its
+ * fork came after), none at the start (valid until the next call on s). */
+static CUresult capture_info(CUstream s, CUstreamCaptureStatus *st,
+                             cuuint64_t *id, CUgraph *graph,
+                             const CUgraphNode **deps,
+                             const CUgraphEdgeData **edges, size_t *n) {
+  if (!st)
+    return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&mu);
+  *st = cap_status(s);
+  if (*st != CU_STREAM_CAPTURE_STATUS_NONE && id)
+    *id = s->cap->id;
+  if (*st == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+    if (graph)
+      *graph = s->cap->g;
+    size_t k = s->last >= 0 ? 1 : 0;
+    if (k)
+      s->dep = &s->cap->g->v[s->last];
+    if (deps)
+      *deps = k ? (const CUgraphNode *)&s->dep : NULL;
+    if (edges)
+      *edges = NULL;
+    if (n)
+      *n = k;
+  }
+  pthread_mutex_unlock(&mu);
+  return CUDA_SUCCESS;
+}
+
+/* cuda.h names the _v3 entry point cuStreamGetCaptureInfo; _v2 (no edge
+ * data) is exported by its own name with its own prototype. */
+CUresult cuStreamGetCaptureInfo_v2(CUstream s, CUstreamCaptureStatus *st,
+                                   cuuint64_t *id, CUgraph *graph,
+                                   const CUgraphNode **deps, size_t *n);
+MOCK_EXPORT CUresult cuStreamGetCaptureInfo_v2(CUstream s,
+                                               CUstreamCaptureStatus *st,
+                                               cuuint64_t *id, CUgraph *graph,
+                                               const CUgraphNode **deps,
+                                               size_t *n) {
+  ENTER_CTX("cuStreamGetCaptureInfo_v2");
+  return capture_info(s, st, id, graph, deps, NULL, n);
+}
+
+MOCK_EXPORT CUresult cuStreamGetCaptureInfo(CUstream s,
+                                            CUstreamCaptureStatus *st,
+                                            cuuint64_t *id, CUgraph *graph,
+                                            const CUgraphNode **deps,
+                                            const CUgraphEdgeData **edges,
+                                            size_t *n) {
+  ENTER_CTX("cuStreamGetCaptureInfo_v3");
+  return capture_info(s, st, id, graph, deps, edges, n);
 }
 
 MOCK_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *pe, CUgraph g,
@@ -3264,18 +4068,26 @@ MOCK_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *pe, CUgraph g,
   if (!pe || flags)
     return CUDA_ERROR_INVALID_VALUE;
   struct CUgraphExec_st *x = calloc(1, sizeof *x);
-  kcall *v = malloc((g->n ? g->n : 1) * sizeof *v);
-  if (!x || !v) {
+  struct CUgraphNode_st *v = malloc((g->n ? g->n : 1) * sizeof *v);
+  uref *uo = malloc((g->n_uo ? g->n_uo : 1) * sizeof *uo);
+  if (!x || !v || !uo) {
     free(x);
     free(v);
+    free(uo);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
-  for (size_t i = 0; i < g->n; i++)
-    v[i] = g->v[i].k;
+  if (g->n)
+    memcpy(v, g->v, g->n * sizeof *v);
   x->v = v;
   x->n = g->n;
   x->nodes = (uintptr_t)g->v;
   pthread_mutex_lock(&mu);
+  for (size_t i = 0; i < g->n_uo; i++) { /* references of its own */
+    uo[i] = g->uo[i];
+    uo[i].o->refs += (long)uo[i].count;
+  }
+  x->uo = uo;
+  x->n_uo = g->n_uo;
   n_execs++;
   x->next = execs;
   execs = x;
@@ -3284,18 +4096,107 @@ MOCK_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *pe, CUgraph g,
   return CUDA_SUCCESS;
 }
 
+/* Device memory behind a replayed node's range: gone is a stand-in
+ * abort (on a GPU, a fault). mu held. */
+static void *replay_dev(const struct CUgraphNode_st *nd) {
+  void *p = dev_ptr((const void *)(uintptr_t)nd->daddr, nd->n);
+  if (!p) {
+    fprintf(stderr, "cuda stand-in: a graph replay's copy or memset "
+                    "names device range 0x%llx+%zu, which is not "
+                    "allocated (freed since the capture?)\n",
+            (unsigned long long)nd->daddr, nd->n);
+    abort();
+  }
+  return p;
+}
+
+/* Queue a replay of x on s: each node an op, in capture order. mu held. */
+static CUresult replay(struct CUgraphExec_st *x, struct CUstream_st *s) {
+  op *last = NULL;
+  for (size_t i = 0; i < x->n; i++) {
+    const struct CUgraphNode_st *nd = &x->v[i];
+    if (nd->kind == NODE_KERNEL) {
+      CUresult r = queue_kernels(s, &nd->k, 1);
+      if (r != CUDA_SUCCESS)
+        return r;
+      last = s->tail;
+      continue;
+    }
+    if (nd->pinned && !host_find(nd->host, nd->n)) {
+      fprintf(stderr, "cuda stand-in: a graph replay copies %zu bytes at "
+                      "%p, pinned host memory when the copy was captured "
+                      "and no longer pinned (freed or unregistered)\n",
+              nd->n, nd->host);
+      abort();
+    }
+    op *o = calloc(1, sizeof *o);
+    if (!o)
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    switch (nd->kind) {
+    case NODE_H2D:
+      o->dst = replay_dev(nd);
+      o->src = nd->host;
+      o->n = nd->n;
+      o->check_host = nd->pinned ? nd->host : NULL;
+      break;
+    case NODE_D2H:
+      o->src = replay_dev(nd);
+      o->dst = nd->host;
+      o->n = nd->n;
+      o->check_host = nd->pinned ? nd->host : NULL;
+      break;
+    case NODE_MEMSET:
+      o->dst = replay_dev(nd);
+      o->n = nd->n;
+      o->fill = 1;
+      o->fill_elem = nd->elem;
+      o->fill_val = nd->val;
+      break;
+    case NODE_EVREC:
+      o->ev = nd->ev;
+      o->gen = ++nd->ev->rec;
+      nd->ev->cap_id = 0;
+      break;
+    case NODE_EVWAIT:
+      o->wait = nd->ev;
+      o->wait_gen = nd->ev->rec;
+      nd->ev->waits++;
+      break;
+    }
+    push(s, o);
+    last = o;
+  }
+  if (!last) { /* an empty graph: a replay still completes */
+    last = calloc(1, sizeof *last);
+    if (!last)
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    push(s, last);
+  }
+  last->xdone = x;
+  x->inflight++;
+  return CUDA_SUCCESS;
+}
+
+/* A replay of every node, in capture order (a valid order of the
+ * graph). Into a capturing stream: 900, the capture invalidated. */
 MOCK_EXPORT CUresult cuGraphLaunch(CUgraphExec x, CUstream s) {
   ENTER_CTX("cuGraphLaunch");
   if (!x || !s)
     return CUDA_ERROR_INVALID_HANDLE;
-  if (s->capture)
-    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   pthread_mutex_lock(&mu);
-  CUresult r = queue_kernels(s, x->v, x->n);
+  CUresult r = cap_check(s);
+  if (r == CUDA_SUCCESS && s->cap) {
+    cap_invalidate(s->cap);
+    r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
+  if (r == CUDA_SUCCESS)
+    r = replay(x, s);
   pthread_mutex_unlock(&mu);
   return r;
 }
 
+/* Its replays queued still run; its user-object references go when the
+ * last has completed. */
 MOCK_EXPORT CUresult cuGraphExecDestroy(CUgraphExec x) {
   ENTER_CTX("cuGraphExecDestroy");
   if (!x)
@@ -3303,9 +4204,10 @@ MOCK_EXPORT CUresult cuGraphExecDestroy(CUgraphExec x) {
   pthread_mutex_lock(&mu);
   n_execs--;
   HBG__SLIST_UNLINK(struct CUgraphExec_st, execs, x);
+  x->dead = 1;
+  if (!x->inflight)
+    exec_free(x);
   pthread_mutex_unlock(&mu);
-  free(x->v);
-  free(x);
   return CUDA_SUCCESS;
 }
 
@@ -3314,10 +4216,122 @@ MOCK_EXPORT CUresult cuGraphDestroy(CUgraph g) {
   if (!g)
     return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&mu);
-  graph_unlist(g);
+  for (mcapture *c = captures; c; c = c->next)
+    if (c->g == g) { /* still being captured */
+      pthread_mutex_unlock(&mu);
+      return CUDA_ERROR_ILLEGAL_STATE;
+    }
+  graph_free(g);
   pthread_mutex_unlock(&mu);
-  free(g->v);
-  free(g);
+  return CUDA_SUCCESS;
+}
+
+/* flags must be CU_USER_OBJECT_NO_DESTRUCTOR_SYNC, as the driver has it;
+ * destroy(ptr) runs on a stand-in thread once the count reaches 0. */
+MOCK_EXPORT CUresult cuUserObjectCreate(CUuserObject *out, void *ptr,
+                                        CUhostFn destroy,
+                                        unsigned int initial,
+                                        unsigned int flags) {
+  ENTER_CTX("cuUserObjectCreate");
+  if (!out || !destroy || !initial ||
+      flags != CU_USER_OBJECT_NO_DESTRUCTOR_SYNC)
+    return CUDA_ERROR_INVALID_VALUE;
+  struct CUuserObject_st *o = calloc(1, sizeof *o);
+  if (!o)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  o->ptr = ptr;
+  o->destroy = destroy;
+  o->refs = initial;
+  pthread_mutex_lock(&mu);
+  n_uobjs++;
+  pthread_mutex_unlock(&mu);
+  *out = o;
+  return CUDA_SUCCESS;
+}
+
+MOCK_EXPORT CUresult cuUserObjectRetain(CUuserObject o, unsigned int count) {
+  ENTER("cuUserObjectRetain");
+  if (!o)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (!count)
+    return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&mu);
+  o->refs += count;
+  pthread_mutex_unlock(&mu);
+  return CUDA_SUCCESS;
+}
+
+MOCK_EXPORT CUresult cuUserObjectRelease(CUuserObject o, unsigned int count) {
+  ENTER("cuUserObjectRelease");
+  if (!o)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (!count)
+    return CUDA_ERROR_INVALID_VALUE;
+  CUresult r = CUDA_SUCCESS;
+  pthread_mutex_lock(&mu);
+  if (o->refs < (long)count)
+    r = CUDA_ERROR_INVALID_VALUE;
+  else
+    uo_release(o, count);
+  pthread_mutex_unlock(&mu);
+  return r;
+}
+
+/* The graph takes count references (CU_GRAPH_USER_OBJECT_MOVE: the
+ * caller's own, moved); an executable graph instantiated from it takes
+ * references of its own. */
+MOCK_EXPORT CUresult cuGraphRetainUserObject(CUgraph g, CUuserObject o,
+                                             unsigned int count,
+                                             unsigned int flags) {
+  ENTER("cuGraphRetainUserObject");
+  if (!g || !o)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (!count || (flags & ~(unsigned)CU_GRAPH_USER_OBJECT_MOVE))
+    return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&mu);
+  if ((flags & CU_GRAPH_USER_OBJECT_MOVE) && o->refs < (long)count) {
+    pthread_mutex_unlock(&mu);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  size_t i = 0;
+  while (i < g->n_uo && g->uo[i].o != o)
+    i++;
+  if (i == g->n_uo) {
+    uref *v = realloc(g->uo, (g->n_uo + 1) * sizeof *v);
+    if (!v) {
+      pthread_mutex_unlock(&mu);
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    g->uo = v;
+    g->uo[g->n_uo++] = (uref){o, 0};
+  }
+  g->uo[i].count += count;
+  if (!(flags & CU_GRAPH_USER_OBJECT_MOVE))
+    o->refs += count;
+  pthread_mutex_unlock(&mu);
+  return CUDA_SUCCESS;
+}
+
+MOCK_EXPORT CUresult cuGraphReleaseUserObject(CUgraph g, CUuserObject o,
+                                              unsigned int count) {
+  ENTER("cuGraphReleaseUserObject");
+  if (!g || !o)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (!count)
+    return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&mu);
+  size_t i = 0;
+  while (i < g->n_uo && g->uo[i].o != o)
+    i++;
+  if (i == g->n_uo || g->uo[i].count < count) {
+    pthread_mutex_unlock(&mu);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  g->uo[i].count -= count;
+  if (!g->uo[i].count)
+    g->uo[i] = g->uo[--g->n_uo];
+  uo_release(o, count);
+  pthread_mutex_unlock(&mu);
   return CUDA_SUCCESS;
 }
 
@@ -3344,7 +4358,7 @@ MOCK_EXPORT CUresult cuGraphGetNodes(CUgraph g, CUgraphNode *nodes,
 MOCK_EXPORT CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode n,
                                                    CUDA_KERNEL_NODE_PARAMS *p) {
   ENTER("cuGraphKernelNodeGetParams_v2");
-  if (!n || !p)
+  if (!n || !p || n->kind != NODE_KERNEL)
     return CUDA_ERROR_INVALID_VALUE;
   memset(p, 0, sizeof *p);
   n->pp[0] = n->k.args;
@@ -3368,7 +4382,9 @@ MOCK_EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(
   if (a < x->nodes || (a - x->nodes) % sizeof *n ||
       (a - x->nodes) / sizeof *n >= x->n)
     return CUDA_ERROR_INVALID_VALUE; /* not a node of x's graph */
-  kcall *k = &x->v[(a - x->nodes) / sizeof *n];
+  kcall *k = &x->v[(a - x->nodes) / sizeof *n].k;
+  if (x->v[(a - x->nodes) / sizeof *n].kind != NODE_KERNEL)
+    return CUDA_ERROR_INVALID_VALUE;
   if ((const struct CUfunc_st *)p->func != k->fn)
     return CUDA_ERROR_INVALID_VALUE; /* the function cannot change */
   if (p->gridDimX != k->gx || p->blockDimX != k->bx || p->gridDimY != 1 ||

@@ -193,8 +193,20 @@ static int cu_open(hbg_device *dev, const char *options) {
   HBG__RETURN_IF(hbg__opt_u64(options, "device", &ord) < 0, HBG_E_INVAL);
   HBG__RETURN_IF(hbg__cu_lib_path(options, path, sizeof path) < 0,
                  HBG_E_INVAL);
-  int exec_device = 1, worker_cta = 0;
+  int exec_device = 1, worker_cta = 0, ctx_current = 0;
   uint64_t xscratch = 0, deadline_ns = 0;
+  char ctxv[16];
+  int found = hbg__opt_get(options, "ctx", ctxv, sizeof ctxv);
+  if (found < 0 || (found && strcmp(ctxv, "current") != 0 &&
+                    strcmp(ctxv, "primary") != 0)) {
+    hbg_device_set_native(dev, 0,
+                          "ctx=: want ctx=primary (the device's primary "
+                          "context, retained; the default) or ctx=current "
+                          "(the context current on the calling thread, "
+                          "borrowed)");
+    return HBG_E_INVAL;
+  }
+  ctx_current = found && strcmp(ctxv, "current") == 0;
   HBG__TRY(cu_exec_opts(dev, options, &exec_device, &xscratch, &worker_cta));
   HBG__TRY(cu_deadline_opt(dev, options, &deadline_ns));
   hbg__cuda *c = calloc(1, sizeof *c);
@@ -204,9 +216,11 @@ static int cu_open(hbg_device *dev, const char *options) {
   c->xscratch = xscratch;
   c->worker_cta = worker_cta;
   c->deadline_ns = deadline_ns;
+  pthread_mutex_init(&c->dead_mu, NULL);
   int rc = hbg__cu_load(path, &c->lib, &c->f, why, sizeof why);
   if (rc < 0) {
     hbg_device_set_native(dev, 0, "%s", why);
+    pthread_mutex_destroy(&c->dead_mu);
     free(c);
     return rc;
   }
@@ -241,10 +255,34 @@ static int cu_open(hbg_device *dev, const char *options) {
     rc = hbg__cu_err(dev, e, "cuDeviceGet", HBG_E_DEVICE);
     goto err_lib;
   }
-  e = c->f.cuDevicePrimaryCtxRetain(&c->ctx, c->cudev);
-  if (e != CUDA_SUCCESS) {
-    rc = hbg__cu_err(dev, e, "cuDevicePrimaryCtxRetain", HBG_E_DEVICE);
-    goto err_lib;
+  if (ctx_current) {
+    /* The caller's context, current on this thread (PyTorch's: the
+     * device's primary context): used as it is, never released. */
+    CUcontext cur = NULL;
+    e = c->f.cuCtxGetCurrent(&cur);
+    if (e != CUDA_SUCCESS || !cur || !c->f.cuCtxGetDevice) {
+      hbg_device_set_native(dev, e,
+                            "ctx=current: %s",
+                            !c->f.cuCtxGetDevice
+                                ? "the driver has no cuCtxGetDevice"
+                                : "no CUDA context is current on the "
+                                  "calling thread");
+      rc = HBG_E_STATE;
+      goto err_lib;
+    }
+    e = c->f.cuCtxGetDevice(&c->cudev);
+    if (e != CUDA_SUCCESS) {
+      rc = hbg__cu_err(dev, e, "cuCtxGetDevice", HBG_E_DEVICE);
+      goto err_lib;
+    }
+    c->ctx = cur;
+    c->ctx_borrowed = 1;
+  } else {
+    e = c->f.cuDevicePrimaryCtxRetain(&c->ctx, c->cudev);
+    if (e != CUDA_SUCCESS) {
+      rc = hbg__cu_err(dev, e, "cuDevicePrimaryCtxRetain", HBG_E_DEVICE);
+      goto err_lib;
+    }
   }
   rc = hbg__cu_enter(dev, c);
   if (rc < 0)
@@ -276,8 +314,10 @@ err_mod:
 err_sync:
   (void)c->f.cuStreamDestroy_v2(c->sync);
 err_ctx:
-  (void)c->f.cuDevicePrimaryCtxRelease_v2(c->cudev);
+  if (!c->ctx_borrowed)
+    (void)c->f.cuDevicePrimaryCtxRelease_v2(c->cudev);
 err_lib:
+  pthread_mutex_destroy(&c->dead_mu);
   dlclose(c->lib);
   hbg_device_set_impl(dev, NULL);
   free(c);
@@ -307,11 +347,14 @@ static void cu_close(hbg_device *dev) {
     else
       cu_note(dev, c->f.cuMemHostUnregister(p), "cuMemHostUnregister");
   }
+  hbg__cu_dead_reap(dev, c);
   hbg__cu_link_free(dev, c);
   hbg__cu_module_unload(dev, c);
-  cu_note(dev, c->f.cuDevicePrimaryCtxRelease_v2(c->cudev),
-          "cuDevicePrimaryCtxRelease_v2");
+  if (!c->ctx_borrowed)
+    cu_note(dev, c->f.cuDevicePrimaryCtxRelease_v2(c->cudev),
+            "cuDevicePrimaryCtxRelease_v2");
   dlclose(c->lib);
+  pthread_mutex_destroy(&c->dead_mu);
   hbg__rtab_free(&c->dmem);
   free(c->xr_host);
   hbg__rtab_free(&c->host);
@@ -662,6 +705,7 @@ static int cu_queue_create(hbg_device *dev, hbg_dev_queue **out) {
     if (rc < 0)
       goto err_stream;
   }
+  atomic_init(&q->refs, 1);
   *out = q;
   return 0;
 
@@ -721,6 +765,188 @@ static int cu_queue_sync(hbg_device *dev, hbg_dev_queue *q) {
   HBG__TRY(hbg__cu_enter(dev, c));
   CU_TRY(dev, c, HBG_E_DEVICE, cuStreamSynchronize, q->s);
   HBG__CU_ADD(c, handshakes, 1);
+  return 0;
+}
+
+/* ---------------- the caller's streams, and capture ---------------- */
+
+static int capture_state(hbg__cuda *c, CUstream s, uint32_t *state,
+                         uint64_t *id, CUgraph *graph) {
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  cuuint64_t cid = 0;
+  CUgraph g = NULL;
+  CUresult e;
+  if (c->f.cuStreamGetCaptureInfo_v3)
+    e = c->f.cuStreamGetCaptureInfo_v3(s, &st, &cid, &g, NULL, NULL, NULL);
+  else if (c->f.cuStreamGetCaptureInfo_v2)
+    e = c->f.cuStreamGetCaptureInfo_v2(s, &st, &cid, &g, NULL, NULL);
+  else if (c->f.cuStreamIsCapturing)
+    e = c->f.cuStreamIsCapturing(s, &st);
+  else
+    e = CUDA_SUCCESS; /* a driver without capture queries: none */
+  if (e != CUDA_SUCCESS)
+    return (int)e;
+  *state = st == CU_STREAM_CAPTURE_STATUS_ACTIVE ? HBG_DEV_CAPTURE_ACTIVE
+           : st == CU_STREAM_CAPTURE_STATUS_INVALIDATED
+               ? HBG_DEV_CAPTURE_INVALIDATED
+               : HBG_DEV_CAPTURE_NONE;
+  *id = cid;
+  if (graph)
+    *graph = g;
+  return 0;
+}
+
+static int cu_queue_capture(hbg_device *dev, hbg_dev_queue *q,
+                            uint32_t *state, uint64_t *id) {
+  hbg__cuda *c = impl_of(dev);
+  HBG__TRY(hbg__cu_enter(dev, c));
+  int e = capture_state(c, q->s, state, id, NULL);
+  return e ? hbg__cu_err(dev, (CUresult)e, "cuStreamGetCaptureInfo",
+                         HBG_E_DEVICE)
+           : 0;
+}
+
+/* A caller's stream: wrapped, never created or destroyed here. With
+ * exec=device it gets its own executor block, made now (device memory:
+ * not while the stream is captured). */
+static int cu_queue_borrow(hbg_device *dev, void *native, hbg_dev_queue **out) {
+  hbg__cuda *c = impl_of(dev);
+  HBG__RETURN_IF(!out, HBG_E_INVAL);
+  HBG__TRY(hbg__cu_enter(dev, c));
+  hbg__cu_dead_reap(dev, c);
+  uint32_t st = HBG_DEV_CAPTURE_NONE;
+  uint64_t id = 0;
+  int e = capture_state(c, (CUstream)native, &st, &id, NULL);
+  if (e)
+    return hbg__cu_err(dev, (CUresult)e, "cuStreamGetCaptureInfo",
+                       HBG_E_DEVICE);
+  if (st != HBG_DEV_CAPTURE_NONE) {
+    hbg_device_set_native(dev, 0,
+                          "stream %p is being captured (capture %llu): its "
+                          "first launch prepares device memory, which the "
+                          "capture forbids; launch on it once before",
+                          native, (unsigned long long)id);
+    return HBG_E_CAPTURING;
+  }
+  hbg_dev_queue *q = calloc(1, sizeof *q);
+  if (!q)
+    return HBG_E_NOMEM;
+  q->s = (CUstream)native;
+  q->borrowed = 1;
+  atomic_init(&q->refs, 1);
+  if (c->exec_device) {
+    int rc = hbg__cu_exec_queue_init(dev, c, q);
+    if (rc < 0) {
+      free(q);
+      return rc;
+    }
+  }
+  *out = q;
+  return 0;
+}
+
+/* The queue's device state, freed: its launches have completed. */
+static int queue_free(hbg_device *dev, hbg__cuda *c, hbg_dev_queue *q) {
+  int rc = hbg__cu_exec_queue_fini(dev, c, q);
+  if (q->status) {
+    CUresult e = c->f.cuMemFreeHost(q->status);
+    if (e != CUDA_SUCCESS && rc == 0)
+      rc = hbg__cu_err(dev, e, "cuMemFreeHost", HBG_E_DEVICE);
+  }
+  free(q);
+  return rc;
+}
+
+void hbg__cu_dead_reap(hbg_device *dev, hbg__cuda *c) {
+  pthread_mutex_lock(&c->dead_mu);
+  hbg_dev_queue *d = c->dead;
+  c->dead = NULL;
+  pthread_mutex_unlock(&c->dead_mu);
+  while (d) {
+    hbg_dev_queue *n = d->dead_next;
+    (void)queue_free(dev, c, d);
+    d = n;
+  }
+}
+
+static int cu_queue_unborrow(hbg_device *dev, hbg_dev_queue *q) {
+  hbg__cuda *c = impl_of(dev);
+  HBG__RETURN_IF(!q || !q->borrowed, HBG_E_INVAL);
+  HBG__TRY(hbg__cu_enter(dev, c));
+  hbg__cu_dead_reap(dev, c);
+  /* A captured graph still holding the block frees it when it goes. */
+  if (atomic_fetch_sub(&q->refs, 1) != 1)
+    return 0;
+  return queue_free(dev, c, q);
+}
+
+/* What a graph keeps alive: the core's snapshot, and the queue whose
+ * executor block its launch names. */
+typedef struct cu_hold {
+  void *ptr;
+  void (*destroy)(void *ptr);
+  hbg__cuda *c;
+  hbg_dev_queue *q;
+} cu_hold;
+
+static void hold_nothing(void *p) { (void)p; }
+
+static void CUDA_CB hold_destroy(void *p) {
+  cu_hold *h = p;
+  h->destroy(h->ptr);
+  if (atomic_fetch_sub(&h->q->refs, 1) == 1) {
+    pthread_mutex_lock(&h->c->dead_mu);
+    h->q->dead_next = h->c->dead;
+    h->c->dead = h->q;
+    pthread_mutex_unlock(&h->c->dead_mu);
+  }
+  free(h);
+}
+
+static int cu_capture_retain(hbg_device *dev, hbg_dev_queue *q, void *ptr,
+                             void (*destroy)(void *ptr)) {
+  hbg__cuda *c = impl_of(dev);
+  HBG__RETURN_IF(!q || !destroy, HBG_E_INVAL);
+  if (!c->f.cuUserObjectCreate || !c->f.cuGraphRetainUserObject ||
+      !c->f.cuUserObjectRelease ||
+      (!c->f.cuStreamGetCaptureInfo_v3 && !c->f.cuStreamGetCaptureInfo_v2)) {
+    hbg_device_set_native(dev, 0,
+                          "the driver lacks cuUserObjectCreate, "
+                          "cuGraphRetainUserObject or "
+                          "cuStreamGetCaptureInfo_v2/_v3 (CUDA 11.4+)");
+    return HBG_E_UNSUPPORTED;
+  }
+  HBG__TRY(hbg__cu_enter(dev, c));
+  uint32_t st = 0;
+  uint64_t id = 0;
+  CUgraph g = NULL;
+  int e = capture_state(c, q->s, &st, &id, &g);
+  if (e)
+    return hbg__cu_err(dev, (CUresult)e, "cuStreamGetCaptureInfo",
+                       HBG_E_DEVICE);
+  if (st != HBG_DEV_CAPTURE_ACTIVE || !g)
+    return HBG_E_STATE;
+  cu_hold *h = malloc(sizeof *h);
+  if (!h)
+    return HBG_E_NOMEM;
+  *h = (cu_hold){.ptr = ptr, .destroy = destroy, .c = c, .q = q};
+  CUuserObject obj = NULL;
+  CUresult r = c->f.cuUserObjectCreate(&obj, h, hold_destroy, 1,
+                                       CU_USER_OBJECT_NO_DESTRUCTOR_SYNC);
+  if (r != CUDA_SUCCESS) {
+    free(h);
+    return hbg__cu_err(dev, r, "cuUserObjectCreate", HBG_E_NOMEM);
+  }
+  atomic_fetch_add(&q->refs, 1);
+  r = c->f.cuGraphRetainUserObject(g, obj, 1, CU_GRAPH_USER_OBJECT_MOVE);
+  if (r != CUDA_SUCCESS) {
+    /* Ours alone: releasing it runs hold_destroy later, on the driver's
+     * thread; the snapshot stays the caller's (it is told of the
+     * failure), so only the queue's reference goes there. */
+    h->destroy = hold_nothing;
+    (void)c->f.cuUserObjectRelease(obj, 1);
+    return hbg__cu_err(dev, r, "cuGraphRetainUserObject", HBG_E_DEVICE);
+  }
   return 0;
 }
 
@@ -850,6 +1076,10 @@ const hbg_dev_ops hbg__cuda_ops = {
     .queue_wait_event = cu_queue_wait_event,
     .mem_import = cu_mem_import,
     .mem_unimport = cu_mem_unimport,
+    .queue_borrow = cu_queue_borrow,
+    .queue_unborrow = cu_queue_unborrow,
+    .queue_capture = cu_queue_capture,
+    .capture_retain = cu_capture_retain,
 };
 
 static int cu_user_kernel_check(hbg_device *dev, const hbg_task *t,

@@ -101,6 +101,12 @@
  *                          them hbg_peer_create(cuda-graph) is
  *                          HBG_E_UNSUPPORTED naming the missing one, and
  *                          the eager peer still runs.
+ *   cuCtxGetDevice         the device of a borrowed context (ctx=current)
+ *   cuStreamIsCapturing, cuUserObjectCreate, cuUserObjectRelease,
+ *   cuGraphRetainUserObject
+ *                          binds launched into a caller's stream capture
+ *                          (hbg_bind_launch_on); without them a capture
+ *                          cannot take a bind (HBG_E_CAPTURING says so)
  *   cuLinkCreate_v2, cuLinkAddData_v2, cuLinkComplete, cuLinkDestroy
  *                          linking users' device code with the executor
  *                          (cuda_link.c); without them hbg_kernel_register
@@ -131,7 +137,30 @@
      const CUDA_KERNEL_NODE_PARAMS *nodeParams))                               \
   X(CUresult, cuPointerGetAttributes,                                          \
     (unsigned int numAttributes, CUpointer_attribute *attributes, void **data, \
-     CUdeviceptr ptr))
+     CUdeviceptr ptr))                                                         \
+  X(CUresult, cuCtxGetDevice, (CUdevice * device))                             \
+  X(CUresult, cuStreamIsCapturing,                                             \
+    (CUstream hStream, CUstreamCaptureStatus * captureStatus))                 \
+  X(CUresult, cuUserObjectCreate,                                              \
+    (CUuserObject * object_out, void *ptr, CUhostFn destroy,                   \
+     unsigned int initialRefcount, unsigned int flags))                        \
+  X(CUresult, cuUserObjectRelease, (CUuserObject object, unsigned int count)) \
+  X(CUresult, cuGraphRetainUserObject,                                         \
+    (CUgraph graph, CUuserObject object, unsigned int count,                   \
+     unsigned int flags))
+
+/* Versioned entry points cuda.h no longer declares under these names,
+ * resolved by name (the unsuffixed export is an older ABI): the capture's
+ * id and graph, for binds launched into a caller's capture (capture.c in
+ * the core, cu_queue_capture / cu_capture_retain). _v3 (CUDA 12.3+) adds
+ * edge data; either serves. */
+typedef CUresult (*hbg__cu_capinfo_v2_fn)(CUstream, CUstreamCaptureStatus *,
+                                          cuuint64_t *, CUgraph *,
+                                          const CUgraphNode **, size_t *);
+typedef CUresult (*hbg__cu_capinfo_v3_fn)(CUstream, CUstreamCaptureStatus *,
+                                          cuuint64_t *, CUgraph *,
+                                          const CUgraphNode **,
+                                          const CUgraphEdgeData **, size_t *);
 
 /* The exported name of cuEventElapsedTime's first version (cuda.h's macro
  * names the _v2 one). */
@@ -142,6 +171,8 @@ typedef struct hbg__cu_fns {
   HBG__CU_SYMBOLS(HBG__CU_FN_PTR)
   HBG__CU_OPTIONAL_SYMBOLS(HBG__CU_FN_PTR)
 #undef HBG__CU_FN_PTR
+  hbg__cu_capinfo_v2_fn cuStreamGetCaptureInfo_v2;
+  hbg__cu_capinfo_v3_fn cuStreamGetCaptureInfo_v3;
 } hbg__cu_fns;
 
 #endif

@@ -12,6 +12,7 @@
 #ifndef HBG_DEVICE_CUDA_CUDA_INTERNAL_H
 #define HBG_DEVICE_CUDA_CUDA_INTERNAL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -49,6 +50,15 @@ typedef struct hbg__cu_xretired {
 
 struct hbg_dev_queue {
   CUstream s;
+  int borrowed; /* s is the caller's (queue_borrow): never destroyed or
+                   synchronised here */
+  /* References: the queue's owner (1) and each live captured graph whose
+   * launch uses the executor block (capture_retain); the last one frees
+   * the queue, from a graph's destructor through the device's dead list
+   * (it may not call the driver there). While a graph holds one, the
+   * block and the range table are never replaced (a replay reads them). */
+  _Atomic uint32_t refs;
+  struct hbg_dev_queue *dead_next;
   hbg_dev_status *status; /* pinned source of the status write, lazily */
   /* exec=device: the executor's scratch block, retained for this stream's
    * launches: made at queue creation (scratch= bytes), grown before a
@@ -101,6 +111,9 @@ typedef struct hbg__cu_exec {
 
 typedef struct hbg__cuda {
   void *lib; /* dlopen handle of the driver library */
+  int ctx_borrowed; /* ctx=current: the caller's context, never released */
+  pthread_mutex_t dead_mu; /* queues whose last reference a graph's */
+  struct hbg_dev_queue *dead; /* destructor dropped, freed at the next op */
   hbg__cu_fns f;
   int ordinal;
   CUdevice cudev;
@@ -219,6 +232,8 @@ int hbg__cu_exec_launch(hbg_device *dev, hbg_dev_queue *q,
  * of fn fits an SM: the native message says why), or a mapped error. */
 int hbg__cu_exec_shape(hbg_device *dev, hbg__cuda *c, CUfunction fn,
                        hbg__cu_exec *out);
+/* Free the borrowed queues no one references any more. */
+void hbg__cu_dead_reap(hbg_device *dev, hbg__cuda *c);
 /* exec=device: the queue's scratch block (at queue creation). */
 int hbg__cu_exec_queue_init(hbg_device *dev, hbg__cuda *c, hbg_dev_queue *q);
 /* exec=device: free the queue's blocks (at its destruction, the stream

@@ -59,6 +59,17 @@ static int cu_map(CUresult e, int oom) {
     return HBG_E_UNSUPPORTED;
   case CUDA_ERROR_INVALID_DEVICE:
     return HBG_E_NOTFOUND;
+  /* a stream capture refused the call, or was invalidated */
+  case CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED:
+  case CUDA_ERROR_STREAM_CAPTURE_INVALIDATED:
+  case CUDA_ERROR_STREAM_CAPTURE_MERGE:
+  case CUDA_ERROR_STREAM_CAPTURE_UNMATCHED:
+  case CUDA_ERROR_STREAM_CAPTURE_UNJOINED:
+  case CUDA_ERROR_STREAM_CAPTURE_ISOLATION:
+  case CUDA_ERROR_STREAM_CAPTURE_IMPLICIT:
+  case CUDA_ERROR_CAPTURED_EVENT:
+  case CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD:
+    return HBG_E_CAPTURING;
   default:
     return HBG_E_DEVICE;
   }
@@ -145,6 +156,10 @@ int hbg__cu_load(const char *path, void **lib, hbg__cu_fns *f, char *why,
   memcpy(&f->name, &sym, sizeof sym);
   HBG__CU_OPTIONAL_SYMBOLS(HBG__CU_LOAD_OPT)
 #undef HBG__CU_LOAD_OPT
+  sym = dlsym(h, "cuStreamGetCaptureInfo_v3");
+  memcpy(&f->cuStreamGetCaptureInfo_v3, &sym, sizeof sym);
+  sym = dlsym(h, "cuStreamGetCaptureInfo_v2");
+  memcpy(&f->cuStreamGetCaptureInfo_v2, &sym, sizeof sym);
   if (!f->cuEventElapsedTime_v2) { /* a driver before CUDA 12.8 */
     sym = dlsym(h, HBG__CU_EVENT_ELAPSED_V1);
     memcpy(&f->cuEventElapsedTime_v2, &sym, sizeof sym);

@@ -456,7 +456,13 @@ int hbg__cu_exec_launch(hbg_device *dev, hbg_dev_queue *q,
   const hbg__cu_exec *ex = hbg__cu_link_exec(c);
   const uint64_t n_workers =
       (uint64_t)ex->ctas * (ex->lanes / ex->worker_lanes);
-  if (q->xretired)
+  /* Captured: replayed later with these arguments, so nothing here may
+   * wait, query or allocate, and the block is the graph's to reuse. */
+  const int captured = (l->flags & HBG_DEV_LAUNCH_CAPTURED) != 0;
+  /* A captured graph may replay with the block and range table the queue
+   * has now: they stay (the block does not grow) while one lives. */
+  const int held = atomic_load(&q->refs) > 1;
+  if (q->xretired && !captured)
     (void)exec_reap(dev, c, q, 0); /* a failure is kept as the native error */
   if (l->flags & HBG_DEV_LAUNCH_SIZED) {
     /* The same function the kernel's set-up lays the block out with. The
@@ -472,17 +478,51 @@ int hbg__cu_exec_launch(hbg_device *dev, hbg_dev_queue *q,
                           hbg__cu_link_floats(c, l->kernel_scratch),
                           n_workers, &lay);
     q->xneed = lay.need;
-    if (lay.need > q->xbytes)
+    if (lay.need > q->xbytes) {
+      if (captured || held) {
+        hbg_device_set_native(dev, 0,
+                              "the device executor's scratch block of this "
+                              "stream (%llu bytes) is too small for this "
+                              "window (%llu bytes) and cannot grow %s",
+                              (unsigned long long)q->xbytes,
+                              (unsigned long long)lay.need,
+                              captured ? "inside a capture (launch the "
+                                         "window once before capturing)"
+                                       : "while a captured graph holds it "
+                                         "(destroy the graph, or launch on "
+                                         "another stream)");
+        return captured ? HBG_E_CAPTURING : HBG_E_BUSY;
+      }
       HBG__TRY(exec_grow(dev, c, q, lay.need, pool));
+    }
     q->xpool = pool;
   }
+  if ((captured || held) && (!q->xr || q->xr_gen != c->dmem_gen) &&
+      (captured || c->dmem.n > q->xr_cap)) {
+    hbg_device_set_native(dev, 0,
+                          "the device's allocations changed since this "
+                          "stream's last launch, and its range table %s",
+                          captured ? "cannot be uploaded inside a capture "
+                                     "(launch once before capturing)"
+                                   : "cannot grow while a captured graph "
+                                     "holds it");
+    return captured ? HBG_E_CAPTURING : HBG_E_BUSY;
+  }
   HBG__TRY(exec_ranges(dev, c, q));
+  if (captured) {
+    /* Every replay starts from a zeroed control header (generation 0) and
+     * publishes generation 1; later direct launches publish from 2 on. */
+    CUresult e = c->f.cuMemcpyHtoDAsync_v2(q->xblock, q->xzero,
+                                           sizeof(hbg_dc_exec_ctl), q->s);
+    if (e != CUDA_SUCCESS)
+      return hbg__cu_err(dev, e, "cuMemcpyHtoDAsync_v2", HBG_E_DEVICE);
+  }
   hbg_dc_exec_args a = {.window = l->window,
                         .bytes = l->window_bytes,
                         .status = l->status,
                         .scratch = (uint64_t)q->xblock,
                         .scratch_bytes = q->xbytes,
-                        .gen = q->xgen + 1,
+                        .gen = captured ? 1 : q->xgen + 1,
                         .ranges = (uint64_t)q->xr,
                         .n_ranges = q->xr_n,
                         .cache_slots = HBG_DC_EXEC_CACHE_SLOTS,
@@ -504,7 +544,7 @@ int hbg__cu_exec_launch(hbg_device *dev, hbg_dev_queue *q,
                        c->coop ? "cuLaunchCooperativeKernel"
                                : "cuLaunchKernel",
                        HBG_E_DEVICE);
-  q->xgen++;
+  q->xgen = captured ? HBG__MAX(q->xgen, 1) : q->xgen + 1;
   HBG__CU_ADD(c, launches, 1);
   if (tracing) {
     hbg_trace_event ev = {.track = HBG_TRACK_DEVICE,

@@ -87,6 +87,13 @@ int hbg__cu_launch(hbg_device *dev, hbg_dev_queue *q,
   HBG__RETURN_IF(l->struct_size < sizeof *l, HBG_E_INVAL);
   if (c->exec_device)
     return hbg__cu_exec_launch(dev, q, l);
+  if (l->flags & HBG_DEV_LAUNCH_CAPTURED) {
+    hbg_device_set_native(dev, 0,
+                          "exec=verify checks each launch on the host (it "
+                          "reads the window back), which a capture cannot "
+                          "record: capture with exec=device");
+    return HBG_E_CAPTURING;
+  }
   HBG__RETURN_IF(!hbg__cu_ranges_find(&c->dmem, l->status,
                                       sizeof(hbg_dev_status)),
                  HBG_E_RANGE);

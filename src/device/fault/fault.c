@@ -243,6 +243,21 @@ static int fault_mem_import(hbg_device *dev, uint64_t addr, size_t bytes,
 static int fault_mem_unimport(hbg_device *dev, hbg_devptr p) {
   FAULT_RELEASE(MEM_UNIMPORT, hbg_dev_mem_unimport(f->inner, p));
 }
+static int fault_queue_borrow(hbg_device *dev, void *native,
+                              hbg_dev_queue **out) {
+  FAULT_FWD(QUEUE_BORROW, hbg_dev_queue_borrow(f->inner, native, out));
+}
+static int fault_queue_unborrow(hbg_device *dev, hbg_dev_queue *q) {
+  FAULT_FWD(QUEUE_UNBORROW, hbg_dev_queue_unborrow(f->inner, q));
+}
+static int fault_queue_capture(hbg_device *dev, hbg_dev_queue *q,
+                               uint32_t *state, uint64_t *id) {
+  FAULT_FWD(QUEUE_CAPTURE, hbg_dev_queue_capture(f->inner, q, state, id));
+}
+static int fault_capture_retain(hbg_device *dev, hbg_dev_queue *q, void *ptr,
+                                void (*destroy)(void *ptr)) {
+  FAULT_FWD(CAPTURE_RETAIN, hbg_dev_capture_retain(f->inner, q, ptr, destroy));
+}
 
 /* The clock is a reading, not an operation that can fail: forwarded as is. */
 static int fault_clock_ns(hbg_device *dev, uint64_t *ns) {
@@ -285,6 +300,10 @@ const hbg_dev_ops hbg__fault_ops = {
     .queue_wait_event = fault_queue_wait_event,
     .mem_import = fault_mem_import,
     .mem_unimport = fault_mem_unimport,
+    .queue_borrow = fault_queue_borrow,
+    .queue_unborrow = fault_queue_unborrow,
+    .queue_capture = fault_queue_capture,
+    .capture_retain = fault_capture_retain,
 };
 
 int hbg_fault_arm(hbg_device *dev, int op, uint64_t k, int err) {

@@ -329,6 +329,8 @@ const hbg_dev_ops hbg__sim_ops = {
     .queue_wait_event = hbg__sim_queue_wait_event,
     .mem_import = hbg__sim_mem_import,
     .mem_unimport = hbg__sim_mem_unimport,
+    .queue_borrow = hbg__sim_queue_borrow,
+    .queue_unborrow = hbg__sim_queue_unborrow,
 };
 
 static int sim_host_ptr(hbg_device *dev, hbg_devptr addr, uint64_t len,

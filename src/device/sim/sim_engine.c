@@ -717,6 +717,31 @@ int hbg__sim_queue_destroy(hbg_device *dev, hbg_dev_queue *h) {
   return 0;
 }
 
+/* The sim's queues are its own: a caller borrows one it created with
+ * queue_create, and the wrapper is the queue itself. */
+int hbg__sim_queue_borrow(hbg_device *dev, void *native, hbg_dev_queue **out) {
+  hbg__sim *s = hbg_device_impl(dev);
+  HBG__RETURN_IF(!out || !native, HBG_E_INVAL);
+  pthread_mutex_lock(&s->mu);
+  hbg__sim_queue *q = queue_get(s, native);
+  pthread_mutex_unlock(&s->mu);
+  if (!q) {
+    hbg_device_set_native(dev, HBG_E_INVAL,
+                          "queue %p is not a live queue of this sim device "
+                          "(hbg_dev_queue_create)",
+                          native);
+    return HBG_E_INVAL;
+  }
+  *out = native;
+  return 0;
+}
+
+int hbg__sim_queue_unborrow(hbg_device *dev, hbg_dev_queue *q) {
+  (void)dev;
+  (void)q;
+  return 0;
+}
+
 int hbg__sim_queue_sync(hbg_device *dev, hbg_dev_queue *h) {
   hbg__sim *s = hbg_device_impl(dev);
   HBG__RETURN_IF(!h, HBG_E_INVAL);

@@ -281,6 +281,8 @@ int hbg__sim_queue_destroy(hbg_device *dev, hbg_dev_queue *q);
 int hbg__sim_copy_h2d_async(hbg_device *dev, hbg_dev_queue *q, hbg_devptr dst,
                             const void *src, size_t bytes);
 int hbg__sim_queue_sync(hbg_device *dev, hbg_dev_queue *q);
+int hbg__sim_queue_borrow(hbg_device *dev, void *native, hbg_dev_queue **out);
+int hbg__sim_queue_unborrow(hbg_device *dev, hbg_dev_queue *q);
 int hbg__sim_event_create(hbg_device *dev, hbg_dev_event **out);
 int hbg__sim_event_destroy(hbg_device *dev, hbg_dev_event *ev);
 int hbg__sim_event_record(hbg_device *dev, hbg_dev_event *ev,
