@@ -455,7 +455,60 @@ static void older_backend(void) {
   hbg_device_close(dev);
 }
 
+/* A device that hands out an address the runtime already uses (no
+ * built-in backend does: each refuses overlaps itself): the runtime's own
+ * check refuses it, names both, and gives the import back. */
+static hbg_devptr fake_at;
+static int fake_unimports;
+
+static int fake_import(hbg_device *dev, uint64_t addr, size_t bytes,
+                       hbg_devptr *out) {
+  (void)dev, (void)addr, (void)bytes;
+  *out = fake_at;
+  return 0;
+}
+
+static int fake_unimport(hbg_device *dev, hbg_devptr p) {
+  (void)dev;
+  ASSERT_UEQ(p, fake_at);
+  fake_unimports++;
+  return 0;
+}
+
+static void overlapping_device(void) {
+  hbg_dev_ops ops = *hbg_device_find("sim");
+  ops.mem_import = fake_import;
+  ops.mem_unimport = fake_unimport;
+  hbg_device *dev = NULL;
+  ASSERT_OK(hbg_device_open_ops(&ops, NULL, &dev));
+  hbg_runtime *rt = mk(dev, HBG_POLICY_DEFERRED, HBG_DEPS_EXPLICIT);
+  uint64_t b = 0, d = 0;
+  static float host[16];
+  ASSERT_OK(hbg_buffer_alloc(rt, 1024, &b));
+  char at[32];
+  snprintf(at, sizeof at, "0x%llx", (unsigned long long)b);
+  fake_at = b + 64; /* inside it */
+  ASSERT_ERR(hbg_buffer_import(rt, (uint64_t)(uintptr_t)host, 16, &d),
+             HBG_E_INVAL);
+  expect_msg("device address inside a buffer", "overlaps the live allocated");
+  expect_msg("device address inside a buffer", at);
+  fake_at = b - 32; /* reaching into it from below */
+  ASSERT_ERR(hbg_buffer_import(rt, (uint64_t)(uintptr_t)host, 64, &d),
+             HBG_E_INVAL);
+  expect_msg("device range reaching a buffer", at);
+  ASSERT_EQ(fake_unimports, 2);
+  fake_at = b + 1024; /* right after it: fine */
+  ASSERT_OK(hbg_buffer_import(rt, (uint64_t)(uintptr_t)host, 64, &d));
+  ASSERT_UEQ(d, b + 1024);
+  ASSERT_OK(hbg_buffer_free(rt, d));
+  ASSERT_EQ(fake_unimports, 3);
+  hbg_runtime_destroy(rt);
+  hbg_device_close(dev);
+}
+
 int main(void) {
+  overlapping_device();
+  printf("overlapping device: ok\n");
   older_backend();
   printf("older backend: ok\n");
   sim_table();
