@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <hbg/hbg_device.h>
 
@@ -28,6 +29,20 @@ static inline void *cuda_standin(void) {
     T_FAIL("HBG_CUDA_LIB=%s cannot be loaded: %s", lib, dlerror());
   return dlsym(h, "hbgmock_live") ? h : NULL;
 }
+
+/* The entry point name of the driver library h (HBG_CUDA_LIB), into the
+ * function pointer var; a missing one fails the test. */
+static inline void *standin_sym(void *h, const char *name) {
+  void *p = dlsym(h, name);
+  if (!p)
+    T_FAIL("HBG_CUDA_LIB=%s exports no %s", getenv("HBG_CUDA_LIB"), name);
+  return p;
+}
+#define STANDIN_LOAD(h, var, name)                                             \
+  do {                                                                         \
+    void *standin__p = standin_sym(h, name);                                   \
+    memcpy(&(var), &standin__p, sizeof standin__p);                            \
+  } while (0)
 
 /* Skip (exit 77) saying why, unless the test runs against the stand-in:
  * then fail saying why. */

@@ -100,6 +100,28 @@ static inline void pp_wait(hbg_bind *b) {
   hbg_bind_end(b);
 }
 
+/* A runtime of the given policy on dev (not owned). */
+static inline hbg_runtime *pp_runtime(hbg_device *dev, int policy) {
+  hbg_config cfg;
+  hbg_config_init(&cfg);
+  cfg.device_handle = dev;
+  cfg.policy = (uint32_t)policy;
+  hbg_runtime *rt = NULL;
+  ASSERT_OK(hbg_runtime_create(&cfg, &rt));
+  return rt;
+}
+
+/* Binds first .. first + n - 1, each launched on the caller's stream and
+ * waited for. */
+static inline void pp_run_on(pp *w, void *stream, uint32_t first,
+                             uint32_t n) {
+  for (uint32_t k = first; k < first + n; k++) {
+    hbg_bind *b = pp_submit(w, k, 0);
+    ASSERT_OK(hbg_bind_launch_on(b, stream));
+    pp_wait(b);
+  }
+}
+
 /* After `binds` binds from the start: P[binds % 2] = P0 + 24 * binds. */
 static inline void pp_check(pp *w, uint32_t binds) {
   float got[N], ref[N];

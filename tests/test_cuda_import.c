@@ -30,6 +30,7 @@
 
 #include "common/util.h"
 #include "cuda_skip.h"
+#include "scale_fixture.h"
 #include "test.h"
 
 #define N 512u
@@ -94,9 +95,8 @@ static void load_driver(void) {
   ASSERT_EQ(cu_set_current(ctx), 0);
 }
 
-static void expect_msg(const char *what, const char *says) {
-  if (!strstr(hbg_last_error(), says))
-    T_FAIL("%s: '%s' does not say '%s'", what, hbg_last_error(), says);
+static void expect_said(const char *what, const char *says) {
+  expect_msg(what, says);
   printf("  %s: %s\n", what, hbg_last_error());
 }
 
@@ -114,38 +114,6 @@ static hbg_runtime *mk(int policy, const char *opts) {
   return rt;
 }
 
-static hbg_tensor vec(uint64_t addr, uint64_t off, uint32_t n, uint32_t mode) {
-  hbg_tensor t;
-  ASSERT_OK(hbg_tensor_contig(&t, addr, off, HBG_DTYPE_F32, 1, &n, mode));
-  return t;
-}
-
-static int rec_scale3(hbg_recorder *rec, void *user) {
-  (void)user;
-  uint32_t n = 0;
-  const hbg_tensor *bt = hbg_record_tensors(rec, &n);
-  hbg_tensor a[2] = {bt[0], bt[1]};
-  hbg_scalar sc = hbg_scalar_static(hbg_scalar_f32(3.0f));
-  hbg_task t = {.kernel = HBG_KERNEL_SCALE,
-                .n_args = 2,
-                .args = a,
-                .n_scalars = 1,
-                .scalars = &sc};
-  return hbg_record_task(rec, &t, NULL);
-}
-
-static int submit_scale(hbg_bind *b, hbg_tensor in, hbg_tensor out, float alpha,
-                        hbg_task_id *id) {
-  hbg_tensor a[2] = {in, out};
-  hbg_scalar sc = hbg_scalar_static(hbg_scalar_f32(alpha));
-  hbg_task t = {.kernel = HBG_KERNEL_SCALE,
-                .n_args = 2,
-                .args = a,
-                .n_scalars = 1,
-                .scalars = &sc};
-  return hbg_submit_task(b, &t, id);
-}
-
 /* y = 2 x (a task), z = 3 y (a graph replay after it), then read back
  * and compared. */
 static void bind_check(hbg_runtime *rt, uint64_t ix, uint64_t iyz,
@@ -155,15 +123,8 @@ static void bind_check(hbg_runtime *rt, uint64_t ix, uint64_t iyz,
   hbg_task_id t0 = HBG_TASK_NONE;
   ASSERT_OK(submit_scale(b, vec(ix, 0, N, HBG_ACCESS_IN),
                          vec(iyz, 0, N, HBG_ACCESS_OUT), 2.0f, &t0));
-  hbg_tensor bt[2] = {vec(iyz, 0, N, HBG_ACCESS_IN),
-                      vec(iyz, N * 4, N, HBG_ACCESS_OUT)};
-  hbg_graph_submit g = {.key = 38,
-                        .n_tensors = 2,
-                        .tensors = bt,
-                        .n_deps = 1,
-                        .deps = &t0,
-                        .record = rec_scale3};
-  ASSERT_OK(hbg_submit_graph(b, &g, NULL));
+  ASSERT_OK(submit_graph(b, vec(iyz, 0, N, HBG_ACCESS_IN),
+                         vec(iyz, N * 4, N, HBG_ACCESS_OUT), &t0));
   ASSERT_OK(hbg_bind_launch(b));
   int rc = hbg_bind_wait(b);
   if (rc != 0)
@@ -267,35 +228,35 @@ static void refusals(void) {
   /* straddling the allocation's end: named with the bytes missing */
   ASSERT_ERR(hbg_buffer_import(rt, seg + 8192 - 128, 256, &d), HBG_E_RANGE);
   snprintf(addr, sizeof addr, "0x%llx", (unsigned long long)(seg + 8064));
-  expect_msg("past the allocation's end", addr);
-  expect_msg("past the allocation's end", "ends 128 bytes early");
+  expect_said("past the allocation's end", addr);
+  expect_said("past the allocation's end", "ends 128 bytes early");
   /* not CUDA memory */
   static float host[64];
   ASSERT_ERR(hbg_buffer_import(rt, (uint64_t)(uintptr_t)host, sizeof host, &d),
              HBG_E_RANGE);
-  expect_msg("a host array", "is not CUDA memory");
+  expect_said("a host array", "is not CUDA memory");
   /* pinned host memory is CUDA memory but not device memory */
   void *pin = NULL;
   ASSERT_OK(hbg_dev_host_alloc(dev, 4096, &pin));
   ASSERT_ERR(hbg_buffer_import(rt, (uint64_t)(uintptr_t)pin, 4096, &d),
              HBG_E_RANGE);
-  expect_msg("pinned host memory", "is host memory, not device memory");
+  expect_said("pinned host memory", "is host memory, not device memory");
   ASSERT_OK(hbg_dev_host_free(dev, pin));
   /* overlaps */
   uint64_t mine = 0;
   ASSERT_OK(hbg_buffer_alloc(rt, 4096, &mine));
   ASSERT_ERR(hbg_buffer_import(rt, mine + 256, 256, &d), HBG_E_INVAL);
-  expect_msg("an hbg_buffer_alloc buffer", "overlaps the device allocation");
+  expect_said("an hbg_buffer_alloc buffer", "overlaps the device allocation");
   ASSERT_OK(hbg_buffer_import(rt, seg, 4096, &d));
   ASSERT_ERR(hbg_buffer_import(rt, seg + 4000, 512, &d2), HBG_E_INVAL);
   snprintf(addr, sizeof addr, "0x%llx", (unsigned long long)seg);
-  expect_msg("a second import", "overlaps the import");
-  expect_msg("a second import", addr);
+  expect_said("a second import", "overlaps the import");
+  expect_said("a second import", addr);
   ASSERT_OK(hbg_buffer_import(rt, seg + 4096, 4096, &d2)); /* adjacent */
   /* device memory has no host address */
   void *p = NULL;
   ASSERT_ERR(hbg_buffer_host_ptr(rt, d, 16, &p), HBG_E_UNSUPPORTED);
-  expect_msg("host_ptr", "not addressable from the host");
+  expect_said("host_ptr", "not addressable from the host");
   ASSERT_ERR(hbg_buffer_host_ptr(rt, mine, 16, &p), HBG_E_UNSUPPORTED);
   ASSERT_ERR(hbg_buffer_host_ptr(rt, seg + 8192, 16, &p), HBG_E_RANGE);
   if (mocked) {
@@ -314,7 +275,7 @@ static void refusals(void) {
     ASSERT_OK(hbg_buffer_free(rt, dv));
     ASSERT_ERR(hbg_buffer_import(rt, v, (1u << 20) + 4096 + 1, &dv),
                HBG_E_RANGE);
-    expect_msg("past the reservation", "ends 1 bytes early");
+    expect_said("past the reservation", "ends 1 bytes early");
     mock_vmm(0, 0);
     ASSERT_ERR(hbg_buffer_import(rt, v + 1024, 8192, &dv), HBG_E_RANGE);
     ASSERT_EQ(cu_free(v), 0);
@@ -322,16 +283,16 @@ static void refusals(void) {
     cu_ptr f = 0;
     ASSERT_EQ(mock_alloc_foreign(&f, 4096), 0);
     ASSERT_ERR(hbg_buffer_import(rt, f, 4096, &d2), HBG_E_RANGE);
-    expect_msg("a foreign context", "belongs to another context");
+    expect_said("a foreign context", "belongs to another context");
     snprintf(addr, sizeof addr, "0x%llx", (unsigned long long)f);
-    expect_msg("a foreign context", addr);
+    expect_said("a foreign context", addr);
     ASSERT_EQ(cu_free(f), 0);
     /* the driver's failure, mapped and named */
     mock_fail("cuPointerGetAttributes", 1 /* CUDA_ERROR_INVALID_VALUE */, 0);
     cu_ptr g = 0;
     ASSERT_EQ(cu_alloc(&g, 4096), 0);
     ASSERT_ERR(hbg_buffer_import(rt, g, 4096, &d2), HBG_E_DEVICE);
-    expect_msg("injected", "cuPointerGetAttributes");
+    expect_said("injected", "cuPointerGetAttributes");
     ASSERT_EQ(cu_free(g), 0);
   }
   hbg__error_clear();
@@ -355,7 +316,7 @@ static void no_pointer_attributes(void) {
   uint64_t d = 0, mine = 0;
   ASSERT_ERR(hbg_buffer_import(rt, 0x7d0000001000ull, 4096, &d),
              HBG_E_UNSUPPORTED);
-  expect_msg("no cuPointerGetAttributes", "cuPointerGetAttributes");
+  expect_said("no cuPointerGetAttributes", "cuPointerGetAttributes");
   ASSERT_OK(hbg_buffer_alloc(rt, 4096, &mine));
   hbg_runtime_destroy(rt);
   printf("no cuPointerGetAttributes: ok\n");

@@ -27,14 +27,10 @@
 
 #include "common/util.h"
 #include "device/sim/sim.h"
+#include "scale_fixture.h"
 #include "test.h"
 
 #define N 1024u
-
-static void expect_msg(const char *what, const char *says) {
-  if (!strstr(hbg_last_error(), says))
-    T_FAIL("%s: '%s' does not say '%s'", what, hbg_last_error(), says);
-}
 
 static hbg_runtime *mk(hbg_device *dev, int policy, int deps) {
   hbg_config cfg;
@@ -46,50 +42,6 @@ static hbg_runtime *mk(hbg_device *dev, int policy, int deps) {
   hbg_runtime *rt = NULL;
   ASSERT_OK(hbg_runtime_create(&cfg, &rt));
   return rt;
-}
-
-static hbg_tensor vec(uint64_t addr, uint64_t off, uint32_t n, uint32_t mode) {
-  hbg_tensor t;
-  ASSERT_OK(hbg_tensor_contig(&t, addr, off, HBG_DTYPE_F32, 1, &n, mode));
-  return t;
-}
-
-static int rec_scale3(hbg_recorder *rec, void *user) {
-  (void)user;
-  uint32_t n = 0;
-  const hbg_tensor *bt = hbg_record_tensors(rec, &n);
-  hbg_tensor a[2] = {bt[0], bt[1]};
-  hbg_scalar sc = hbg_scalar_static(hbg_scalar_f32(3.0f));
-  hbg_task t = {.kernel = HBG_KERNEL_SCALE,
-                .n_args = 2,
-                .args = a,
-                .n_scalars = 1,
-                .scalars = &sc};
-  return hbg_record_task(rec, &t, NULL);
-}
-
-static int submit_scale(hbg_bind *b, hbg_tensor in, hbg_tensor out, float alpha,
-                        hbg_task_id *id) {
-  hbg_tensor a[2] = {in, out};
-  hbg_scalar sc = hbg_scalar_static(hbg_scalar_f32(alpha));
-  hbg_task t = {.kernel = HBG_KERNEL_SCALE,
-                .n_args = 2,
-                .args = a,
-                .n_scalars = 1,
-                .scalars = &sc};
-  return hbg_submit_task(b, &t, id);
-}
-
-static int submit_graph(hbg_bind *b, hbg_tensor in, hbg_tensor out,
-                        const hbg_task_id *dep) {
-  hbg_tensor bt[2] = {in, out};
-  hbg_graph_submit g = {.key = 38,
-                        .n_tensors = 2,
-                        .tensors = bt,
-                        .n_deps = dep ? 1 : 0,
-                        .deps = dep,
-                        .record = rec_scale3};
-  return hbg_submit_graph(b, &g, NULL);
 }
 
 static uint64_t d2h_bytes(hbg_device *dev) {

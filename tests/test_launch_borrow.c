@@ -55,16 +55,10 @@ static void caller_load(hbg_device *dev, const char *lib) {
   void *h = dlopen(lib, RTLD_NOW | RTLD_GLOBAL);
   if (!h)
     T_FAIL("HBG_CUDA_LIB=%s: %s", lib, dlerror());
-  void *f;
-#define LOAD(field, sym)                                                       \
-  if (!(f = dlsym(h, sym)))                                                    \
-    T_FAIL("the stand-in exports no %s", sym);                                 \
-  memcpy(&C.field, &f, sizeof f);
-  LOAD(stream_create, "cuStreamCreate")
-  LOAD(stream_sync, "cuStreamSynchronize")
-  LOAD(stream_destroy, "cuStreamDestroy_v2")
-  LOAD(copy_async, "cuMemcpyHtoDAsync_v2")
-#undef LOAD
+  STANDIN_LOAD(h, C.stream_create, "cuStreamCreate");
+  STANDIN_LOAD(h, C.stream_sync, "cuStreamSynchronize");
+  STANDIN_LOAD(h, C.stream_destroy, "cuStreamDestroy_v2");
+  STANDIN_LOAD(h, C.copy_async, "cuMemcpyHtoDAsync_v2");
 }
 
 static void *cq_create(void) {
@@ -98,22 +92,12 @@ static int done_now(hbg_bind *b) {
   return hbg_dev_event_query(b->rt->dev, b->slot->done) == 0;
 }
 
-static hbg_runtime *mk(hbg_device *dev, int policy) {
-  hbg_config cfg;
-  hbg_config_init(&cfg);
-  cfg.device_handle = dev;
-  cfg.policy = (uint32_t)policy;
-  hbg_runtime *rt = NULL;
-  ASSERT_OK(hbg_runtime_create(&cfg, &rt));
-  return rt;
-}
-
 /* A second runtime's held bind is the caller's earlier work on the
  * stream; the bind launched on it after waits for it, and the caller's
  * later work (a copy of fresh inputs, queued after the launch) lands only
  * after the bind has read them. */
 static void fifo(hbg_device *dev, int policy, const char *name) {
-  hbg_runtime *rt = mk(dev, policy), *other = mk(dev, policy);
+  hbg_runtime *rt = pp_runtime(dev, policy), *other = pp_runtime(dev, policy);
   void *s = cq_create();
   pp w, o;
   pp_create(&w, rt, !C.cuda);
@@ -175,7 +159,7 @@ static void fifo(hbg_device *dev, int policy, const char *name) {
 /* Ping-pong across the runtime's queue and the caller's: each bind reads
  * the one launched before it. */
 static void alternate(hbg_device *dev, int policy, const char *name) {
-  hbg_runtime *rt = mk(dev, policy);
+  hbg_runtime *rt = pp_runtime(dev, policy);
   void *s = cq_create();
   pp w;
   pp_create(&w, rt, !C.cuda);
@@ -202,7 +186,7 @@ static void alternate(hbg_device *dev, int policy, const char *name) {
 }
 
 static void errors(hbg_device *dev) {
-  hbg_runtime *rt = mk(dev, HBG_POLICY_COALESCED);
+  hbg_runtime *rt = pp_runtime(dev, HBG_POLICY_COALESCED);
   pp w;
   pp_create(&w, rt, !C.cuda);
   hbg_bind *b = pp_submit(&w, 0, 0);

@@ -51,34 +51,18 @@ static void load(const char *lib) {
   void *h = dlopen(lib, RTLD_NOW | RTLD_GLOBAL);
   if (!h)
     T_FAIL("HBG_CUDA_LIB=%s: %s", lib, dlerror());
-  void *f;
-#define LOAD(field, sym)                                                       \
-  if (!(f = dlsym(h, sym)))                                                    \
-    T_FAIL("the stand-in exports no %s", sym);                                 \
-  memcpy(&D.field, &f, sizeof f);
-  LOAD(stream_create, "cuStreamCreate")
-  LOAD(stream_sync, "cuStreamSynchronize")
-  LOAD(stream_destroy, "cuStreamDestroy_v2")
-  LOAD(begin, "cuStreamBeginCapture_v2")
-  LOAD(end, "cuStreamEndCapture")
-  LOAD(instantiate, "cuGraphInstantiateWithFlags")
-  LOAD(launch, "cuGraphLaunch")
-  LOAD(exec_destroy, "cuGraphExecDestroy")
-  LOAD(graph_destroy, "cuGraphDestroy")
-  LOAD(calls_begin, "hbgmock_calls_begin")
-  LOAD(calls_end, "hbgmock_calls_end")
-  LOAD(user_objects, "hbgmock_user_objects")
-#undef LOAD
-}
-
-static hbg_runtime *mk(hbg_device *dev, int policy) {
-  hbg_config cfg;
-  hbg_config_init(&cfg);
-  cfg.device_handle = dev;
-  cfg.policy = (uint32_t)policy;
-  hbg_runtime *rt = NULL;
-  ASSERT_OK(hbg_runtime_create(&cfg, &rt));
-  return rt;
+  STANDIN_LOAD(h, D.stream_create, "cuStreamCreate");
+  STANDIN_LOAD(h, D.stream_sync, "cuStreamSynchronize");
+  STANDIN_LOAD(h, D.stream_destroy, "cuStreamDestroy_v2");
+  STANDIN_LOAD(h, D.begin, "cuStreamBeginCapture_v2");
+  STANDIN_LOAD(h, D.end, "cuStreamEndCapture");
+  STANDIN_LOAD(h, D.instantiate, "cuGraphInstantiateWithFlags");
+  STANDIN_LOAD(h, D.launch, "cuGraphLaunch");
+  STANDIN_LOAD(h, D.exec_destroy, "cuGraphExecDestroy");
+  STANDIN_LOAD(h, D.graph_destroy, "cuGraphDestroy");
+  STANDIN_LOAD(h, D.calls_begin, "hbgmock_calls_begin");
+  STANDIN_LOAD(h, D.calls_end, "hbgmock_calls_end");
+  STANDIN_LOAD(h, D.user_objects, "hbgmock_user_objects");
 }
 
 /* Calls a capture forbids, or that would touch the caller's stream's
@@ -116,7 +100,7 @@ static void read_p(pp *w, uint32_t i, float *out) {
 }
 
 static void eager_calls(hbg_device *dev) {
-  hbg_runtime *rt = mk(dev, HBG_POLICY_COALESCED);
+  hbg_runtime *rt = pp_runtime(dev, HBG_POLICY_COALESCED);
   cu_t s = NULL;
   ASSERT_EQ(D.stream_create(&s, 1), 0);
   pp w;
@@ -155,18 +139,14 @@ static cu_t capture_one(pp *w, cu_t s, uint32_t k) {
 }
 
 static void replays(hbg_device *dev) {
-  hbg_runtime *rt = mk(dev, HBG_POLICY_COALESCED);
+  hbg_runtime *rt = pp_runtime(dev, HBG_POLICY_COALESCED);
   cu_t s = NULL;
   ASSERT_EQ(D.stream_create(&s, 1), 0);
   pp w;
   pp_create(&w, rt, 0);
   /* warm: the stream, the Definition resident, each slot's arena and heap
    * grown to the step (a slot grows at its next bind: 2 x depth binds) */
-  for (uint32_t k = 0; k < 4; k++) {
-    hbg_bind *b = pp_submit(&w, k, 0);
-    ASSERT_OK(hbg_bind_launch_on(b, s));
-    pp_wait(b);
-  }
+  pp_run_on(&w, s, 0, 4);
   hbg_dev_stats st0 = {.struct_size = sizeof st0};
   ASSERT_OK(hbg_dev_stats_get(dev, &st0));
   long uo0 = D.user_objects();
@@ -201,11 +181,7 @@ static void replays(hbg_device *dev) {
   printf("two captured graphs replayed 5 times each, inputs changed "
          "between replays, while the runtime ran 6 more binds: right\n");
   /* eager binds on the same stream after the replays run right too */
-  for (uint32_t k = 0; k < 2; k++) {
-    hbg_bind *b = pp_submit(&w, k, 0);
-    ASSERT_OK(hbg_bind_launch_on(b, s));
-    pp_wait(b);
-  }
+  pp_run_on(&w, s, 0, 2);
   read_p(&w, 0, got);
   ASSERT(got[0] == p0[0] + 96.0f); /* P0 = p0 + 48, then + 24 twice */
   ASSERT_EQ(D.exec_destroy(xa), 0);
@@ -229,21 +205,16 @@ static void replays(hbg_device *dev) {
 }
 
 static void refusals(hbg_device *dev) {
-  hbg_runtime *rt = mk(dev, HBG_POLICY_COALESCED);
-  hbg_runtime *eager = mk(dev, HBG_POLICY_PINNED_EAGER);
+  hbg_runtime *rt = pp_runtime(dev, HBG_POLICY_COALESCED);
+  hbg_runtime *eager = pp_runtime(dev, HBG_POLICY_PINNED_EAGER);
   cu_t s = NULL, s2 = NULL;
   ASSERT_EQ(D.stream_create(&s, 1), 0);
   ASSERT_EQ(D.stream_create(&s2, 1), 0);
   pp w, e;
   pp_create(&w, rt, 0);
   pp_create(&e, eager, 0);
-  hbg_bind *b = NULL;
-  for (uint32_t k = 0; k < 4; k++) {
-    b = pp_submit(&w, k, 0);
-    ASSERT_OK(hbg_bind_launch_on(b, s));
-    pp_wait(b);
-  }
-  b = pp_submit(&e, 0, 0);
+  pp_run_on(&w, s, 0, 4);
+  hbg_bind *b = pp_submit(&e, 0, 0);
   ASSERT_OK(hbg_bind_launch_on(b, s));
   pp_wait(b);
   /* a bind left in flight before the capture */
@@ -299,16 +270,12 @@ static void refusals(hbg_device *dev) {
 /* A graph that outlives the runtime: destroy says so, and destroying the
  * graph later is safe (its destructor finds the runtime gone). */
 static void outlives(hbg_device *dev) {
-  hbg_runtime *rt = mk(dev, HBG_POLICY_COALESCED);
+  hbg_runtime *rt = pp_runtime(dev, HBG_POLICY_COALESCED);
   cu_t s = NULL;
   ASSERT_EQ(D.stream_create(&s, 1), 0);
   pp w;
   pp_create(&w, rt, 0);
-  for (uint32_t k = 0; k < 4; k++) {
-    hbg_bind *b = pp_submit(&w, k, 0);
-    ASSERT_OK(hbg_bind_launch_on(b, s));
-    pp_wait(b);
-  }
+  pp_run_on(&w, s, 0, 4);
   long uo0 = D.user_objects();
   cu_t x = capture_one(&w, s, 1);
   pp_destroy(&w);
