@@ -228,6 +228,8 @@ static void refusals(hbg_device *dev) {
   ASSERT(strstr(hbg_last_error(), "capture"));
   float x[N] = {0};
   ASSERT_ERR(hbg_buffer_write(rt, w.p[0], x, sizeof x), HBG_E_CAPTURING);
+  ASSERT_ERR(hbg_runtime_stream_forget(rt, s), HBG_E_CAPTURING);
+  ASSERT(strstr(hbg_last_error(), "forget it after the capture"));
   /* an idle slot opens a bind (and ends it) without a device call */
   ASSERT_OK(hbg_bind_begin(rt, &b));
   hbg_bind_end(b);
@@ -256,8 +258,8 @@ static void refusals(hbg_device *dev) {
   /* the bind is still open and runs eagerly once the capture is over */
   ASSERT_OK(hbg_bind_launch_on(b, s));
   pp_wait(b);
-  printf("refused while capturing: alloc, write, begin with a bind in "
-         "flight, pinned-eager, a new stream; an invalidated capture is "
+  printf("refused while capturing: alloc, write, forget, begin with a "
+         "bind in flight, pinned-eager, a new stream; an invalidated capture is "
          "named; the capture stayed valid\n");
   pp_destroy(&w);
   pp_destroy(&e);

@@ -870,7 +870,9 @@ HBG_API int hbg_bind_launch_on(hbg_bind *b, void *stream);
 /* Forget a stream hbg_bind_launch_on wrapped (after waiting for the binds
  * launched on it), before the caller destroys it.
  * @return 0, HBG_E_NOTFOUND (never launched on, or forgotten already),
- * HBG_E_INVAL, or the wait's error (the stream stays known). */
+ * HBG_E_INVAL, HBG_E_CAPTURING (a capture runs on a stream hbg launched
+ * on: forgetting frees device state), or the wait's error (the stream
+ * stays known). */
 HBG_API int hbg_runtime_stream_forget(hbg_runtime *rt, void *stream);
 
 /* Wait for a launched bind to complete and collect the device status.

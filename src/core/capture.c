@@ -48,6 +48,8 @@ struct hbg__capture_home {
   pthread_mutex_t mu;
   uint32_t refs;          /* the runtime's + one per live snapshot */
   _Atomic uint32_t live;  /* snapshots whose graph lives */
+  _Atomic uint32_t n_dead; /* on the dead list: hbg_bind_begin looks here
+                              before it takes the mutex */
   int rt_gone;            /* hbg_runtime_destroy ran */
   hbg__snapshot *dead;    /* graph gone, memory not yet freed */
 };
@@ -85,6 +87,7 @@ static void snapshot_destroy(void *p) {
   } else {
     sn->next = h->dead;
     h->dead = sn;
+    atomic_fetch_add(&h->n_dead, 1);
   }
   home_unref_locked(h);
 }
@@ -103,11 +106,12 @@ static void snapshot_free(hbg_runtime *rt, hbg__snapshot *sn) {
 
 void hbg__captures_reap(hbg_runtime *rt) {
   hbg__capture_home *h = rt->capture_home;
-  if (!h)
+  if (!h || !atomic_load(&h->n_dead))
     return;
   pthread_mutex_lock(&h->mu);
   hbg__snapshot *d = h->dead;
   h->dead = NULL;
+  atomic_store(&h->n_dead, 0);
   pthread_mutex_unlock(&h->mu);
   while (d) {
     hbg__snapshot *n = d->next;
@@ -128,9 +132,9 @@ void hbg__captures_fini(hbg_runtime *rt) {
   rt->capture_home = NULL;
   if (live && !rt->rel_failed)
     hbg__error_set("hbg_runtime_destroy: %u captured graph%s holding hbg "
-                   "launches still live%s: destroy them before the runtime "
+                   "launches still live: destroy them before the runtime "
                    "(their replays read memory the runtime owned)",
-                   live, live > 1 ? "s are" : " is", "");
+                   live, live > 1 ? "s are" : " is");
 }
 
 /* ---------------- borrowed queues ---------------- */
@@ -207,6 +211,15 @@ int hbg_runtime_stream_forget(hbg_runtime *rt, void *stream) {
   hbg__error_clear();
   HBG__RETURN_IF(!rt, HBG_E_INVAL);
   HBG__GUARD(rt, "hbg_runtime_stream_forget");
+  uint64_t id = 0;
+  if (hbg_dev_capturing(rt->dev, &id)) {
+    hbg__error_set("hbg_runtime_stream_forget: a capture (%llu) is running "
+                   "on a stream hbg launched on: forgetting a stream frees "
+                   "its device state, which the capture forbids; forget it "
+                   "after the capture",
+                   (unsigned long long)id);
+    return HBG_E_CAPTURING;
+  }
   for (uint32_t i = 0; i < rt->n_borrowed; i++)
     if (rt->borrowed[i].native == stream)
       return forget(rt, i, "hbg_runtime_stream_forget");
