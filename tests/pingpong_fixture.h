@@ -60,21 +60,10 @@ static inline void pp_create(pp *w, hbg_runtime *rt, int sim) {
   ASSERT_OK(hbg_buffer_write(rt, w->c24, c, N * 4));
 }
 
-/* Bind k, orchestrated and not launched: P[(k+1) % 2] = P[k % 2] + 24,
- * behind the gate task if gated. */
-static inline hbg_bind *pp_submit(pp *w, uint32_t k, int gated) {
-  hbg_bind *b = NULL;
-  ASSERT_OK(hbg_bind_begin(w->rt, &b));
+/* Add P[(k+1) % 2] = P[k % 2] + 24 to b, after entry *dep if dep. */
+static inline void pp_add(pp *w, hbg_bind *b, uint32_t k,
+                          const hbg_task_id *dep, hbg_task_id *out) {
   uint32_t dims[1] = {N};
-  hbg_task_id gate_id = 0;
-  uint32_t n_deps = 0;
-  if (gated && w->sim) {
-    hbg_tensor d;
-    hbg_tensor_contig(&d, w->dummy, 0, HBG_DTYPE_F32, 1, dims, HBG_ACCESS_IN);
-    hbg_task g = {.kernel = K_GATE, .n_args = 1, .args = &d};
-    ASSERT_OK(hbg_submit_task(b, &g, &gate_id));
-    n_deps = 1;
-  }
   hbg_tensor bt[3];
   hbg_tensor_contig(&bt[0], w->p[k % 2], 0, HBG_DTYPE_F32, 1, dims,
                     HBG_ACCESS_IN);
@@ -82,9 +71,25 @@ static inline hbg_bind *pp_submit(pp *w, uint32_t k, int gated) {
   hbg_tensor_contig(&bt[2], w->p[(k + 1) % 2], 0, HBG_DTYPE_F32, 1, dims,
                     HBG_ACCESS_OUT);
   hbg_graph_submit g = {.key = 0x50494e47ull, .n_tensors = 3, .tensors = bt,
-                        .n_deps = n_deps, .deps = &gate_id,
+                        .n_deps = dep ? 1 : 0, .deps = dep,
                         .record = pp_record, .user = w};
-  ASSERT_OK(hbg_submit_graph(b, &g, NULL));
+  ASSERT_OK(hbg_submit_graph(b, &g, out));
+}
+
+/* Bind k, orchestrated and not launched: P[(k+1) % 2] = P[k % 2] + 24,
+ * behind the gate task if gated. */
+static inline hbg_bind *pp_submit(pp *w, uint32_t k, int gated) {
+  hbg_bind *b = NULL;
+  ASSERT_OK(hbg_bind_begin(w->rt, &b));
+  hbg_task_id gate_id = 0;
+  if (gated && w->sim) {
+    uint32_t dims[1] = {N};
+    hbg_tensor d;
+    hbg_tensor_contig(&d, w->dummy, 0, HBG_DTYPE_F32, 1, dims, HBG_ACCESS_IN);
+    hbg_task g = {.kernel = K_GATE, .n_args = 1, .args = &d};
+    ASSERT_OK(hbg_submit_task(b, &g, &gate_id));
+  }
+  pp_add(w, b, k, gated && w->sim ? &gate_id : NULL, NULL);
   return b;
 }
 

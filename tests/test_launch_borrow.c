@@ -22,6 +22,7 @@
 #include <hbg/hbg_device.h>
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -230,6 +231,52 @@ static void errors(hbg_device *dev) {
   printf("errors: NULL and foreign queues, the stream limit, forget\n");
 }
 
+/* ctx=current: the device opens on the context current on the calling
+ * thread and never releases it (the caller's context stays usable after
+ * hbg closes); with none current the open fails, named. Run before
+ * anything else retains the primary context, so that a release hbg made
+ * would leave it with no reference. */
+static void *borrowed_context(void *arg) {
+  const char *lib = arg;
+  void *h = dlopen(lib, RTLD_NOW | RTLD_GLOBAL);
+  ASSERT(h != NULL);
+  int (*init)(unsigned), (*retain)(void **, int), (*release)(int);
+  int (*set_current)(void *), (*alloc)(uint64_t *, size_t);
+  int (*mfree)(uint64_t);
+  STANDIN_LOAD(h, init, "cuInit");
+  STANDIN_LOAD(h, retain, "cuDevicePrimaryCtxRetain");
+  STANDIN_LOAD(h, release, "cuDevicePrimaryCtxRelease_v2");
+  STANDIN_LOAD(h, set_current, "cuCtxSetCurrent");
+  STANDIN_LOAD(h, alloc, "cuMemAlloc_v2");
+  STANDIN_LOAD(h, mfree, "cuMemFree_v2");
+  hbg_device *d = NULL;
+  ASSERT_EQ(init(0), 0);
+  ASSERT_ERR(hbg_device_open("cuda", "ctx=current", &d), HBG_E_STATE);
+  ASSERT(strstr(hbg_last_error(), "no CUDA context is current"));
+  ASSERT_ERR(hbg_device_open("cuda", "ctx=mine", &d), HBG_E_INVAL);
+  ASSERT(strstr(hbg_last_error(), "ctx=current"));
+  void *ctx = NULL;
+  ASSERT_EQ(retain(&ctx, 0), 0);
+  ASSERT_EQ(set_current(ctx), 0);
+  ASSERT_OK(hbg_device_open("cuda", "ctx=current", &d));
+  hbg_runtime *rt = pp_runtime(d, HBG_POLICY_COALESCED);
+  pp w;
+  pp_create(&w, rt, 0);
+  pp_wait(pp_launch(&w, 0, 0));
+  pp_check(&w, 1);
+  pp_destroy(&w);
+  hbg_runtime_destroy(rt);
+  hbg_device_close(d);
+  uint64_t p = 0;
+  if (alloc(&p, 64) != 0)
+    T_FAIL("ctx=current: the caller's context is unusable after the device "
+           "closed (hbg released what it borrowed)");
+  ASSERT_EQ(mfree(p), 0);
+  ASSERT_EQ(release(0), 0);
+  printf("ctx=current: opened on the caller's context, left it usable\n");
+  return NULL;
+}
+
 int main(void) {
   const char *lib = NULL;
   hbg_device *dev = NULL;
@@ -238,6 +285,9 @@ int main(void) {
       cuda_skip("HBG_CUDA_LIB names a real driver: this test drives the "
                 "stand-in's gate");
     lib = getenv("HBG_CUDA_LIB");
+    pthread_t th; /* a thread with no context current */
+    ASSERT_EQ(pthread_create(&th, NULL, borrowed_context, (void *)lib), 0);
+    ASSERT_EQ(pthread_join(th, NULL), 0);
     if (hbg_device_open("cuda", NULL, &dev) < 0)
       cuda_skip(hbg_last_error());
     gate_mock_load(lib);

@@ -180,6 +180,17 @@ static void replays(hbg_device *dev) {
   }
   printf("two captured graphs replayed 5 times each, inputs changed "
          "between replays, while the runtime ran 6 more binds: right\n");
+  /* While the graphs live, the stream's executor block cannot grow: a
+   * window larger than any before on s is refused, named, and nothing
+   * runs; on the runtime's own queue it runs. */
+  hbg_bind *wide = NULL;
+  ASSERT_OK(hbg_bind_begin(rt, &wide));
+  hbg_task_id prev = HBG_TASK_NONE;
+  for (uint32_t k = 0; k < 256; k++)
+    pp_add(&w, wide, k, k ? &prev : NULL, &prev);
+  ASSERT_ERR(hbg_bind_launch_on(wide, s), HBG_E_BUSY);
+  ASSERT(strstr(hbg_last_error(), "while a captured graph holds it"));
+  hbg_bind_end(wide);
   /* eager binds on the same stream after the replays run right too */
   pp_run_on(&w, s, 0, 2);
   read_p(&w, 0, got);
@@ -269,6 +280,59 @@ static void refusals(hbg_device *dev) {
   ASSERT_EQ(D.stream_destroy(s2), 0);
 }
 
+/* Binds a capture cannot take are refused, named, and the capture stays
+ * valid: a window copied in chunks during orchestration
+ * (coalesce_chunk_bytes), and a device checking launches on the host
+ * (exec=verify: the launch fails after the window's copy was captured,
+ * and says to discard the capture). */
+static void untakeable(hbg_device *dev) {
+  hbg_config cfg;
+  hbg_config_init(&cfg);
+  cfg.device_handle = dev;
+  cfg.policy = HBG_POLICY_COALESCED;
+  cfg.coalesce_chunk_bytes = 64;
+  hbg_runtime *rt = NULL;
+  ASSERT_OK(hbg_runtime_create(&cfg, &rt));
+  cu_t s = NULL;
+  ASSERT_EQ(D.stream_create(&s, 1), 0);
+  pp w;
+  pp_create(&w, rt, 0);
+  pp_run_on(&w, s, 0, 4);
+  ASSERT_EQ(D.begin(s, 0), 0);
+  hbg_bind *b = pp_submit(&w, 0, 0);
+  ASSERT_ERR(hbg_bind_launch_on(b, s), HBG_E_CAPTURING);
+  ASSERT(strstr(hbg_last_error(), "coalesce_chunk_bytes"));
+  hbg_bind_end(b);
+  cu_t g = NULL;
+  ASSERT_EQ(D.end(s, &g), 0);
+  ASSERT(g != NULL);
+  ASSERT_EQ(D.graph_destroy(g), 0);
+  pp_run_on(&w, s, 1, 1); /* the runtime goes on */
+  pp_destroy(&w);
+  hbg_runtime_destroy(rt);
+
+  hbg_device *vdev = NULL;
+  ASSERT_OK(hbg_device_open("cuda", "exec=verify", &vdev));
+  rt = pp_runtime(vdev, HBG_POLICY_COALESCED);
+  pp_create(&w, rt, 0);
+  pp_run_on(&w, s, 0, 4);
+  ASSERT_EQ(D.begin(s, 0), 0);
+  b = pp_submit(&w, 0, 0);
+  ASSERT_ERR(hbg_bind_launch_on(b, s), HBG_E_CAPTURING);
+  ASSERT(strstr(hbg_last_error(), "exec=verify"));
+  ASSERT(strstr(hbg_last_error(), "discard the capture"));
+  ASSERT_ERR(hbg_bind_wait(b), HBG_E_STATE);
+  hbg_bind_end(b);
+  ASSERT_EQ(D.end(s, &g), 0);
+  ASSERT_EQ(D.graph_destroy(g), 0);
+  pp_destroy(&w);
+  hbg_runtime_destroy(rt);
+  hbg_device_close(vdev);
+  ASSERT_EQ(D.stream_destroy(s), 0);
+  printf("refused and named: a chunked window, a launch exec=verify "
+         "cannot capture\n");
+}
+
 /* A graph that outlives the runtime: destroy says so, and destroying the
  * graph later is safe (its destructor finds the runtime gone). */
 static void outlives(hbg_device *dev) {
@@ -305,6 +369,7 @@ int main(void) {
   eager_calls(dev);
   replays(dev);
   refusals(dev);
+  untakeable(dev);
   outlives(dev);
   hbg_device_close(dev);
   return 0;

@@ -353,11 +353,15 @@ int hbg__capture_launch(hbg_bind *b, hbg_dev_queue *lq, uint64_t id) {
     rc = hbg_dev_launch(rt->dev, lq, &d);
   }
   if (rc < 0) {
+    int64_t code = 0;
+    const char *said = NULL;
+    if (hbg_device_native_error(rt->dev, &code, &said) < 0 || !said)
+      said = hbg_strerror(rc);
     hbg__error_set("hbg_bind_launch_on: capturing bind %llu (capture %llu) "
-                   "failed: %s; the caller's graph may hold part of it: end "
-                   "and discard the capture",
+                   "failed: %s: %s; the caller's graph may hold part of it: "
+                   "end and discard the capture",
                    (unsigned long long)b->seq, (unsigned long long)id,
-                   hbg_err_name(rc));
+                   hbg_err_name(rc), said);
     return hbg__latch(b, rc);
   }
   /* Nothing runs now: the bind is complete as far as the host goes. */

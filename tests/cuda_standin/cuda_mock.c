@@ -2008,6 +2008,15 @@ MOCK_EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx) {
   return CUDA_SUCCESS;
 }
 
+/* The device of the calling thread's context (hbg's ctx=current). */
+MOCK_EXPORT CUresult cuCtxGetDevice(CUdevice *d) {
+  ENTER_CTX("cuCtxGetDevice");
+  if (!d)
+    return CUDA_ERROR_INVALID_VALUE;
+  *d = cur_ctx->dev;
+  return CUDA_SUCCESS;
+}
+
 MOCK_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {
   ENTER("cuCtxSetCurrent");
   if (ctx && (ctx < &primary[0] || ctx >= &primary[8]))
