@@ -1041,13 +1041,10 @@ static int launch_on(hbg_bind *b, hbg_dev_queue *lq, int lent) {
   int timed = s->start && hbg_dev_event_record(rt->dev, s->start, lq) == 0;
   rc = hbg_dev_launch(rt->dev, lq, &d);
   if (rc < 0) {
-    int64_t code = 0;
-    const char *why = NULL;
-    if (hbg_device_native_error(rt->dev, &code, &why) < 0 || !why)
-      why = hbg_strerror(rc);
     hbg__error_set("%s: the device did not launch bind %llu: %s: %s",
                    lent ? "hbg_bind_launch_on" : "hbg_bind_launch",
-                   (unsigned long long)b->seq, hbg_err_name(rc), why);
+                   (unsigned long long)b->seq, hbg_err_name(rc),
+                   hbg__native_why(rt, rc));
     return hbg__latch(b, rc);
   }
   b->state = HBG__BIND_LAUNCHED;

@@ -163,13 +163,9 @@ int hbg__borrowed_queue(hbg_runtime *rt, void *native, hbg_dev_queue **out) {
   hbg_dev_queue *q = NULL;
   int rc = hbg_dev_queue_borrow(rt->dev, native, &q);
   if (rc < 0) {
-    int64_t code = 0;
-    const char *why = NULL;
-    if (hbg_device_native_error(rt->dev, &code, &why) < 0 || !why)
-      why = hbg_strerror(rc);
     hbg__error_set("hbg_bind_launch_on: the device cannot launch on stream "
                    "%p: %s",
-                   native, why);
+                   native, hbg__native_why(rt, rc));
     return rc;
   }
   rt->borrowed[rt->n_borrowed].native = native;
@@ -353,15 +349,11 @@ int hbg__capture_launch(hbg_bind *b, hbg_dev_queue *lq, uint64_t id) {
     rc = hbg_dev_launch(rt->dev, lq, &d);
   }
   if (rc < 0) {
-    int64_t code = 0;
-    const char *said = NULL;
-    if (hbg_device_native_error(rt->dev, &code, &said) < 0 || !said)
-      said = hbg_strerror(rc);
     hbg__error_set("hbg_bind_launch_on: capturing bind %llu (capture %llu) "
                    "failed: %s: %s; the caller's graph may hold part of it: "
                    "end and discard the capture",
                    (unsigned long long)b->seq, (unsigned long long)id,
-                   hbg_err_name(rc), said);
+                   hbg_err_name(rc), hbg__native_why(rt, rc));
     return hbg__latch(b, rc);
   }
   /* Nothing runs now: the bind is complete as far as the host goes. */

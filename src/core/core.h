@@ -366,6 +366,10 @@ static inline uint64_t hbg__rt_now(const hbg_runtime *rt) {
   return hbg_dev_clock_ns(rt->dev);
 }
 
+/* The device's own words about its last failure (valid until the next
+ * device call), else rc's (release.c). */
+const char *hbg__native_why(hbg_runtime *rt, int rc);
+
 /* releases (release.c): a failed release is final, the caller forgets what
  * it named; what names it in the teardown report ("window buffer"). */
 void hbg__release_failed(hbg_runtime *rt, int rc, const char *call,

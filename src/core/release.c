@@ -13,16 +13,21 @@
 #include "common/util.h"
 #include "core/core.h"
 
+const char *hbg__native_why(hbg_runtime *rt, int rc) {
+  int64_t code = 0;
+  const char *why = NULL;
+  if (hbg_device_native_error(rt->dev, &code, &why) < 0 || !why || !*why)
+    why = hbg_strerror(rc);
+  return why;
+}
+
 void hbg__release_failed(hbg_runtime *rt, int rc, const char *call,
                          const char *what, uint64_t addr) {
   if (rc >= 0)
     return;
   if (rt->rel_failed++)
     return;
-  int64_t code = 0;
-  const char *why = NULL;
-  if (hbg_device_native_error(rt->dev, &code, &why) < 0 || !why || !*why)
-    why = hbg_strerror(rc);
+  const char *why = hbg__native_why(rt, rc);
   snprintf(rt->rel_first, sizeof rt->rel_first, "%s of the %s (0x%llx): %s: %s",
            call, what, (unsigned long long)addr, hbg_err_name(rc), why);
 }

@@ -23,12 +23,8 @@ void hbg__trace(hbg_runtime *rt, uint32_t track, const char *name,
  * in hbg_last_error(), with the device's own words. @return rc. */
 static int create_failed(hbg_runtime *rt, int rc, const char *call,
                          const char *what, uint32_t slot) {
-  int64_t code = rc;
-  const char *why = NULL;
-  if (hbg_device_native_error(rt->dev, &code, &why) < 0 || !why || !*why)
-    why = hbg_strerror(rc);
   char msg[256];
-  snprintf(msg, sizeof msg, "%s", why);
+  snprintf(msg, sizeof msg, "%s", hbg__native_why(rt, rc));
   hbg__error_set("hbg_runtime_create: %s for the %s of pipeline slot %u "
                  "failed: %s: %s",
                  call, what, slot, hbg_err_name(rc), msg);
@@ -376,14 +372,6 @@ static int wait_launched(hbg_runtime *rt, const char *call) {
   return 0;
 }
 
-/* The device's own words about its last failure, else rc's. */
-static const char *native_why(hbg_runtime *rt, int rc) {
-  int64_t code = 0;
-  const char *why = NULL;
-  if (hbg_device_native_error(rt->dev, &code, &why) < 0 || !why || !*why)
-    why = hbg_strerror(rc);
-  return why;
-}
 
 int hbg_buffer_import(hbg_runtime *rt, uint64_t addr, uint64_t bytes,
                       uint64_t *out) {
@@ -404,7 +392,7 @@ int hbg_buffer_import(hbg_runtime *rt, uint64_t addr, uint64_t bytes,
   int rc = hbg_dev_mem_import(rt->dev, addr, (size_t)bytes, &d);
   if (rc < 0) {
     char why[256];
-    snprintf(why, sizeof why, "%s", native_why(rt, rc));
+    snprintf(why, sizeof why, "%s", hbg__native_why(rt, rc));
     hbg__error_set("hbg_buffer_import: 0x%llx, %llu bytes on device %s: "
                    "%s: %s; nothing imported",
                    (unsigned long long)addr, (unsigned long long)bytes,
