@@ -44,6 +44,11 @@
 #      the GPU; --mock runs the plain tests' _mock twins (the stand-in's
 #      environment) and leaves out the grid and warp32 variants and the
 #      timing-bound test_cuda_deadline_mock (their own ctest entries);
+#      hbg inside an engine (tests/test_gpu_interop): binds launched on a
+#      stream the check made, between its cuMemsetD32Async and its
+#      readback, on its own cuMemAlloc memory imported, its context
+#      borrowed (ctx=current); then one bind captured with the driver API
+#      and replayed 100 times with the input rewritten, each equal to eager;
 #      the device module on the GPU (tests/test_cuda_module: the embedded
 #      sm_90 module loads at open, its image-check kernel gives the expected
 #      verdicts, a captured CUDA graph of it replays);
@@ -451,6 +456,19 @@ elif [ $rc -eq 77 ]; then
   row "device module" SKIPPED "$(head -1 "$(log module)")" $(($(date +%s) - t0))
 else
   row "device module" FAIL "rc $rc: $(grep -m1 -e 'test_cuda_module.c' -e SKIP "$(log module)")" $(($(date +%s) - t0))
+fi
+
+# ---- 3a'. hbg inside an engine: its stream, its memory, its capture ----
+step "engine interop (test_gpu_interop)"
+t0=$(date +%s)
+run_to interop "$(cap 60)" "$BUILD/tests/test_gpu_interop"
+rc=$?
+if [ $rc -eq 0 ]; then
+  row "engine interop" ok "$(grep -c -e '^eager:' -e '^capture:' "$(log interop)") of 2 checks passed: stream order, 100 replays" $(($(date +%s) - t0))
+elif [ $rc -eq 77 ]; then
+  row "engine interop" SKIPPED "$(head -1 "$(log interop)")" $(($(date +%s) - t0))
+else
+  row "engine interop" FAIL "rc $rc: $(grep -m1 -e 'test_gpu_interop.c' -e SKIP "$(log interop)")" $(($(date +%s) - t0))
 fi
 
 # ---- 3b. the device executor on the device ----
