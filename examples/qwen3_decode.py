@@ -1,0 +1,396 @@
+#!/usr/bin/env python3
+"""Qwen3 decode through hbg from Python, checked against PyTorch.
+
+One decoder layer is recorded once as a Graph Definition and replayed for
+every layer of every step (``Bind.graphs(..., chain=True)``); the weights,
+the KV cache, the activations and the RoPE tables stay torch tensors that
+hbg uses in place (``Runtime.from_dlpack``, no copy). Each step runs through
+hbg, then through an independent torch implementation of the same model
+(python/tests/qwen3_torch.py, written from the model's definition), and the
+hidden state after every layer is compared.
+
+    qwen3_decode.py --random --config tiny --steps 8
+    qwen3_decode.py --random --config qwen3-0.6b --layers 2 --weights bf16
+    qwen3_decode.py --model DIR          # a Hugging Face Qwen3 checkpoint
+                                         # (config.json + safetensors)
+
+The layer graph (per layer: 25 + 2 * kv_heads boundary tensors, 2 boundary
+scalars: position p and attention length p + 1) is tiled so that several
+of the sim's workers share a layer: one GEMV node per head for q, k and v,
+q_norm / k_norm / RoPE / attention per head, 128-row tiles for the o,
+gate, up and down projections (the residual adds and SiLU * up per tile).
+The step's K and V rows are boundary tensors [kv_heads][head_dim] with
+strides [T * head_dim, 1]: views of the cache at position p, so the same
+Definition writes a new row every step. Around the layer chain, two
+ordinary tasks: the embedding row (COPY, bf16 -> f32 with bf16 weights)
+and the final RMSNorm (model.norm).
+
+Weights: --weights f32, or bf16 (GEMV's W and RMSNorm's w read bf16,
+everything else f32; the torch reference widens the same bf16 weights to
+f32, so the two compute the same function).
+
+Tolerance. hbg and torch both compute in f32 but sum in different orders
+(hbg's GEMV in four lanes, its RMSNorm and softmax as fixed trees; torch's
+BLAS its own way), so they differ by rounding: measured, the normwise
+relative error max|hbg - torch| / max|torch| of a layer's output is a few
+1e-7 (about 1e-6 at worst over 28 layers of qwen3-0.6b dims), and the
+same distance separates each of them from a float64 computation
+(--f64). --rtol (default 1e-4) leaves two orders of magnitude over that:
+a real bug (a wrong head, position or row) gives errors of order 1.
+Exit status 1 when any layer of any step passes it.
+"""
+import argparse
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "python", "tests"))
+
+try:
+    import torch
+except ImportError:
+    print("qwen3_decode: torch is not installed (Debian: python3-torch)")
+    sys.exit(77)
+
+import hbg  # noqa: E402
+from qwen3_torch import (PRESETS, Qwen3Torch, layer_names,  # noqa: E402
+                         preset, random_weights, read_checkpoint, rel_error,
+                         rope_tables)
+
+LAYER_KEY = 0x71776E33  # "qwn3": the layer graph's key
+TILE = 128              # rows per o / gate / up / down tile
+
+_HBG_DTYPE = {torch.float32: hbg.DType.F32, torch.bfloat16: hbg.DType.BF16}
+_ESIZE = {hbg.DType.F32: 4, hbg.DType.BF16: 2}
+
+# boundary tensors of the layer graph, in order (then the per-head caches)
+(B_X, B_XOUT, B_NORM_IN, B_WQ, B_WK, B_WV, B_QNORM, B_KNORM, B_WO,
+ B_NORM_POST, B_WG, B_WU, B_WD, B_COS, B_SIN, B_KROW, B_VROW, B_SCRATCH,
+ B_KCACHE) = range(19)
+
+
+def _sub(t, shape, start=0, mode=hbg.Access.IN, strides=None):
+    """A view of a boundary (or inner) tensor: shape at element `start`."""
+    return hbg.Tensor(t.addr, shape, t.dtype, mode,
+                      t.offset + start * _ESIZE[t.dtype], strides)
+
+
+class HbgQwen3:
+    """A Qwen3 decode stack on an hbg runtime.
+
+    weights: Hugging Face names -> torch tensors (f32 or bf16; every
+    tensor of the layers of one dtype), kept and used in place. layers
+    (default cfg.layers) cuts the stack; max_positions is the KV cache's
+    T. ``step(token, pos)`` runs one decode step; then ``hidden(i)`` is
+    the state after layer i and ``final`` the state after model.norm
+    (torch tensors viewing hbg's memory: read them before the next
+    step)."""
+
+    def __init__(self, rt, cfg, weights, max_positions, layers=None,
+                 tile=TILE):
+        self.rt, self.cfg, self.tile = rt, cfg, tile
+        self.layers = L = cfg.layers if layers is None else layers
+        self.T = T = max_positions
+        H, D, Hk = cfg.hidden, cfg.head_dim, cfg.kv_heads
+        QD, KD, F = cfg.heads * D, Hk * D, cfg.intermediate
+        self.eps = cfg.eps
+        wdt = weights[layer_names(0)["q_proj"]].dtype
+        if wdt not in _HBG_DTYPE:
+            raise TypeError("weights of dtype %s (want float32 or bfloat16)"
+                            % wdt)
+        self.wdtype = _HBG_DTYPE[wdt]
+        self.keep = []          # the torch tensors hbg uses in place
+        self.bufs = []          # their hbg Buffers: a Tensor does not keep
+                                # its Buffer alive, and a collected import
+                                # is forgotten by the runtime
+        self.wbytes = 0         # bytes of the weights among them
+
+        def imp(t, weight=False):
+            t = t.contiguous()
+            self.keep.append(t)
+            if weight:
+                self.wbytes += t.numel() * t.element_size()
+            b = rt.from_dlpack(t)
+            self.bufs.append(b)
+            return b
+
+        self.embed = imp(weights["model.embed_tokens.weight"], True)
+        self.norm_w = imp(weights["model.norm.weight"], True)
+        # activations: act[i] feeds layer i, act[L] the final norm
+        self.act = torch.zeros(L + 1, H)
+        self.final = torch.zeros(H)
+        self.k_cache = torch.zeros(L, Hk, T, D)
+        self.v_cache = torch.zeros(L, Hk, T, D)
+        cos, sin = rope_tables(cfg, T)
+        # scratch per layer: attention output | k_norm'ed k | v | h | f
+        self.offs = [0, QD, QD + KD, QD + 2 * KD, QD + 2 * KD + H]
+        self.scratch = torch.zeros(L, QD + 2 * KD + H + F)
+        b_act, b_final = imp(self.act), imp(self.final)
+        b_k, b_v = imp(self.k_cache), imp(self.v_cache)
+        b_cos, b_sin, b_scr = imp(cos), imp(sin), imp(self.scratch)
+        self._b_act, self._b_k, self._b_v = b_act, b_k, b_v
+        self.act0 = b_act.tensor((H,), mode="out")
+        self.final_in = b_act.tensor((H,), offset=L * H * 4)
+        self.final_out = b_final.tensor(mode="out")
+        self.norm_t = self.norm_w.tensor()
+        # per layer: the boundary tensors before the K/V rows, and after
+        self._head, self._tail = [], []
+        S = self.scratch.shape[1]
+        for i in range(L):
+            names = layer_names(i)
+            w = {k: imp(weights[n], True) for k, n in names.items()}
+            dts = {x.tensor().dtype for x in w.values()}
+            if dts != {self.wdtype}:
+                raise TypeError("layer %d mixes weight dtypes %s" % (
+                    i, sorted(d.name for d in dts)))
+            self._head.append([
+                b_act.tensor((H,), offset=i * H * 4),
+                b_act.tensor((H,), offset=(i + 1) * H * 4, mode="out"),
+                w["input_layernorm"].tensor(), w["q_proj"].tensor(),
+                w["k_proj"].tensor(), w["v_proj"].tensor(),
+                w["q_norm"].tensor(), w["k_norm"].tensor(),
+                w["o_proj"].tensor(), w["post_attention_layernorm"].tensor(),
+                w["gate_proj"].tensor(), w["up_proj"].tensor(),
+                w["down_proj"].tensor(), b_cos.tensor(), b_sin.tensor()])
+            tail = [b_scr.tensor((S,), offset=i * S * 4, mode="inout")]
+            base = i * Hk * T * D * 4
+            for bc in (b_k, b_v):
+                tail += [bc.tensor((T, D), offset=base + g * T * D * 4)
+                         for g in range(Hk)]
+            self._tail.append(tail)
+        self.stats = None
+
+    # -- the layer graph, recorded once (on the first step's layer 0)
+    def _record(self, rec):
+        cfg, tile = self.cfg, self.tile
+        H, D, F = cfg.hidden, cfg.head_dim, cfg.intermediate
+        Hq, Hk = cfg.heads, cfg.kv_heads
+        QD, G = Hq * D, Hq // Hk
+        bt = rec.tensors
+        x, xout = bt[B_X], bt[B_XOUT]
+        cos, sin, scr = bt[B_COS], bt[B_SIN], bt[B_SCRATCH]
+        kc = bt[B_KCACHE:B_KCACHE + Hk]
+        vc = bt[B_KCACHE + Hk:B_KCACHE + 2 * Hk]
+        o_attn, o_k, o_v, o_h, o_f = self.offs
+        eps = [float(self.eps)]
+        pos, length = hbg.Scalar.boundary(0), hbg.Scalar.boundary(1)
+        IN, OUT = hbg.Access.IN, hbg.Access.OUT
+        K = hbg.Kernel
+
+        def new(n):
+            return hbg.Tensor.internal((n,))
+
+        def task(kernel, args, scalars=()):
+            rec.task(kernel, args, scalars)
+            return args[-1].with_mode(IN)
+
+        xn = task(K.RMSNORM, [x, bt[B_NORM_IN], new(H)], eps)
+        # q: projection, q_norm and RoPE per head
+        q = []
+        for h in range(Hq):
+            t = task(K.GEMV, [_sub(bt[B_WQ], (D, H), h * D * H), xn, new(D)])
+            t = task(K.RMSNORM, [t, bt[B_QNORM], new(D)], eps)
+            q.append(task(K.ROPE, [t, cos, sin, new(D)], [pos]))
+        # k (k_norm per head into the scratch) and v per head
+        for g in range(Hk):
+            t = task(K.GEMV, [_sub(bt[B_WK], (D, H), g * D * H), xn, new(D)])
+            rec.task(K.RMSNORM, [t, bt[B_KNORM],
+                                 _sub(scr, (D,), o_k + g * D, OUT)], eps)
+            rec.task(K.GEMV, [_sub(bt[B_WV], (D, H), g * D * H), xn,
+                              _sub(scr, (D,), o_v + g * D, OUT)])
+        # the step's cache rows, each written whole by one task: a task
+        # writing part of a row would be taken for a view of the smaller
+        # per-head cache tensor that holds it, and stay at the recorded
+        # position (see HbgQwen3's docstring)
+        rec.task(K.ROPE, [_sub(scr, (Hk, D), o_k), cos, sin, bt[B_KROW]],
+                 [pos])
+        rec.task(K.COPY, [_sub(scr, (Hk, D), o_v), bt[B_VROW]])
+        # attention per query head over its kv head's cache, positions [0, p]
+        for h in range(Hq):
+            rec.task(K.ATTN, [q[h], kc[h // G], vc[h // G],
+                              _sub(scr, (D,), o_attn + h * D, OUT)], [length])
+        attn = _sub(scr, (QD,), o_attn)
+        # o projection + residual, in row tiles
+        for r in range(0, H, tile):
+            n = min(tile, H - r)
+            t = task(K.GEMV, [_sub(bt[B_WO], (n, QD), r * QD), attn, new(n)])
+            rec.task(K.ADD, [_sub(x, (n,), r), t,
+                             _sub(scr, (n,), o_h + r, OUT)])
+        hmid = _sub(scr, (H,), o_h)
+        m = task(K.RMSNORM, [hmid, bt[B_NORM_POST], new(H)], eps)
+        # silu(gate) * up, in row tiles
+        for r in range(0, F, tile):
+            n = min(tile, F - r)
+            g_ = task(K.GEMV, [_sub(bt[B_WG], (n, H), r * H), m, new(n)])
+            u_ = task(K.GEMV, [_sub(bt[B_WU], (n, H), r * H), m, new(n)])
+            rec.task(K.SILU_MUL, [g_, u_, _sub(scr, (n,), o_f + r, OUT)])
+        f = _sub(scr, (F,), o_f)
+        # down projection + residual, in row tiles
+        for r in range(0, H, tile):
+            n = min(tile, H - r)
+            t = task(K.GEMV, [_sub(bt[B_WD], (n, F), r * F), f, new(n)])
+            rec.task(K.ADD, [_sub(hmid, (n,), r), t,
+                             _sub(xout, (n,), r, OUT)])
+
+    def rows(self, pos):
+        """The boundary tensors of every layer's replay at position pos."""
+        cfg, T = self.cfg, self.T
+        D, Hk = cfg.head_dim, cfg.kv_heads
+        rows = []
+        for i in range(self.layers):
+            off = (i * Hk * T + pos) * D * 4
+            kr = self._b_k.tensor((Hk, D), offset=off, mode="out",
+                                  strides=(T * D, 1))
+            vr = self._b_v.tensor((Hk, D), offset=off, mode="out",
+                                  strides=(T * D, 1))
+            rows.append(self._head[i] + [kr, vr] + self._tail[i])
+        return hbg.pack(rows)
+
+    def step(self, token, pos):
+        """Decode token at position pos: the embedding row, the layer
+        chain, model.norm, in one bind. Returns the bind's stats."""
+        if not 0 <= pos < self.T:
+            raise ValueError("position %d outside the cache (T=%d)" % (
+                pos, self.T))
+        H = self.cfg.hidden
+        row = self.embed.tensor((H,), offset=token * H *
+                                _ESIZE[self.wdtype])
+        rows = self.rows(pos)
+        with self.rt.bind() as b:
+            e = b.task(hbg.Kernel.COPY, [row, self.act0])
+            ids = b.graphs(LAYER_KEY, rows, [[pos, pos + 1]] * self.layers,
+                           self._record, deps=[e], chain=True)
+            b.task(hbg.Kernel.RMSNORM, [self.final_in, self.norm_t,
+                                        self.final_out], [float(self.eps)],
+                   deps=[ids[-1]])
+        self.stats = b.stats
+        return b.stats
+
+    def hidden(self, i):
+        """The hidden state after layer i (a torch view of hbg's memory)."""
+        return self.act[i + 1]
+
+    def weight_bytes(self):
+        """Bytes of the weights hbg reads (embedding table included)."""
+        return self.wbytes
+
+    def kv_bytes(self):
+        return (self.k_cache.numel() + self.v_cache.numel()) * 4
+
+
+def load_weights(args):
+    """(cfg, weights) from --model or --random, cut to --layers and
+    converted to --weights."""
+    if args.model:
+        import json
+        with open(os.path.join(args.model, "config.json")) as f:
+            from qwen3_torch import Qwen3Config
+            cfg = Qwen3Config.from_hf(json.load(f))
+        layers = cfg.layers if args.layers is None else min(args.layers,
+                                                             cfg.layers)
+        names = ["model.embed_tokens.weight", "model.norm.weight"]
+        for i in range(layers):
+            names += list(layer_names(i).values())
+        cfg, w = read_checkpoint(args.model, names)
+    else:
+        over = {}
+        if args.vocab:
+            over["vocab"] = args.vocab
+        cfg = preset(args.config, **over)
+        layers = cfg.layers if args.layers is None else min(args.layers,
+                                                             cfg.layers)
+        cfg = cfg.replace(layers=layers)
+        w = random_weights(cfg, seed=args.seed, dtype="f32")
+    dt = {"f32": torch.float32, "bf16": torch.bfloat16}[args.weights]
+    w = {k: v.to(dt) for k, v in w.items()}
+    return cfg.replace(layers=layers), w
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--model", metavar="DIR",
+                     help="a Hugging Face Qwen3 checkpoint folder")
+    src.add_argument("--random", action="store_true",
+                     help="random weights of --config")
+    p.add_argument("--config", default="tiny", choices=sorted(PRESETS),
+                   help="preset for --random (default tiny)")
+    p.add_argument("--vocab", type=int, default=0,
+                   help="override the preset's vocab (--random)")
+    p.add_argument("--layers", type=int, default=None,
+                   help="run only the first N layers")
+    p.add_argument("--steps", type=int, default=4)
+    p.add_argument("--max-positions", type=int, default=0,
+                   help="KV cache length T (default: --steps)")
+    p.add_argument("--weights", choices=("f32", "bf16"), default="f32")
+    p.add_argument("--policy", default=None,
+                   help="hbg policy (%s; default the library's)" %
+                   ", ".join(hbg.policies()))
+    p.add_argument("--workers", type=int, default=0,
+                   help="sim workers (default the sim's)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--rtol", type=float, default=1e-4,
+                   help="max normwise relative error per layer")
+    p.add_argument("--f64", action="store_true",
+                   help="also compare against a float64 reference")
+    return p.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    cfg, w = load_weights(args)
+    T = args.max_positions or args.steps
+    opts = "workers=%d" % args.workers if args.workers else None
+    gen = torch.Generator().manual_seed(args.seed)
+    tokens = torch.randint(0, cfg.vocab, (args.steps,), generator=gen)
+    ref = Qwen3Torch(cfg, w, max_positions=T)
+    ref64 = Qwen3Torch(cfg, w, max_positions=T,
+                       dtype=torch.float64) if args.f64 else None
+    worst = 0.0
+    with hbg.Runtime(policy=args.policy, device="sim",
+                     device_options=opts) as rt:
+        m = HbgQwen3(rt, cfg, w, T)
+        print("qwen3 %s: %d layers, hidden %d, heads %d/%d, head_dim %d, "
+              "intermediate %d, vocab %d; weights %s (%.1f MB), KV cache "
+              "%.1f MB (T=%d); hbg %s, policy %s" % (
+                  args.model or args.config, m.layers, cfg.hidden,
+                  cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.intermediate,
+                  cfg.vocab, args.weights, m.weight_bytes() / 1e6,
+                  m.kv_bytes() / 1e6, T, hbg.backend, rt.policy))
+        print("%4s %7s %10s %10s %10s %9s %9s%s" % (
+            "step", "token", "max|err|", "rel err", "worst lyr", "hbg ms",
+            "torch ms", "   rel err f64: hbg  torch" if ref64 else ""))
+        for pos in range(args.steps):
+            tok = int(tokens[pos])
+            t0 = time.perf_counter()
+            st = m.step(tok, pos)
+            t1 = time.perf_counter()
+            hs = ref.step(tok, pos)
+            fin = ref.final_norm(hs[-1])
+            t2 = time.perf_counter()
+            lyr = max(rel_error(m.hidden(i), hs[i])[1]
+                      for i in range(m.layers))
+            a, r = rel_error(m.final, fin)
+            worst = max(worst, lyr, r)
+            extra = ""
+            if ref64 is not None:
+                hs64 = ref64.step(tok, pos)
+                fin64 = ref64.final_norm(hs64[-1])
+                extra = "   %9.2e %9.2e" % (rel_error(m.final, fin64)[1],
+                                           rel_error(fin, fin64)[1])
+            if pos == 0:
+                print("     (%d graph replays per step, %d recorded)" % (
+                    st.n_graphs, st.n_recorded))
+            print("%4d %7d %10.3e %10.3e %10.3e %9.2f %9.2f%s" % (
+                pos, tok, a, r, lyr, (t1 - t0) * 1e3, (t2 - t1) * 1e3,
+                extra))
+    ok = worst <= args.rtol
+    print("worst normwise relative error %.3e over %d steps x %d layers: "
+          "%s (rtol %g)" % (worst, args.steps, m.layers,
+                            "ok" if ok else "FAIL", args.rtol))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
