@@ -4,10 +4,17 @@
 # imports numpy and torch, on the extension hbg._native when it was built
 # (else ctypes). Without torch: skipped (77), or a failure under
 # HBG_TEST_REQUIRE_TORCH=1; an example that skips itself (77: libhbg lacks
-# what it needs) fails under HBG_TEST_REQUIRE_INTEROP=1.
-#   python_example.sh LIBHBG SOURCE_DIR NATIVE_MODULE|none EXAMPLE
+# what it needs) fails under HBG_TEST_REQUIRE_INTEROP=1. EXAMPLE is a
+# file of python/examples, or a path relative to SOURCE_DIR when it has a
+# slash (examples/qwen3_decode.py); ARGS are passed to it.
+#   python_example.sh LIBHBG SOURCE_DIR NATIVE_MODULE|none EXAMPLE [ARGS...]
 set -u
 lib=$1; src=$2; native=$3; example=$4
+shift 4
+case $example in
+  */*) script=$src/$example ;;
+  *) script=$src/python/examples/$example ;;
+esac
 py=
 for cand in /usr/bin/python3 python3; do
   if command -v "$cand" >/dev/null 2>&1 &&
@@ -35,7 +42,7 @@ else
   export HBG_PY_NATIVE=0
 fi
 cd "$tmp" || exit 1
-"$py" "$src/python/examples/$example"
+"$py" "$script" "$@"
 rc=$?
 if [ $rc = 77 ] && [ "${HBG_TEST_REQUIRE_INTEROP:-}" = 1 ]; then
   echo "python example: skipped itself, but HBG_TEST_REQUIRE_INTEROP=1" >&2
