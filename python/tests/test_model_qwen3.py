@@ -307,3 +307,18 @@ def test_example_main_exit_status(capsys):
         assert rc == 0, out
     else:
         assert rc == 77 and "no bf16 weights" in out
+
+
+def test_bench_script_runs(tmp_path, capsys):
+    """python/examples/qwen3_bench.py on the tiny config: its table and
+    JSON (the numbers are whatever this machine measures)."""
+    sys.path.insert(0, os.path.join(HERE, "..", "examples"))
+    import qwen3_bench
+    out = tmp_path / "bench.json"
+    assert qwen3_bench.main(["--config", "tiny", "--steps", "3",
+                             "--warmup", "1", "--json", str(out)]) == 0
+    assert "hbg / torch" in capsys.readouterr().out
+    res = json.loads(out.read_text())
+    assert res["layers"] == 2 and len(res["torch_wall_ms_all"]) == 3
+    assert res["hbg_device_ms"] > 0 and res["worst_rel_error"] <= RTOL
+    assert res["kv_cache_bytes"] == 2 * 2 * 2 * 4 * 16 * 4
