@@ -437,7 +437,8 @@ def write_checkpoint(path: str, cfg: Qwen3Config,
     or model-0000i-of-0000n.safetensors with model.safetensors.index.json
     ({"metadata": {"total_size"}, "weight_map": {name: file}}). Tensors are
     assigned to shards in weight_shapes() order, in runs of about equal
-    bytes. Returns the files written."""
+    bytes (fewer shards when a tensor is larger than a shard's share).
+    Returns the files written."""
     os.makedirs(path, exist_ok=True)
     with open(os.path.join(path, "config.json"), "w") as f:
         json.dump(cfg.to_hf(), f, indent=2)
@@ -454,9 +455,10 @@ def write_checkpoint(path: str, cfg: Qwen3Config,
     for n, s in zip(order, sizes):
         groups[min(shards - 1, acc * shards // max(total, 1))].append(n)
         acc += s
+    groups = [g for g in groups if g]  # a tensor past a shard's share
     weight_map = {}
     for i, g in enumerate(groups):
-        name = "model-%05d-of-%05d.safetensors" % (i + 1, shards)
+        name = "model-%05d-of-%05d.safetensors" % (i + 1, len(groups))
         save_safetensors(os.path.join(path, name),
                          {n: weights[n] for n in g}, {"format": "pt"})
         weight_map.update({n: name for n in g})
