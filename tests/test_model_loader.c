@@ -397,13 +397,18 @@ static const uint16_t F16_BF16[10] = {0x3f80, 0x3380, 0x3880, 0x7f80, 0xff80,
 static const uint16_t BF16_IN[4] = {0x3f80, 0xff81, 0x0001, 0x7f7f};
 
 static uint16_t g_all16[65536];
+#define BIG16 1200000u /* 2.4 MB of F16 */
+#define BIG32 300000u  /* 1.2 MB of F32 */
+static uint16_t g_big16[BIG16];
+static uint32_t g_big32[BIG32];
+static uint16_t h64k[65536];
 
 /* ---- one file ---- */
 
 static void read_fails(hbg__hf_ckpt *c, const char *name, uint32_t dtype,
                        const uint64_t *shape, uint32_t ndim, int code,
                        const char *s1, const char *s2, const char *s3) {
-  uint32_t dst[64];
+  static uint32_t dst[BIG16]; /* room for any tensor here, as F32 */
   int rc = hbg__hf_read(c, name, dtype, shape, ndim, dst);
   if (rc != code)
     T_FAIL("read %s -> %s, expected %s (%s)", name, hbg_err_name(rc),
@@ -430,7 +435,14 @@ static void test_single(void) {
       {"s.scalar", "F32", 0, {0}, F32_IN, 4},
       {"all.f16", "F16", 1, {65536}, g_all16, sizeof g_all16},
       {"all.bf16", "BF16", 2, {256, 256}, g_all16, sizeof g_all16},
+      {"big.f16", "F16", 1, {BIG16}, g_big16, sizeof g_big16},
+      {"big.f32", "F32", 2, {3, BIG32 / 3}, g_big32, sizeof g_big32},
   };
+  /* Past the reader's 1 MiB chunk: converted in several. */
+  for (uint32_t i = 0; i < BIG16; i++)
+    g_big16[i] = (uint16_t)(i * 7u);
+  for (uint32_t i = 0; i < BIG32; i++)
+    g_big32[i] = i * 2654435761u;
   st_build(dir, "model.safetensors", t, sizeof t / sizeof t[0]);
 
   hbg__hf_ckpt *c = NULL;
@@ -446,6 +458,7 @@ static void test_single(void) {
 
   uint32_t f[64];
   uint16_t h[64];
+  const uint64_t sb16[] = {BIG16}, sb32[] = {3, BIG32 / 3};
   const uint64_t s27[] = {2, 7}, s4[] = {4}, s125[] = {1, 2, 5};
   /* F32: as itself, and to bf16 rounded to nearest even. */
   ASSERT_OK(hbg__hf_read(c, "a.f32", HBG_DTYPE_F32, s27, 2, f));
@@ -500,6 +513,23 @@ static void test_single(void) {
   }
   free(big);
   free(big16);
+  big = malloc(BIG16 * 4);
+  big16 = malloc(BIG16 * 2);
+  ASSERT(big && big16);
+  ASSERT_OK(hbg__hf_read(c, "big.f16", HBG_DTYPE_F32, sb16, 1, big));
+  ASSERT_OK(hbg__hf_read(c, "big.f16", HBG_DTYPE_BF16, sb16, 1, big16));
+  for (uint32_t i = 0; i < BIG16; i++) {
+    ASSERT_UEQ(big[i], ref_f16(g_big16[i]));
+    ASSERT_UEQ(big16[i], ref_bf16(ref_f16(g_big16[i])));
+  }
+  ASSERT_OK(hbg__hf_read(c, "big.f32", HBG_DTYPE_BF16, sb32, 2, big16));
+  ASSERT_OK(hbg__hf_read(c, "big.f32", HBG_DTYPE_F32, sb32, 2, big));
+  for (uint32_t i = 0; i < BIG32; i++) {
+    ASSERT_UEQ(big16[i], ref_bf16(g_big32[i]));
+    ASSERT_UEQ(big[i], g_big32[i]);
+  }
+  free(big);
+  free(big16);
 
   /* The shape must match exactly; refusals name the file and tensor. */
   const uint64_t s72[] = {7, 2}, s14[] = {14}, s271[] = {2, 7, 1};
@@ -538,18 +568,21 @@ static void test_single(void) {
   snprintf(path, sizeof path, "%s/model.safetensors", dir);
   struct stat st;
   ASSERT(stat(path, &st) == 0);
-  ASSERT(truncate(path, st.st_size - 2 * 65536 - 100) == 0);
-  read_fails(c, "all.f16", HBG_DTYPE_F32, s64k, 1, HBG_E_IO,
-             "model.safetensors", "all.f16", "end of file");
-  read_fails(c, "all.bf16", HBG_DTYPE_BF16, s256, 2, HBG_E_IO,
-             "model.safetensors", "all.bf16", "end of file");
+  ASSERT(truncate(path, st.st_size - (off_t)sizeof g_big32 - 100) == 0);
+  read_fails(c, "big.f16", HBG_DTYPE_F32, sb16, 1, HBG_E_IO,
+             "model.safetensors", "big.f16", "end of file");
+  read_fails(c, "big.f32", HBG_DTYPE_F32, sb32, 2, HBG_E_IO,
+             "model.safetensors", "big.f32", "end of file");
+  read_fails(c, "big.f32", HBG_DTYPE_BF16, sb32, 2, HBG_E_IO,
+             "model.safetensors", "big.f32", "end of file");
   /* Tensors before the cut still read. */
   ASSERT_OK(hbg__hf_read(c, "a.f32", HBG_DTYPE_F32, s27, 2, f));
+  ASSERT_OK(hbg__hf_read(c, "all.bf16", HBG_DTYPE_BF16, s256, 2, h64k));
   hbg__hf_close(c);
   hbg__hf_close(NULL);
 
   /* Reopened, the truncated file is refused at open. */
-  open_fails(dir, HBG_E_INVAL, "truncated", "model.safetensors", "all.f16",
+  open_fails(dir, HBG_E_INVAL, "truncated", "model.safetensors", "big.f16",
              "truncated", (const char *)NULL);
 }
 

@@ -591,7 +591,8 @@ static int hf_by_name(const void *a, const void *b) {
  * offset, where an overlap always shows between neighbours (the empty
  * ones left out). */
 static int st_overlap(hbg__hf_ckpt *c, uint32_t first, uint64_t data0) {
-  qsort(c->t + first, c->nt - first, sizeof *c->t, hf_by_off);
+  if (c->nt - first > 1)
+    qsort(c->t + first, c->nt - first, sizeof *c->t, hf_by_off);
   const hf_tensor *prev = NULL;
   for (uint32_t i = first; i < c->nt; i++) {
     const hf_tensor *t = &c->t[i];
