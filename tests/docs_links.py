@@ -28,6 +28,10 @@ Rules:
   word without an extension also holds when a file of that name with an
   extension is in its folder: a program named after its source
   (`tests/test_cuda_exec` for tests/test_cuda_exec.c).
+- Sections named in prose. A Markdown file named by its path (in
+  backticks or not), then an optional ',' and a double-quoted text, as in
+  docs/CUDA.md, "The executor's design": a heading of that file must begin
+  with the quoted text (white space and case aside, code marks dropped).
 Exit status: 0 when everything holds, 1 with one line per problem.
 """
 import os
@@ -50,6 +54,7 @@ REF_DEF = re.compile(r"^ {0,3}\[([^\]]+)\]:\s*(<[^>]*>|\S+)", re.M)
 HTML_ANCHOR = re.compile(r"<a\s+[^>]*?(?:id|name)\s*=\s*[\"']([^\"']+)[\"']", re.I)
 SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 PLACEHOLDER = re.compile(r"^[A-Z][A-Z0-9_]*$")
+SECTION_REF = re.compile(r"`?((?:[\w.-]+/)*[\w.-]+\.md)`?,?\s+\"([^\"]+)\"")
 
 
 def split_code(text):
@@ -99,6 +104,18 @@ def slug(text):
     return "".join(keep)
 
 
+def norm(text):
+    return " ".join(heading_text(text).replace("*", "").split()).lower()
+
+
+def headings(path, cache={}):
+    if path not in cache:
+        with open(path, encoding="utf-8") as f:
+            _, unfenced, _ = split_code(f.read())
+        cache[path] = [norm(m.group(2)) for m in map(HEADING.match, unfenced.split("\n")) if m]
+    return cache[path]
+
+
 def anchors(path, cache={}):
     if path not in cache:
         with open(path, encoding="utf-8") as f:
@@ -122,7 +139,7 @@ def line_of(text, pos):
     return text.count("\n", 0, pos) + 1
 
 
-COUNT = {"links": 0, "paths": 0}
+COUNT = {"links": 0, "paths": 0, "sections": 0}
 
 
 def check_link(root, doc, target, where, problems):
@@ -185,6 +202,18 @@ def check_doc(root, doc, problems):
         check_link(root, doc, m.group(2), "%s:%d" % (rel, line_of(prose, m.start())), problems)
     for m in REF_DEF.finditer(prose):
         check_link(root, doc, m.group(2), "%s:%d" % (rel, line_of(prose, m.start())), problems)
+    for m in SECTION_REF.finditer(text):
+        COUNT["sections"] += 1
+        name, title = m.group(1), norm(m.group(2))
+        where = "%s:%d" % (rel, line_of(text, m.start()))
+        cands = [os.path.join(os.path.dirname(doc), name), os.path.join(root, name),
+                 os.path.join(root, "docs", name)]
+        target = next((c for c in cands if os.path.isfile(c)), None)
+        if target is None:
+            problems.append("%s: section \"%s\" of %s: no such file" % (where, m.group(2), name))
+        elif not any(h.startswith(title) for h in headings(target)):
+            problems.append("%s: section \"%s\" of %s: no heading begins so" % (
+                where, " ".join(m.group(2).split()), name))
     for line, code in spans:
         for word in path_words(code):
             COUNT["paths"] += 1
@@ -227,6 +256,7 @@ def self_test():
                 "`src/core/bind.c`, `tests/layers.sh:12`, `src/core/` and `docs/B.md`;\n"
                 "skipped: `build/bin/hbg`, `tests/test_*.c`, `src/<file>.c`, `docs/N/x.md`,\n"
                 "`scripts/...`, `out/x.json`, `$V/include`.\n\n"
+                "See docs/B.md, \"The `hbg_bind`\ncost\" and `docs/B.md` \"Twice\".\n\n"
                 "```sh\nHBG=build/bin/hbg tests/layers.sh --self-test\n```\n")
         write("README.md", good)
         got = check(tmp)
@@ -236,13 +266,14 @@ def self_test():
         write("docs/bad.md",
               "# Bad\n\nA [broken link](missing.md), a [broken anchor](B.md#no-such-heading),\n"
               "and `src/core/missing.c` named.\n\n```\nscripts/gone.sh --x\n```\n\n"
-              "A [link whose text\nwraps](gone/x.md).\n")
+              "A [link whose text\nwraps](gone/x.md).\n\nAs docs/B.md, \"No such section\" says.\n")
         got = check(tmp)
         want = [("docs/bad.md:3", "link to 'missing.md': no such file"),
                 ("docs/bad.md:3", "no heading '#no-such-heading'"),
                 ("docs/bad.md:4", "names `src/core/missing.c`"),
                 ("docs/bad.md:7", "names `scripts/gone.sh`"),
-                ("docs/bad.md:10", "link to 'gone/x.md': no such file")]
+                ("docs/bad.md:10", "link to 'gone/x.md': no such file"),
+                ("docs/bad.md:13", "section \"No such section\" of docs/B.md")]
         missed = [w for w in want if not any(g.startswith(w[0]) and w[1] in g for g in got)]
         if missed or len(got) != len(want):
             print("self-test: expected %d problems %s, got:\n  %s" % (
@@ -267,8 +298,9 @@ def main(argv):
     if problems:
         print("docs_links: %d problem(s)" % len(problems))
         return 1
-    print("docs_links: ok (%d documents, %d links, %d named paths)" % (
-        len(docs_of(os.path.abspath(argv[1]))), COUNT["links"], COUNT["paths"]))
+    print("docs_links: ok (%d documents, %d links, %d named paths, %d named sections)" % (
+        len(docs_of(os.path.abspath(argv[1]))), COUNT["links"], COUNT["paths"],
+        COUNT["sections"]))
     return 0
 
 
