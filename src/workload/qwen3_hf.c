@@ -181,13 +181,15 @@ static int layout(hbg_workload *w) {
   q->kd = c->kv_heads * c->head_dim;
   const uint64_t H = c->hidden, F = c->intermediate, D = c->head_dim,
                  V = c->vocab, L = w->layers, T = q->T;
-  /* every tensor a kernel sees stays within the kernels' limits */
-  if ((uint64_t)c->kv_heads * T * D > HBG__KERNEL_MAX_NUMEL ||
-      (uint64_t)q->qd * H > HBG__KERNEL_MAX_NUMEL ||
-      F * H > HBG__KERNEL_MAX_NUMEL) {
-    hbg__error_set("hbg_workload_create: %s: a layer's cache or weight "
-                   "matrix exceeds %llu elements (kv_len %u)",
-                   who, (unsigned long long)HBG__KERNEL_MAX_NUMEL, q->T);
+  /* every tensor a kernel sees stays within the kernels' limits: a head's
+   * cache (the weight tiles are far below them; a boundary tensor is not a
+   * kernel's) */
+  if (T * D > HBG__KERNEL_MAX_NUMEL ||
+      (uint64_t)c->heads * T * D > HBG__KERNEL_MAX_WORK) {
+    hbg__error_set("hbg_workload_create: %s: kv_len %u x head_dim %u "
+                   "exceeds the attention kernel's %llu elements",
+                   who, q->T, c->head_dim,
+                   (unsigned long long)HBG__KERNEL_MAX_NUMEL);
     return HBG_E_LIMIT;
   }
 

@@ -610,8 +610,14 @@ int hbg_workload_create(hbg_runtime *rt, const hbg_workload_config *cfg,
   *out = w;
   return 0;
 
-err:
+err:;
+  /* freeing the buffers goes through public calls, which clear the
+   * thread's message: keep the one that says why */
+  char why[1024];
+  snprintf(why, sizeof why, "%s", hbg_last_error());
   free_workload(w);
+  if (why[0])
+    hbg__error_set("%s", why);
   return rc;
 }
 
