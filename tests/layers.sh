@@ -61,7 +61,7 @@ LAYERS="workload core device exec graph kernels common"
 # by one per layer; a client above them all; 0 outside) and BACKEND (the
 # backend folder of device/<b>/..., else empty).
 layer_of() {
-  LAYER= RANK=0 BACKEND=
+  LAYER='' RANK=0 BACKEND=''
   case "$1" in
   tools/*|python/native/*) LAYER=client ;;
   devcode/*) LAYER=device BACKEND=cuda ;; # generated: cuda's device module
@@ -140,7 +140,7 @@ link_check() {
   lt=$(mktemp -d)
   link_check_in "$lt" "$exports" "$@" && rc=0 || rc=$?
   rm -rf "$lt"
-  return $rc
+  return "$rc"
 }
 
 link_check_in() {
