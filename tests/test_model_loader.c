@@ -324,6 +324,24 @@ static void test_config(void) {
   cfg_fails(buf, HBG_E_INVAL, "model_type", NULL);
   cfg_text(buf, sizeof buf, NULL, NULL, NULL, "\"model_type\": \"qwen3\"");
   ASSERT_OK(hbg__hf_config_parse(buf, strlen(buf), "mt.json", &q));
+  /* What the decoder would compute differently: refused by name. Plain
+   * values (as Qwen3's own configs have them) pass. */
+  static const char *const unsupported[][2] = {
+      {"\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0}",
+       "rope_scaling"},
+      {"\"use_sliding_window\": true", "use_sliding_window"},
+      {"\"attention_bias\": true", "attention_bias"},
+      {"\"hidden_act\": \"gelu\"", "hidden_act"},
+      {"\"hidden_act\": 1", "hidden_act"}};
+  for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++) {
+    cfg_text(buf, sizeof buf, NULL, NULL, NULL, unsupported[i][0]);
+    cfg_fails(buf, HBG_E_UNSUPPORTED, unsupported[i][1], NULL);
+  }
+  cfg_text(buf, sizeof buf, NULL, NULL, NULL,
+           "\"rope_scaling\": null, \"use_sliding_window\": false, "
+           "\"sliding_window\": null, \"attention_bias\": false, "
+           "\"hidden_act\": \"silu\"");
+  ASSERT_OK(hbg__hf_config_parse(buf, strlen(buf), "plain.json", &q));
   /* Not JSON, not an object, bytes after it. */
   cfg_fails("{\"hidden_size\": 64", HBG_E_INVAL, "JSON", NULL);
   cfg_fails("", HBG_E_INVAL, "JSON", NULL);

@@ -255,6 +255,42 @@ static int cfg_positive(const cJSON *root, const char *who, const char *key,
   return 0;
 }
 
+/* Settings that change what the decoder computes and that hbg's Qwen3 does
+ * not compute: refused by name rather than loaded into a model that would
+ * then give other numbers than the checkpoint's own. Absent or null is the
+ * plain Qwen3 (and so are false and "silu"). */
+static int cfg_unsupported(const cJSON *root, const char *who) {
+  static const char *const must_be_null[] = {"rope_scaling"};
+  static const char *const must_be_false[] = {"use_sliding_window",
+                                              "attention_bias"};
+  for (size_t i = 0; i < HBG__ARRAY_LEN(must_be_null); i++) {
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(root, must_be_null[i]);
+    if (it && !cJSON_IsNull(it)) {
+      hbg__error_set("%s: %s is set; hbg's Qwen3 supports only plain RoPE "
+                     "(%s null or absent)",
+                     who, must_be_null[i], must_be_null[i]);
+      return HBG_E_UNSUPPORTED;
+    }
+  }
+  for (size_t i = 0; i < HBG__ARRAY_LEN(must_be_false); i++) {
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(root, must_be_false[i]);
+    if (it && !cJSON_IsNull(it) && !cJSON_IsFalse(it)) {
+      hbg__error_set("%s: %s is not false; hbg's Qwen3 does not support it",
+                     who, must_be_false[i]);
+      return HBG_E_UNSUPPORTED;
+    }
+  }
+  const cJSON *act = cJSON_GetObjectItemCaseSensitive(root, "hidden_act");
+  if (act && !cJSON_IsNull(act) &&
+      (!cJSON_IsString(act) || strcmp(act->valuestring, "silu") != 0)) {
+    hbg__error_set("%s: hidden_act is not \"silu\"; hbg's Qwen3 computes "
+                   "SiLU only",
+                   who);
+    return HBG_E_UNSUPPORTED;
+  }
+  return 0;
+}
+
 static int cfg_fill(const cJSON *root, const char *who, hbg__hf_qwen3 *q) {
   const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
   if (mt && !cJSON_IsNull(mt)) {
@@ -323,7 +359,7 @@ static int cfg_fill(const cJSON *root, const char *who, hbg__hf_qwen3 *q) {
     }
     q->tie_embeddings = cJSON_IsTrue(tie) ? 1 : 0;
   }
-  return 0;
+  return cfg_unsupported(root, who);
 }
 
 int hbg__hf_config_parse(const char *json, size_t len, const char *who,
