@@ -786,7 +786,11 @@ HBG_API int hbg_submit_graph_n(hbg_bind *b, const hbg_graph_submit *g,
  * it), a boundary tensor (same buffer, offset and layout), or lie inside
  * one: it is then a view of the smallest boundary tensor that contains it,
  * kept as an offset from that tensor's element 0, so that it moves with
- * the tensor in later replays. Element 0 of every argument must be aligned
+ * the tensor in later replays. A strided boundary tensor contains only its
+ * elements: a view must lie inside one of its innermost contiguous runs
+ * (a slice of one head's row of a [heads][D] row with stride T*D, not a
+ * range spanning the holes between heads, which stays with a dense tensor
+ * that holds it). Element 0 of every argument must be aligned
  * to its dtype, and a view's offset from its boundary tensor's element 0 a
  * multiple of its element size. An argument that writes (mode OUT or
  * INOUT) a boundary tensor, or a view of one, needs a boundary tensor whose
