@@ -200,6 +200,27 @@ static inline HBG__KFN float hbg__k_f32(uint64_t v) {
   return HBG__K_U2F((uint32_t)v);
 }
 
+/* bfloat16: the high 16 bits of a binary32. Widening is exact (the bits
+ * shifted up, whatever they are: zeros, subnormals, infinities and NaNs
+ * keep their value and sign), so a kernel that reads a bf16 element as
+ * this f32 and then computes as on f32 data gives the bits of the same
+ * kernel on the weight widened beforehand. */
+static inline HBG__KFN float hbg__k_bf16_f32(uint16_t b) {
+  return HBG__K_U2F((uint32_t)b << 16);
+}
+
+/* Narrowing, round to nearest, ties to even: finite values too large
+ * round to an infinity of their sign, infinities stay; a NaN stays a NaN
+ * with its sign, made quiet (its top payload bits kept). Not used by the
+ * kernels (they never write bf16); the hosts' converter. */
+static inline HBG__KFN uint16_t hbg__k_f32_bf16(float f) {
+  uint32_t u = HBG__K_F2U(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return (uint16_t)((u >> 16) | 0x0040u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+
 static inline HBG__KFN uint64_t hbg__k_numel(const hbg__ktensor *t) {
   uint64_t n = 1;
   for (uint32_t i = 0; i < t->ndim; i++)

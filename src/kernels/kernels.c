@@ -32,6 +32,10 @@ uint64_t hbg__kernel_f32(float f) { return HBG__K_F2U(f); }
 
 float hbg__kernel_to_f32(uint64_t v) { return hbg__k_f32(v); }
 
+uint16_t hbg__bf16_from_f32(float f) { return hbg__k_f32_bf16(f); }
+
+float hbg__bf16_to_f32(uint16_t b) { return hbg__k_bf16_f32(b); }
+
 void hbg__ktensor_meta(hbg__ktensor *k, uint32_t dtype, uint32_t ndim,
                        uint32_t mode, const uint32_t *shape,
                        const uint32_t *strides) {

@@ -150,4 +150,15 @@ int hbg__kernel_run(uint32_t kernel, const hbg__ktensor *t, uint32_t nt,
 uint64_t hbg__kernel_f32(float f);
 float hbg__kernel_to_f32(uint64_t v);
 
+/* bfloat16 <-> f32 on the host (kern_src.h's hbg__k_f32_bf16 and
+ * hbg__k_bf16_f32, the kernels' own widening): for the workloads and
+ * checkpoint loaders that write bf16 weights and read them back.
+ * from_f32 rounds to nearest, ties to even; finite values past the bf16
+ * range become an infinity of their sign, infinities stay, a NaN stays a
+ * quiet NaN of its sign. to_f32 is exact (the 16 bits shifted up), so
+ * hbg__bf16_from_f32(hbg__bf16_to_f32(b)) == b for every b that is not a
+ * NaN. Thread-safe. */
+uint16_t hbg__bf16_from_f32(float f);
+float hbg__bf16_to_f32(uint16_t b);
+
 #endif
