@@ -46,6 +46,10 @@
  *                    for it: the wait names entry 2, and the next bind runs
  *   fail_graph       one graph whose node 0 fails, 1024 nodes waiting for
  *                    it and 64 not
+ *   bf16_weights     bf16 weights (GEMV's W, RMSNORM's w, COPY's input)
+ *                    in ordinary tasks and in a graph's boundary, replayed
+ *                    on two weight sets: each output the bits of the
+ *                    host's f32 kernel (kernels.h) on the widened weight
  * Shapes whose entries depend on each other run with explicit ids
  * (HBG_DEPS_EXPLICIT) and with none (HBG_DEPS_INFERRED: the same order from
  * the data); the others build the same window either way and run once.
@@ -69,6 +73,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kernels/kernels.h"
 #include "test.h"
 
 #define RC_HANG 124 /* a child whose watchdog fired */
@@ -377,6 +382,7 @@ static void run_fail(cx *c, hbg_bind *b, const char *step, int want_rc,
 #define K_BOUNDS 0x5348415045000008ull
 #define K_ROPE1 0x5348415045000009ull
 #define K_FAILFAN 0x534841504500000aull
+#define K_BF16 0x534841504500000bull
 #define K_ADDN 0x5348415045000100ull /* + k */
 
 #define DN 32u /* the diamond's elements */
@@ -1174,6 +1180,147 @@ static void sh_fail_graph(cx *c) {
   one_fill_bind(c, o, 4.5f, "a bind after the failed one");
 }
 
+/* bf16 weights: GEMV W [BN][BK] (BK not a multiple of 4, more rows than a
+ * warp's eight), RMSNORM rows of BD > 256 (several partials per lane) with
+ * w bf16 [BD], a COPY of an embedding row at a 2-byte offset. */
+enum { BN = 37, BK = 301, BD = 600, BR = 3 };
+
+static uint32_t bf_rng = 99;
+static float bf_rand(void) {
+  bf_rng = bf_rng * 1664525u + 1013904223u;
+  return (float)(bf_rng >> 8) / (float)(1u << 24) * 2.0f - 1.0f;
+}
+
+/* n bf16 values on the device (at byte 2 of a fresh buffer when odd2), and
+ * their widening on the host. */
+static hbg_tensor bf_upload(cx *c, uint32_t d0, uint32_t d1, int odd2,
+                            float *wide) {
+  const uint32_t n = d0 * (d1 ? d1 : 1);
+  uint16_t *h = malloc((size_t)n * 2);
+  ASSERT(h);
+  for (uint32_t i = 0; i < n; i++) {
+    h[i] = hbg__bf16_from_f32(bf_rand() * 2.0f);
+    wide[i] = hbg__bf16_to_f32(h[i]);
+  }
+  uint64_t a = 0, off = odd2 ? 2 : 0;
+  ASSERT_OK(hbg_buffer_alloc(c->rt, (uint64_t)n * 2 + off, &a));
+  ASSERT_OK(hbg_buffer_write(c->rt, a + off, h, (uint64_t)n * 2));
+  free(h);
+  hbg_tensor t;
+  uint32_t dims[2] = {d0, d1};
+  ASSERT_OK(hbg_tensor_contig(&t, a, off, HBG_DTYPE_BF16, d1 ? 2 : 1, dims,
+                              HBG_ACCESS_IN));
+  return t;
+}
+
+static hbg_tensor f32_2d(uint64_t a, uint32_t d0, uint32_t d1,
+                         uint32_t mode) {
+  hbg_tensor t;
+  uint32_t dims[2] = {d0, d1};
+  ASSERT_OK(hbg_tensor_contig(&t, a, 0, HBG_DTYPE_F32, 2, dims, mode));
+  return t;
+}
+
+/* The host's f32 kernel: t's tensors over host arrays (data), the bf16
+ * ones given as their widened f32 copies. */
+static void bf_ref(uint32_t kernel, const hbg_tensor *t, float *const *data,
+                   uint32_t nt, uint64_t s) {
+  hbg__ktensor k[3];
+  for (uint32_t i = 0; i < nt; i++) {
+    hbg_tensor f = t[i];
+    f.dtype = HBG_DTYPE_F32;
+    hbg__ktensor_from(&k[i], &f, data[i]);
+  }
+  ASSERT_OK(hbg__kernel_run(kernel, k, nt, &s, 1));
+}
+
+/* [W bf16 [BN][BK], x [BK], w bf16 [BN], y [BN]]; scalar 0 alpha:
+ * h = W x * alpha, y = rmsnorm(h, w). Two nodes. */
+static int rec_bf16(hbg_recorder *rec, void *user) {
+  (void)user;
+  const hbg_tensor *bt = bounds(rec, 4);
+  if (!bt)
+    return -1;
+  hbg_tensor g[3] = {bt[0], bt[1], heap_out(BN)};
+  hbg_scalar alpha = hbg_scalar_boundary(0);
+  int rc = rtask(rec, HBG_KERNEL_GEMV, g, 3, &alpha, NULL, 0);
+  if (rc)
+    return rc;
+  hbg_tensor r[3] = {as_in(g[2]), bt[2], bt[3]};
+  hbg_scalar eps = hbg_scalar_static(hbg_scalar_f32(1e-5f));
+  return rtask(rec, HBG_KERNEL_RMSNORM, r, 3, &eps, NULL, 0);
+}
+
+static void sh_bf16(cx *c) {
+  static float wf[2][BN * BK], xf[2][BK], nf[BN], rw[BD], tab[4 * BD],
+      rin[BR * BD], want[BR * BD], h[BN];
+  hbg_tensor W[2] = {bf_upload(c, BN, BK, 0, wf[0]),
+                     bf_upload(c, BN, BK, 1, wf[1])};
+  hbg_tensor NW = bf_upload(c, BN, 0, 1, nf);
+  hbg_tensor RW = bf_upload(c, BD, 0, 0, rw);
+  hbg_tensor TAB = bf_upload(c, 4, BD, 0, tab);
+  uint64_t dx[2], dy[3], drin = dalloc(c, BR * BD, 0.0f),
+                         dr = dalloc(c, BR * BD, -1.0f),
+                         de = dalloc(c, BD, -1.0f);
+  for (int i = 0; i < 2; i++) {
+    for (uint32_t j = 0; j < BK; j++)
+      xf[i][j] = bf_rand();
+    dx[i] = dalloc(c, BK, 0.0f);
+    dput(c, dx[i], xf[i], BK);
+  }
+  for (int i = 0; i < 3; i++)
+    dy[i] = dalloc(c, BN, -1.0f);
+  for (uint32_t j = 0; j < BR * BD; j++)
+    rin[j] = bf_rand() * 3.0f;
+  dput(c, drin, rin, BR * BD);
+  hbg_bind *b = begin(c);
+  /* tasks: y0 = W0 x0 * 0.5; RMSNORM of rin with w bf16; embedding row 1
+   * (element 0 at byte 1200 of TAB; W1 and NW start at byte 2) */
+  hbg_tensor g[3] = {W[0], vec(dx[0], 0, 0, BK, HBG_ACCESS_IN),
+                     vec(dy[0], 0, 0, BN, HBG_ACCESS_OUT)};
+  float half = 0.5f;
+  task(c, b, HBG_KERNEL_GEMV, g, 3, &half, NULL, 0);
+  hbg_tensor r[3] = {f32_2d(drin, BR, BD, HBG_ACCESS_IN), RW,
+                     f32_2d(dr, BR, BD, HBG_ACCESS_OUT)};
+  float eps = 1e-6f;
+  task(c, b, HBG_KERNEL_RMSNORM, r, 3, &eps, NULL, 0);
+  hbg_tensor row;
+  const uint32_t rdims[1] = {BD};
+  ASSERT_OK(hbg_tensor_contig(&row, TAB.addr, (uint64_t)BD * 2,
+                              HBG_DTYPE_BF16, 1, rdims, HBG_ACCESS_IN));
+  hbg_tensor e[2] = {row, vec(de, 0, 0, BD, HBG_ACCESS_OUT)};
+  task(c, b, HBG_KERNEL_COPY, e, 2, NULL, NULL, 0);
+  /* the graph, replayed on W1 x1 and W0 x1 */
+  for (int i = 1; i < 3; i++) {
+    hbg_tensor bt[4] = {W[i & 1], vec(dx[1], 0, 0, BK, HBG_ACCESS_IN), NW,
+                        vec(dy[i], 0, 0, BN, HBG_ACCESS_OUT)};
+    uint64_t alpha = hbg_scalar_f32(i == 1 ? 2.0f : -0.75f);
+    graph(c, b, K_BF16, rec_bf16, NULL, bt, 4, &alpha, 1, NULL, 0);
+  }
+  run(c, b, "the bind of bf16-weight tasks and graph replays", 5);
+  hbg_bind_end(b);
+
+  float *gd[3] = {wf[0], xf[0], want};
+  bf_ref(HBG_KERNEL_GEMV, g, gd, 3, hbg_scalar_f32(0.5f));
+  expect(c, dy[0], want, BN, "GEMV, W bf16");
+  float *rd[3] = {rin, rw, want};
+  bf_ref(HBG_KERNEL_RMSNORM, r, rd, 3, hbg_scalar_f32(1e-6f));
+  expect(c, dr, want, BR * BD, "RMSNORM, w bf16");
+  expect(c, de, tab + BD, BD, "COPY of a bf16 row");
+  for (int i = 1; i < 3; i++) {
+    hbg_tensor gt[3] = {W[i & 1], vec(0, 0, 0, BK, HBG_ACCESS_IN),
+                        vec(0, 0, 0, BN, HBG_ACCESS_OUT)};
+    float *gg[3] = {wf[i & 1], xf[1], h};
+    bf_ref(HBG_KERNEL_GEMV, gt, gg, 3,
+           hbg_scalar_f32(i == 1 ? 2.0f : -0.75f));
+    hbg_tensor rt_[3] = {vec(0, 0, 0, BN, HBG_ACCESS_IN), NW,
+                         vec(0, 0, 0, BN, HBG_ACCESS_OUT)};
+    float *rr[3] = {h, nf, want};
+    bf_ref(HBG_KERNEL_RMSNORM, rt_, rr, 3, hbg_scalar_f32(1e-5f));
+    expect(c, dy[i], want, BN, "the graph's y, W and w bf16");
+  }
+}
+
 /* The watchdog's own check (sim only, not a shape of the sweep): a user
  * kernel that never returns must be named a HANG. */
 #define K_NEVER (HBG_KERNEL_USER_MIN + 0x37u)
@@ -1229,6 +1376,7 @@ static const shape shapes[] = {
     {"binds_grow", sh_binds_grow, 1},
     {"fail_entry", sh_fail_entry, 1},
     {"fail_graph", sh_fail_graph, 0},
+    {"bf16_weights", sh_bf16, 0},
 };
 #define N_SHAPES (sizeof shapes / sizeof shapes[0])
 

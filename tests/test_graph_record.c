@@ -239,6 +239,58 @@ static void test_view_smallest(void) {
   hbg__def_free(d);
 }
 
+/* A strided boundary tensor (the step's row of every head of a KV cache,
+ * [heads][D] with stride T*D) contains its elements only: a slice of the
+ * cache that its extent spans but that lies in its holes belongs to the
+ * cache, or a replay that moves the row (the next position) would move the
+ * slice with it. Slices of the row's own runs still follow the row. */
+static void test_view_strided(void) {
+  const uint64_t c = 0x50000;
+  enum { HK = 2, T = 8, D = 4 };
+  hbg_tensor bt[3];
+  bt[0] = ten(c, 0, HBG_DTYPE_F32, HBG_ACCESS_IN, HK * T, D); /* the cache */
+  bt[1] = ten(c, 0, HBG_DTYPE_F32, HBG_ACCESS_OUT, HK, D);    /* the row */
+  bt[1].strides[0] = T * D;
+  bt[2] = ten(0x60000, 0, HBG_DTYPE_F32, HBG_ACCESS_OUT, T * D, 0);
+  hbg_recorder *r;
+  ASSERT_OK(hbg__rec_begin(bt, 3, NULL, 0, &r));
+  /* head 1's part of the row, written; then two slices of the row's first
+   * run; head 0's whole cache (inside the row's extent, mostly its hole);
+   * a slice crossing from the row's first run into the hole */
+  hbg_tensor w[2] = {ten(0x60000, 0, HBG_DTYPE_F32, HBG_ACCESS_IN, D, 0),
+                     ten(c, T * D * 4, HBG_DTYPE_F32, HBG_ACCESS_OUT, D, 0)};
+  hbg_task t = task(HBG_KERNEL_COPY, w, 2, NULL, 0, NULL, 0);
+  ASSERT_OK(hbg_record_task(r, &t, NULL));
+  const struct {
+    uint64_t off;
+    uint32_t n;
+  } in[] = {{8, 2}, {0, D}, {0, T * D}, {8, D}};
+  for (size_t i = 0; i < sizeof in / sizeof in[0]; i++) {
+    hbg_tensor a[2] = {ten(c, in[i].off, HBG_DTYPE_F32, HBG_ACCESS_IN, in[i].n, 0),
+                       ten(0x60000, 0, HBG_DTYPE_F32, HBG_ACCESS_OUT, in[i].n, 0)};
+    t = task(HBG_KERNEL_COPY, a, 2, NULL, 0, NULL, 0);
+    ASSERT_OK(hbg_record_task(r, &t, NULL));
+  }
+  hbg__def *d;
+  ASSERT_OK(hbg__rec_finish(r, &d));
+  hbg__def_view v;
+  ASSERT_OK(hbg__def_validate(d->image, d->size, &v));
+  /* tensors: node 0 (in, out), then nodes 1..4 (in, out) */
+  ASSERT_EQ(v.tensors[1].src, HBG_SRC_BOUNDARY_VIEW);
+  ASSERT_EQ(v.tensors[1].ref, 1); /* head 1's run of the row */
+  ASSERT_UEQ(v.tensors[1].offset, T * D * 4);
+  ASSERT_EQ(v.tensors[2].ref, 1); /* inside the first run */
+  ASSERT_UEQ(v.tensors[2].offset, 8);
+  ASSERT_EQ(v.tensors[4].src, HBG_SRC_BOUNDARY_VIEW);
+  ASSERT_EQ(v.tensors[4].ref, 1); /* the first run, whole */
+  ASSERT_EQ(v.tensors[6].src, HBG_SRC_BOUNDARY_VIEW);
+  ASSERT_EQ(v.tensors[6].ref, 0); /* head 0's cache: the cache's */
+  ASSERT_UEQ(v.tensors[6].offset, 0);
+  ASSERT_EQ(v.tensors[8].ref, 0); /* crosses into the hole: the cache's */
+  ASSERT_UEQ(v.tensors[8].offset, 8);
+  hbg__def_free(d);
+}
+
 /* ---- boundary hazards ---- */
 
 static void test_hazards(void) {
@@ -659,6 +711,7 @@ static void test_replay(void) {
 int main(void) {
   test_classify();
   test_view_smallest();
+  test_view_strided();
   test_hazards();
   test_errors();
   test_deterministic();

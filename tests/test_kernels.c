@@ -601,6 +601,385 @@ static void t_lanes(void) {
              HBG_E_INVAL);
 }
 
+/* ---- bf16 weights ---- */
+
+static hbg__ktensor mkb(void *data, uint32_t ndim, const uint32_t *shape,
+                        const uint32_t *strides, uint32_t mode) {
+  hbg__ktensor k = mk(data, ndim, shape, strides, mode);
+  k.dtype = HBG_DTYPE_BF16;
+  return k;
+}
+
+/* n bf16 values from random floats times scale, with a -0 and a
+ * subnormal here and there; wide[i] their f32 widening. */
+static void fill_bf16(uint16_t *b, float *wide, size_t n, float scale) {
+  for (size_t i = 0; i < n; i++) {
+    b[i] = hbg__bf16_from_f32(frand() * scale);
+    if (i % 97 == 5)
+      b[i] = 0x8000; /* -0 */
+    if (i % 89 == 7)
+      b[i] = 0x0003; /* a subnormal */
+    wide[i] = hbg__bf16_to_f32(b[i]);
+  }
+}
+
+/* The kernel with tensor t[wi] bf16 gives, for 1, 3, 32 and 256 lanes, the
+ * bits the same kernel gives (one lane) with t[wi] the f32 tensor of the
+ * same layout over `wide` (its storage widened). out: the output's
+ * storage, n_out floats (reset before each run). */
+static void same_as_widened(uint32_t kernel, const hbg__ktensor *t,
+                            uint32_t nt, uint32_t wi, float *wide,
+                            const uint64_t *sc, uint32_t ns, float *out,
+                            size_t n_out, const char *what) {
+  static const uint32_t lanes[] = {1, 3, 32, 256};
+  float *ref = malloc(n_out * sizeof *ref);
+  ASSERT(ref);
+  hbg__ktensor tw[4];
+  memcpy(tw, t, nt * sizeof *t);
+  ASSERT(t[wi].dtype == HBG_DTYPE_BF16);
+  tw[wi].data = wide;
+  tw[wi].dtype = HBG_DTYPE_F32;
+  for (size_t i = 0; i < n_out; i++)
+    out[i] = 12345.0f;
+  ASSERT_OK(hbg__kernel_run_lanes(kernel, tw, nt, sc, ns, 1, NULL));
+  memcpy(ref, out, n_out * sizeof *ref);
+  for (size_t l = 0; l < HBG__ARRAY_LEN(lanes); l++) {
+    for (size_t i = 0; i < n_out; i++)
+      out[i] = 12345.0f;
+    ASSERT_OK(hbg__kernel_run_lanes(kernel, t, nt, sc, ns, lanes[l], NULL));
+    for (size_t i = 0; i < n_out; i++)
+      if (memcmp(&out[i], &ref[i], 4) != 0)
+        T_FAIL("%s %s, %u lanes: float %zu is %.9g, the f32 kernel on the "
+               "widened weight %.9g",
+               hbg__kernel_name(kernel), what, lanes[l], i, (double)out[i],
+               (double)ref[i]);
+  }
+  free(ref);
+}
+
+static void t_bf16_gemv(void) {
+  enum { WMAX = 16384, XMAX = 4096, YMAX = 256 };
+  static uint16_t wb[WMAX];
+  static float wf[WMAX], x[XMAX], y[YMAX];
+  static const uint32_t nk[][2] = {{1, 1},   {5, 3},    {7, 9},   {4, 4},
+                                   {37, 301}, {64, 128}, {3, 1027}, {9, 18}};
+  fill(x, XMAX);
+  for (size_t c = 0; c < HBG__ARRAY_LEN(nk); c++) {
+    const uint32_t n = nk[c][0], k = nk[c][1];
+    /* layouts: rows contiguous; rows padded (a row stride of k + 5);
+     * W stored transposed (column-major) */
+    for (int lay = 0; lay < 3; lay++) {
+      const uint32_t s0 = lay == 0 ? k : lay == 1 ? k + 5 : 1;
+      const uint32_t s1 = lay == 2 ? n : 1;
+      const uint32_t sx = lay == 1 ? 2 : 1, sy = lay == 0 ? 1 : 3;
+      const size_t wn = lay == 1 ? (size_t)n * (k + 5) : (size_t)n * k;
+      ASSERT(wn <= WMAX && (size_t)k * sx <= XMAX && (size_t)n * sy <= YMAX);
+      fill_bf16(wb, wf, wn, 2.0f);
+      hbg__ktensor t[3] = {mkb(wb, 2, DIMS(n, k), DIMS(s0, s1), IN),
+                           mk(x, 1, DIMS(k), DIMS(sx), IN),
+                           mk(y, 1, DIMS(n), DIMS(sy), OUT)};
+      uint64_t alpha = hbg__kernel_f32(0.0078125f * (float)(c + 1));
+      char what[64];
+      for (uint32_t ns = 0; ns <= 1; ns++) {
+        snprintf(what, sizeof what, "n=%u k=%u layout %d%s", n, k, lay,
+                 ns ? " alpha" : "");
+        same_as_widened(HBG_KERNEL_GEMV, t, 3, 0, wf, &alpha, ns, y,
+                        (size_t)n * sy, what);
+      }
+      /* and the documented order, on the widened values */
+      ASSERT_OK(hbg__kernel_run(HBG_KERNEL_GEMV, t, 3, NULL, 0));
+      for (uint32_t i = 0; i < n; i++) {
+        float want = dot_lanes(&wf[(size_t)i * s0], s1, x, sx, k);
+        same_bits(&y[i * sy], &want, 1);
+      }
+    }
+  }
+  /* y given as [1][n], x as [k][1]: flat views still */
+  fill_bf16(wb, wf, 5 * 12, 1.0f);
+  hbg__ktensor t[3] = {mkb(wb, 2, DIMS(5, 12), NULL, IN),
+                       mk(x, 2, DIMS(12, 1), NULL, IN),
+                       mk(y, 2, DIMS(1, 5), NULL, OUT)};
+  same_as_widened(HBG_KERNEL_GEMV, t, 3, 0, wf, NULL, 0, y, 5, "2-D x, y");
+}
+
+static void t_bf16_rmsnorm(void) {
+  enum { INMAX = 4096, WMAX = 2048, OMAX = 4096 };
+  static float in[INMAX], wf[WMAX], o[OMAX];
+  static uint16_t wb[WMAX];
+  static const uint32_t rd[][2] = {{1, 1},   {3, 7},   {4, 128},
+                                   {2, 1024}, {5, 300}, {1, 1024}};
+  fill(in, INMAX);
+  for (size_t i = 0; i < INMAX; i++)
+    in[i] *= 4.0f;
+  uint64_t eps = hbg__kernel_f32(1e-6f);
+  for (size_t c = 0; c < HBG__ARRAY_LEN(rd); c++) {
+    const uint32_t rows = rd[c][0], d = rd[c][1];
+    for (uint32_t sw = 1; sw <= 2; sw++) {
+      ASSERT((size_t)rows * (d + 3) <= INMAX && (size_t)d * sw <= WMAX &&
+             (size_t)rows * d <= OMAX);
+      fill_bf16(wb, wf, (size_t)d * sw, 1.5f);
+      /* in's rows padded to d + 3; one row as a 1-D tensor */
+      hbg__ktensor t[3] = {
+          rows == 1 ? mk(in, 1, DIMS(d), NULL, IN)
+                    : mk(in, 2, DIMS(rows, d), DIMS(d + 3, 1), IN),
+          mkb(wb, 1, DIMS(d), DIMS(sw), IN),
+          rows == 1 ? mk(o, 1, DIMS(d), NULL, OUT)
+                    : mk(o, 2, DIMS(rows, d), NULL, OUT)};
+      char what[64];
+      snprintf(what, sizeof what, "rows=%u d=%u w stride %u", rows, d, sw);
+      same_as_widened(HBG_KERNEL_RMSNORM, t, 3, 1, wf, &eps, 1, o,
+                      (size_t)rows * d, what);
+    }
+  }
+  /* per-head: [heads][128] normalised with one bf16 w[128] (q_norm) */
+  fill_bf16(wb, wf, 128, 1.0f);
+  hbg__ktensor h[3] = {mk(in, 3, DIMS(2, 8, 128), NULL, IN),
+                       mkb(wb, 1, DIMS(128), NULL, IN),
+                       mk(o, 3, DIMS(2, 8, 128), NULL, OUT)};
+  same_as_widened(HBG_KERNEL_RMSNORM, h, 3, 1, wf, &eps, 1, o, 2 * 8 * 128,
+                  "per head [2][8][128]");
+}
+
+static void t_bf16_copy(void) {
+  enum { V = 10, D = 300 };
+  static uint16_t tab[V * D];
+  static float wide[V * D], o[2 * D];
+  fill_bf16(tab, wide, V * D, 8.0f);
+  /* an embedding row: row 7 of a [V][D] table, 1-D and as a [1][D] view */
+  hbg__ktensor e[2] = {mkb(tab + 7 * D, 1, DIMS(D), NULL, IN),
+                       mk(o, 1, DIMS(D), NULL, OUT)};
+  same_as_widened(HBG_KERNEL_COPY, e, 2, 0, wide + 7 * D, NULL, 0, o, 2 * D,
+                  "embedding row");
+  ASSERT_OK(hbg__kernel_run(HBG_KERNEL_COPY, e, 2, NULL, 0));
+  for (uint32_t j = 0; j < D; j++) {
+    uint32_t u;
+    memcpy(&u, &o[j], 4);
+    ASSERT_UEQ(u, (uint32_t)tab[7 * D + j] << 16);
+  }
+  hbg__ktensor e2[2] = {mkb(tab, 2, DIMS(V, D), NULL, IN),
+                        mk(o, 1, DIMS(D), NULL, OUT)};
+  e2[0].shape[0] = 1;
+  e2[0].data = tab + 3 * D;
+  same_as_widened(HBG_KERNEL_COPY, e2, 2, 0, wide + 3 * D, NULL, 0, o, 2 * D,
+                  "a [1][D] view");
+  /* a column (stride D) into a strided output (stride 2) */
+  hbg__ktensor col[2] = {mkb(tab + 5, 1, DIMS(V), DIMS(D), IN),
+                         mk(o, 1, DIMS(V), DIMS(2), OUT)};
+  same_as_widened(HBG_KERNEL_COPY, col, 2, 0, wide + 5, NULL, 0, o, 2 * D,
+                  "strided");
+  /* the general path: a transposed [D][V] view into [V * D] */
+  static float big[V * D];
+  hbg__ktensor tr[2] = {mkb(tab, 2, DIMS(D, V), DIMS(1, D), IN),
+                        mk(big, 1, DIMS(V * D), NULL, OUT)};
+  same_as_widened(HBG_KERNEL_COPY, tr, 2, 0, wide, NULL, 0, big, V * D,
+                  "transposed");
+  /* reshape [2][3] -> [3][2] (row-major order kept), and a broadcast */
+  hbg__ktensor rs[2] = {mkb(tab, 2, DIMS(2, 3), NULL, IN),
+                        mk(o, 2, DIMS(3, 2), NULL, OUT)};
+  same_as_widened(HBG_KERNEL_COPY, rs, 2, 0, wide, NULL, 0, o, 6, "reshape");
+  hbg__ktensor bc[2] = {mkb(tab + 11, 1, DIMS(16), DIMS(0), IN),
+                        mk(o, 1, DIMS(16), NULL, OUT)};
+  same_as_widened(HBG_KERNEL_COPY, bc, 2, 0, wide + 11, NULL, 0, o, 16,
+                  "broadcast");
+  for (int i = 0; i < 16; i++)
+    ASSERT(memcmp(&o[i], &wide[11], 4) == 0);
+  /* bf16 extents and addressing: 2-byte elements */
+  hbg__ktensor x = mkb(tab, 2, DIMS(3, 4), DIMS(10, 2), IN);
+  ASSERT_UEQ(hbg__ktensor_extent(&x), (2 * 10 + 3 * 2 + 1) * 2);
+  hbg_tensor pub;
+  ASSERT_OK(hbg_tensor_contig(&pub, 0, 0, HBG_DTYPE_BF16, 2, DIMS(3, 4), IN));
+  hbg__ktensor_from(&x, &pub, tab);
+  ASSERT_UEQ(hbg__ktensor_extent(&x), 24);
+  /* scratch as for f32: RMSNORM's partials, none for GEMV */
+  hbg_tensor ra[3];
+  ASSERT_OK(hbg_tensor_contig(&ra[0], 0x1000, 0, HBG_DTYPE_F32, 2,
+                              DIMS(3, 4), IN));
+  ASSERT_OK(hbg_tensor_contig(&ra[1], 0x2000, 0, HBG_DTYPE_BF16, 1, DIMS(4),
+                              IN));
+  ASSERT_OK(hbg_tensor_contig(&ra[2], 0x3000, 0, HBG_DTYPE_F32, 2,
+                              DIMS(3, 4), OUT));
+  hbg_task tk = {.kernel = HBG_KERNEL_RMSNORM, .n_args = 3, .args = ra,
+                 .n_scalars = 1};
+  ASSERT_UEQ(hbg__task_scratch_floats(&tk), 256);
+  ASSERT_OK(hbg_tensor_contig(&ra[0], 0x1000, 0, HBG_DTYPE_BF16, 2,
+                              DIMS(3, 4), IN));
+  ASSERT_OK(hbg_tensor_contig(&ra[1], 0x2000, 0, HBG_DTYPE_F32, 1, DIMS(4),
+                              IN));
+  ASSERT_OK(hbg_tensor_contig(&ra[2], 0x3000, 0, HBG_DTYPE_F32, 1, DIMS(3),
+                              OUT));
+  tk.kernel = HBG_KERNEL_GEMV;
+  ASSERT_OK(hbg__task_kernel_check(&tk, "test"));
+  ASSERT_UEQ(hbg__task_scratch_floats(&tk), 0);
+}
+
+/* ---- what a bf16 (or any other non-f32) argument is refused with ---- */
+
+typedef struct ksig {
+  uint32_t kernel, nt, ns;
+  uint32_t ndim[4];
+  uint32_t dims[4][3];
+  const char *role[4];
+  uint32_t bf16_ok; /* bit i: argument i may be bf16 */
+} ksig;
+
+/* Each kernel with arguments it takes, all f32. */
+static const ksig ksigs[] = {
+    {HBG_KERNEL_COPY, 2, 0, {1, 1}, {{16}, {16}}, {"in", "out"}, 1u << 0},
+    {HBG_KERNEL_ADD, 3, 0, {1, 1, 1}, {{16}, {16}, {16}}, {"a", "b", "out"}, 0},
+    {HBG_KERNEL_MUL, 3, 0, {1, 1, 1}, {{16}, {16}, {16}}, {"a", "b", "out"}, 0},
+    {HBG_KERNEL_SCALE, 2, 1, {1, 1}, {{16}, {16}}, {"in", "out"}, 0},
+    {HBG_KERNEL_RMSNORM, 3, 1, {2, 1, 2}, {{2, 8}, {8}, {2, 8}},
+     {"in", "w", "out"}, 1u << 1},
+    {HBG_KERNEL_GEMV, 3, 0, {2, 1, 1}, {{4, 8}, {8}, {4}}, {"W", "x", "out"},
+     1u << 0},
+    {HBG_KERNEL_ROPE, 4, 1, {2, 2, 2, 2}, {{2, 8}, {3, 4}, {3, 4}, {2, 8}},
+     {"x", "cos", "sin", "out"}, 0},
+    {HBG_KERNEL_SILU_MUL, 3, 0, {1, 1, 1}, {{16}, {16}, {16}},
+     {"a", "b", "out"}, 0},
+    {HBG_KERNEL_SOFTMAX, 2, 0, {2, 2}, {{2, 8}, {2, 8}}, {"in", "out"}, 0},
+    {HBG_KERNEL_ATTN, 4, 1, {2, 3, 3, 2},
+     {{2, 8}, {1, 5, 8}, {1, 5, 8}, {2, 8}}, {"q", "K", "V", "out"}, 0},
+    {HBG_KERNEL_FILL, 1, 1, {1}, {{16}}, {"out"}, 0},
+};
+
+static void sig_task(const ksig *k, hbg_tensor *a, hbg_task *t,
+                     hbg_scalar *sc) {
+  for (uint32_t i = 0; i < k->nt; i++) {
+    uint32_t out = i == k->nt - 1;
+    ASSERT_OK(hbg_tensor_contig(&a[i], 0x100000ull * (i + 1), 0,
+                                HBG_DTYPE_F32, k->ndim[i], k->dims[i],
+                                out ? OUT : IN));
+  }
+  sc[0] = hbg_scalar_static(k->kernel == HBG_KERNEL_ATTN ? 5 : 0);
+  memset(t, 0, sizeof *t);
+  t->kernel = k->kernel;
+  t->n_args = k->nt;
+  t->args = a;
+  t->n_scalars = k->ns;
+  t->scalars = sc;
+}
+
+/* The task check and the kernel check on the task's arguments agree. */
+static int both_checks(const hbg_task *t) {
+  hbg__ktensor k[4];
+  for (uint32_t i = 0; i < t->n_args; i++)
+    hbg__ktensor_from(&k[i], &t->args[i], NULL);
+  int a = hbg__kernel_check(t->kernel, k, t->n_args, t->n_scalars);
+  int b = hbg__task_kernel_check(t, "test");
+  ASSERT_EQ(a, b);
+  return b;
+}
+
+static void t_bf16_refused(void) {
+  static const struct {
+    uint32_t dtype;
+    const char *name;
+  } dts[] = {{HBG_DTYPE_F16, "f16"}, {HBG_DTYPE_BF16, "bf16"},
+             {HBG_DTYPE_I32, "i32"}, {HBG_DTYPE_I64, "i64"},
+             {HBG_DTYPE_U8, "u8"},   {77, "dtype 77"}};
+  for (size_t c = 0; c < HBG__ARRAY_LEN(ksigs); c++) {
+    const ksig *k = &ksigs[c];
+    hbg_tensor a[4];
+    hbg_scalar sc[1];
+    hbg_task t;
+    sig_task(k, a, &t, sc);
+    ASSERT_OK(both_checks(&t));
+    for (uint32_t i = 0; i < k->nt; i++)
+      for (size_t d = 0; d < HBG__ARRAY_LEN(dts); d++) {
+        sig_task(k, a, &t, sc);
+        a[i].dtype = dts[d].dtype;
+        const int ok = dts[d].dtype == HBG_DTYPE_BF16 && ((k->bf16_ok >> i) & 1);
+        if (ok) {
+          ASSERT_OK(both_checks(&t));
+          continue;
+        }
+        ASSERT_ERR(both_checks(&t), HBG_E_KERNEL);
+        char want[160];
+        snprintf(want, sizeof want, "test: %s: argument %u (%s) is %s, must be %s",
+                 hbg__kernel_name(k->kernel), i, k->role[i], dts[d].name,
+                 (k->bf16_ok >> i) & 1 ? "f32 or bf16" : "f32");
+        ASSERT_STREQ(hbg_last_error(), want);
+      }
+    /* NOP takes any dtype */
+    sig_task(k, a, &t, sc);
+    for (uint32_t i = 0; i < k->nt; i++)
+      a[i].dtype = dts[i % HBG__ARRAY_LEN(dts)].dtype == 77
+                       ? HBG_DTYPE_U8
+                       : dts[i % HBG__ARRAY_LEN(dts)].dtype;
+    t.kernel = HBG_KERNEL_NOP;
+    ASSERT_OK(both_checks(&t));
+  }
+  /* the brief's cases, spelled out */
+  hbg_tensor a[4];
+  hbg_scalar sc[1];
+  hbg_task t;
+  sig_task(&ksigs[5], a, &t, sc); /* gemv */
+  a[0].dtype = HBG_DTYPE_BF16;
+  ASSERT_OK(both_checks(&t));
+  a[1].dtype = HBG_DTYPE_BF16;
+  ASSERT_ERR(both_checks(&t), HBG_E_KERNEL);
+  ASSERT_STREQ(hbg_last_error(), "test: gemv: argument 1 (x) is bf16, must be f32");
+  a[1].dtype = HBG_DTYPE_F32;
+  a[2].dtype = HBG_DTYPE_BF16;
+  ASSERT_ERR(both_checks(&t), HBG_E_KERNEL);
+  ASSERT_STREQ(hbg_last_error(),
+               "test: gemv: argument 2 (out) is bf16, must be f32");
+  sig_task(&ksigs[0], a, &t, sc); /* copy: bf16 -> bf16 is refused */
+  a[0].dtype = a[1].dtype = HBG_DTYPE_BF16;
+  ASSERT_ERR(both_checks(&t), HBG_E_KERNEL);
+  ASSERT_STREQ(hbg_last_error(),
+               "test: copy: argument 1 (out) is bf16, must be f32");
+  sig_task(&ksigs[4], a, &t, sc); /* rmsnorm */
+  a[1].dtype = HBG_DTYPE_F16;
+  ASSERT_ERR(both_checks(&t), HBG_E_KERNEL);
+  ASSERT_STREQ(hbg_last_error(),
+               "test: rmsnorm: argument 1 (w) is f16, must be f32 or bf16");
+  /* the other messages name the argument's role too */
+  sig_task(&ksigs[5], a, &t, sc);
+  a[2].mode = IN;
+  ASSERT_ERR(both_checks(&t), HBG_E_KERNEL);
+  ASSERT_STREQ(hbg_last_error(), "test: gemv: argument 2 (out) needs mode OUT");
+  sig_task(&ksigs[5], a, &t, sc);
+  a[1].mode = OUT;
+  ASSERT_ERR(both_checks(&t), HBG_E_KERNEL);
+  ASSERT_STREQ(hbg_last_error(), "test: gemv: argument 1 (x) needs mode IN");
+  sig_task(&ksigs[5], a, &t, sc);
+  a[2].strides[0] = 0;
+  ASSERT_ERR(both_checks(&t), HBG_E_KERNEL);
+  ASSERT_STREQ(hbg_last_error(),
+               "test: gemv: argument 2 (out) may not broadcast (stride 0)");
+  sig_task(&ksigs[5], a, &t, sc);
+  a[0].mode = 9;
+  ASSERT_ERR(both_checks(&t), HBG_E_KERNEL);
+  ASSERT_STREQ(hbg_last_error(), "test: gemv: argument 0 (W) has an invalid mode");
+  sig_task(&ksigs[5], a, &t, sc);
+  a[0].dtype = HBG_DTYPE_BF16;
+  a[0].shape[1] = 0;
+  ASSERT_ERR(both_checks(&t), HBG_E_KERNEL);
+  ASSERT_STREQ(hbg_last_error(),
+               "test: gemv: argument 0 (W) has a bad shape or strides");
+  sig_task(&ksigs[5], a, &t, sc);
+  a[0].dtype = HBG_DTYPE_BF16;
+  a[0].shape[1] = 7; /* x has 8 */
+  ASSERT_ERR(both_checks(&t), HBG_E_KERNEL);
+  ASSERT_STREQ(hbg_last_error(), "test: gemv: argument shapes do not fit "
+                                 "together (see the kernel's rules in hbg.h)");
+  /* a refused bf16 run writes nothing */
+  static uint16_t wb[32];
+  static float x[8], y[4] = {5, 5, 5, 5};
+  hbg__ktensor k[3] = {mkb(wb, 2, DIMS(4, 8), NULL, IN),
+                       mkb(x, 1, DIMS(8), NULL, IN),
+                       mk(y, 1, DIMS(4), NULL, OUT)};
+  ASSERT_ERR(hbg__kernel_run(HBG_KERNEL_GEMV, k, 3, NULL, 0), HBG_E_KERNEL);
+  for (int i = 0; i < 4; i++)
+    ASSERT(y[i] == 5.0f);
+  k[1].dtype = HBG_DTYPE_F32;
+  ASSERT_OK(hbg__kernel_run(HBG_KERNEL_GEMV, k, 3, NULL, 0));
+  hbg__ktensor cp[2] = {mk(x, 1, DIMS(8), NULL, IN),
+                        mkb(wb, 1, DIMS(8), NULL, OUT)};
+  ASSERT_ERR(hbg__kernel_run(HBG_KERNEL_COPY, cp, 2, NULL, 0), HBG_E_KERNEL);
+}
+
 int main(void) {
   t_elementwise();
   t_rows();
@@ -611,6 +990,10 @@ int main(void) {
   t_order();
   t_attn_order();
   t_lanes();
+  t_bf16_gemv();
+  t_bf16_rmsnorm();
+  t_bf16_copy();
+  t_bf16_refused();
   printf("kernels: ok\n");
   return 0;
 }

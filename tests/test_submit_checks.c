@@ -87,7 +87,7 @@ static void t_task_checks(void) {
   hbg_tensor bad[3] = {a[0], h, a[2]};
   t = mk(HBG_KERNEL_ADD, bad, 3);
   ASSERT_ERR(hbg_submit_task(b, &t, NULL), HBG_E_KERNEL);
-  ASSERT_MSG("add argument 1 (input) must be f32");
+  ASSERT_MSG("add: argument 1 (b) is f16, must be f32");
   bad[1] = vec(B, 0, 8, HBG_ACCESS_IN);
   ASSERT_ERR(hbg_submit_task(b, &t, NULL), HBG_E_KERNEL);
   ASSERT_MSG("add: argument shapes do not fit");
@@ -98,7 +98,7 @@ static void t_task_checks(void) {
   bad[2].mode = HBG_ACCESS_IN;
   t = mk(HBG_KERNEL_ADD, bad, 3);
   ASSERT_ERR(hbg_submit_task(b, &t, NULL), HBG_E_KERNEL);
-  ASSERT_MSG("add argument 2 (output) needs mode OUT");
+  ASSERT_MSG("add: argument 2 (out) needs mode OUT");
   /* none of it latched the bind; the two good tasks run */
   ASSERT_EQ(hbg_bind_fatal(b), 0);
   run_ok(b);

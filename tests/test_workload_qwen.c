@@ -2,11 +2,14 @@
 #include "test_workload_fixture.h"
 
 int main(void) {
-  ASSERT_EQ(hbg_workload_count(), 3);
+  ASSERT_EQ(hbg_workload_count(), 6);
   ASSERT_STREQ(hbg_workload_name(0), "qwen3-14b");
   ASSERT_STREQ(hbg_workload_name(1), "dsv4");
   ASSERT_STREQ(hbg_workload_name(2), "flat");
-  ASSERT(hbg_workload_name(3) == NULL);
+  ASSERT_STREQ(hbg_workload_name(3), "qwen3-0.6b");
+  ASSERT_STREQ(hbg_workload_name(4), "qwen3-14b-real");
+  ASSERT_STREQ(hbg_workload_name(5), "qwen3");
+  ASSERT(hbg_workload_name(6) == NULL);
   hbg_workload_info qwen = {.layers = 40,
                             .n_defs = 1,
                             .min_nodes = 277,

@@ -29,6 +29,9 @@ typedef struct bench_opts {
   uint32_t layers, rounds, warmup, interleave, verify_every, chunk;
   uint32_t def_size; /* --def-size, 0 = natural */
   uint32_t tasks;    /* --tasks (flat), 0 = the workload's default */
+  const char *model; /* --model: a checkpoint folder or config.json */
+  uint32_t weight_dtype; /* --weights, 0 = the workload's default */
+  uint32_t kv_len;   /* --kv-len, 0 = the workload's default */
   int deps[HBG_DEPS__COUNT]; /* --deps: each value an arm per policy */
   uint32_t n_deps;
   int record[HBG_RECORD__COUNT]; /* --record: likewise */
@@ -91,6 +94,7 @@ typedef struct bench {
   bench_result res; /* fill_result */
   bench_policy_res pol[MAX_ARMS];
   char profile[64], spin[32], clock[16];
+  char sim_opts[512]; /* the sim's options with mem= sized (bench_arms.c) */
 } bench;
 
 /* bench_opts.c */

@@ -46,6 +46,36 @@ const char *bench_unit_last_error(void) { return last_report; }
 
 /* Arm i's runtime and workload; the first also names the device and
  * reads the layer count. */
+static void workload_config(const bench_opts *o, hbg_workload_config *wc) {
+  hbg_workload_config_init(wc);
+  wc->name = o->workload;
+  wc->layers = o->layers;
+  wc->def_size = o->def_size;
+  wc->tasks = o->tasks;
+  wc->model = o->model;
+  wc->weight_dtype = o->weight_dtype;
+  wc->kv_len = o->kv_len;
+}
+
+/* The sim's options with mem= sized to the workload's buffers when they
+ * name none (the sim's default is far below a model at real dims): the
+ * buffers plus room for the runtime's own (windows, arenas, executor). */
+static const char *sim_mem_options(bench *B, const char *device,
+                                   const char *opts) {
+  if (strcmp(device, "sim") || (opts && (strstr(opts, "mem=") == opts ||
+                                         strstr(opts, ",mem="))))
+    return opts;
+  hbg_workload_config wc;
+  workload_config(&B->o, &wc);
+  uint64_t need;
+  if (hbg_workload_bytes(&wc, &need) != 0 || need < (UINT64_C(128) << 20))
+    return opts;
+  need += need / 8 + (UINT64_C(256) << 20);
+  snprintf(B->sim_opts, sizeof B->sim_opts, "%s%smem=%llu", opts ? opts : "",
+           opts && *opts ? "," : "", (unsigned long long)need);
+  return B->sim_opts;
+}
+
 static int open_arm(bench *B, uint32_t i, const char **device,
                     uint32_t *layers) {
   bench_arm *a = &B->arms[i];
@@ -56,6 +86,8 @@ static int open_arm(bench *B, uint32_t i, const char **device,
     cfg.device = B->o.device;
   if (B->o.device_options)
     cfg.device_options = B->o.device_options;
+  cfg.device_options =
+      sim_mem_options(B, cfg.device ? cfg.device : "sim", cfg.device_options);
   cfg.coalesce_chunk_bytes = B->o.chunk;
   cfg.deps = (uint32_t)a->deps;
   cfg.record = (uint32_t)a->record;
@@ -68,11 +100,7 @@ static int open_arm(bench *B, uint32_t i, const char **device,
   if (rc < 0)
     return bench_report(a, "hbg_runtime_create", rc);
   hbg_workload_config wc;
-  hbg_workload_config_init(&wc);
-  wc.name = B->o.workload;
-  wc.layers = B->o.layers;
-  wc.def_size = B->o.def_size;
-  wc.tasks = B->o.tasks;
+  workload_config(&B->o, &wc);
   rc = hbg_workload_create(a->rt, &wc, &a->w);
   if (rc == HBG_E_NOTFOUND) {
     fprintf(stderr, "hbg bench: unknown workload '%s'; built in:",
@@ -92,6 +120,11 @@ static int open_arm(bench *B, uint32_t i, const char **device,
     if (rc < 0)
       return bench_report(a, "hbg_workload_get_info", rc);
     *layers = info.layers;
+    B->res.weight_bytes = info.weight_bytes;
+    B->res.kv_bytes = info.kv_bytes;
+    if (!strncmp(B->o.workload, "qwen3", 5) && strcmp(B->o.workload, "qwen3-14b"))
+      B->res.weight_dtype =
+          B->o.weight_dtype == HBG_DTYPE_F32 ? "f32" : "bf16";
   }
   return 0;
 }

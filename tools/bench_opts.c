@@ -17,10 +17,21 @@ void bench_usage(FILE *f) {
 "Run the upload policies side by side on a built-in workload, interleaved in\n"
 "one process on one device kind, and report per-bind control-plane phases.\n"
 "\n"
-"  --workload NAME       qwen3-14b (default), dsv4 or flat\n"
-"  --layers N            layers, at most %u (default: the workload's)\n"
+"  --workload NAME       qwen3-14b (default), dsv4, flat (the control-plane\n"
+"                        workloads: upstream node counts at hidden size 64),\n"
+"                        qwen3-0.6b, qwen3-14b-real (real dims, random\n"
+"                        weights) or qwen3 (dims and weights from --model)\n"
+"  --model PATH          a Hugging Face Qwen3 checkpoint folder (config.json\n"
+"                        and *.safetensors), or a config.json alone (random\n"
+"                        weights at its dims); implies --workload qwen3\n"
+"  --weights DTYPE       Qwen3 real-dim workloads: bf16 (default) or f32\n"
+"  --kv-len N            Qwen3 real-dim workloads: KV-cache positions\n"
+"                        (default %u); step s decodes at position s %% N\n"
+"  --layers N            layers, at most %u (default: the workload's; a\n"
+"                        model's first N of its layers)\n"
 "  --device NAME         device backend (default sim, env HBG_DEVICE)\n"
-"  --device-options S    backend options k=v,k=v\n"
+"  --device-options S    backend options k=v,k=v (on the sim without mem=,\n"
+"                        mem= is sized to the workload's buffers)\n"
 "  --policy LIST         comma list of deferred,pinned-eager,coalesced,\n"
 "                        pinned-bulk\n"
 "                        (default all four; the first is the ratio baseline)\n"
@@ -87,7 +98,8 @@ void bench_usage(FILE *f) {
 "\n"
 "Exit status: 0, 1 on an error or a verification mismatch, 2 on bad usage\n"
 "(--arm without --device cuda included).\n",
-          HBG_WORKLOAD_MAX_LAYERS, TRACE_BINDS, BENCH_PLACE_MAX);
+          HBG_WORKLOAD_DEFAULT_KV_LEN, HBG_WORKLOAD_MAX_LAYERS, TRACE_BINDS,
+          BENCH_PLACE_MAX);
 }
 
 /* ---------------- options ---------------- */
@@ -225,6 +237,7 @@ static int check_peer_device(const bench_opts *o) {
 int bench_parse_opts(bench_opts *o, int argc, char **argv) {
   memset(o, 0, sizeof *o);
   o->workload = "qwen3-14b";
+  int workload_named = 0;
   o->rounds = 60;
   o->warmup = 5;
   o->interleave = 5;
@@ -254,8 +267,30 @@ int bench_parse_opts(bench_opts *o, int argc, char **argv) {
       continue;
     }
 #define OPT(name) ((r = take(argc, argv, &i, name, &v)) != 0)
-    if (OPT("--workload"))
+    if (OPT("--workload")) {
       o->workload = v;
+      workload_named = 1;
+    } else if (OPT("--model"))
+      o->model = v;
+    else if (OPT("--weights")) {
+      if (r > 0 && !strcmp(v, "bf16"))
+        o->weight_dtype = HBG_DTYPE_BF16;
+      else if (r > 0 && !strcmp(v, "f32"))
+        o->weight_dtype = HBG_DTYPE_F32;
+      else if (r > 0) {
+        fprintf(stderr, "hbg bench: bad --weights '%s': want bf16 or f32\n",
+                v);
+        return -1;
+      }
+    } else if (OPT("--kv-len")) {
+      if (r > 0 && parse_u32(a, v, 1, &o->kv_len) < 0)
+        return -1;
+      if (r > 0 && o->kv_len > HBG_WORKLOAD_MAX_KV_LEN) {
+        fprintf(stderr, "hbg bench: --kv-len %u: at most %u positions\n",
+                o->kv_len, HBG_WORKLOAD_MAX_KV_LEN);
+        return -1;
+      }
+    }
     else if (OPT("--layers")) {
       if (r > 0 && parse_u32(a, v, 1, &o->layers) < 0)
         return -1;
@@ -346,6 +381,17 @@ int bench_parse_opts(bench_opts *o, int argc, char **argv) {
 #undef OPT
     if (r < 0)
       return -1;
+  }
+  if (o->model) {
+    if (workload_named && strcmp(o->workload, "qwen3")) {
+      fprintf(stderr, "hbg bench: --model is for --workload qwen3, not '%s'\n",
+              o->workload);
+      return -1;
+    }
+    o->workload = "qwen3";
+  } else if (!strcmp(o->workload, "qwen3")) {
+    fprintf(stderr, "hbg bench: --workload qwen3 needs --model PATH\n");
+    return -1;
   }
   const char *dev_opts;
   bench_run_device(o, &dev_opts);

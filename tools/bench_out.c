@@ -191,6 +191,9 @@ int bench_print_table(const bench_result *r, FILE *f) {
           r->device_profile ? r->device_profile : "none", spin);
   if (r->tasks)
     fprintf(f, "  %u tasks per bind\n", r->tasks);
+  if (r->weight_dtype)
+    fprintf(f, "  weights %s, %.1f MB; KV cache %.1f MB\n", r->weight_dtype,
+            (double)r->weight_bytes / 1e6, (double)r->kv_bytes / 1e6);
   if (r->glibc_tunables)
     fprintf(f, "  GLIBC_TUNABLES=%s\n", r->glibc_tunables);
   fprintf(f,
@@ -387,6 +390,11 @@ int bench_write_json(const bench_result *r, FILE *f) {
   int bad = jstr(root, "workload", r->workload);
   bad |= jstr(root, "device", r->device);
   bad |= jstr(root, "device_options", r->device_options);
+  if (r->weight_dtype) {
+    bad |= jstr(root, "weight_dtype", r->weight_dtype);
+    bad |= jnum(root, "weight_bytes", (double)r->weight_bytes);
+    bad |= jnum(root, "kv_bytes", (double)r->kv_bytes);
+  }
   bad |= jstr(root, "device_profile", r->device_profile ? r->device_profile
                                                         : "none");
   if (r->sim_clock)

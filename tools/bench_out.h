@@ -113,6 +113,8 @@ typedef struct bench_result {
   uint64_t chunk;
   uint32_t def_size; /* Definitions padded to at least this, 0 = natural */
   uint32_t tasks;    /* flat workload: tasks per bind (0: not flat) */
+  uint64_t weight_bytes, kv_bytes; /* the workload's weights and KV cache */
+  const char *weight_dtype;        /* "bf16", "f32"; NULL: no such setting */
   double trim;
   char hostname[128];
   long nproc;

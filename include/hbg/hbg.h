@@ -232,11 +232,18 @@ typedef uint32_t hbg_task_id;
  * source on the GPU). Arguments are listed in hbg_task.args order; "s0",
  * "s1" are hbg_task.scalars[0], [1].
  *
- * Rules for every kernel but NOP: every tensor is HBG_DTYPE_F32, 1 to
- * HBG_MAX_DIMS dims, no zero dim, strides in elements, at most 2^26
- * elements. Inputs need HBG_ACCESS_IN in their mode, outputs
- * HBG_ACCESS_OUT (INOUT serves both). Inputs may broadcast (stride 0);
- * outputs may not. "Flat" means a tensor is read in its own row-major
+ * Rules for every kernel but NOP: every tensor is HBG_DTYPE_F32, except
+ * that GEMV's W, RMSNORM's w and COPY's in may be HBG_DTYPE_BF16 (COPY's
+ * out stays f32: it widens a bf16 row, such as an embedding, to f32); F16,
+ * the integer dtypes and bf16 anywhere else are refused. A bf16 element
+ * widens to f32 exactly (its 16 bits are the f32's high half) where the
+ * kernel reads it; the products and sums then run in f32, in the same
+ * fixed order as on f32 data, so the result equals bit for bit the f32
+ * kernel on the weight widened beforehand, on the sim and the GPU alike.
+ * Each tensor has 1 to HBG_MAX_DIMS dims, no zero dim, strides in elements
+ * of its own dtype (hbg_dtype_size), at most 2^26 elements. Inputs need
+ * HBG_ACCESS_IN in their mode, outputs HBG_ACCESS_OUT (INOUT serves
+ * both). Inputs may broadcast (stride 0); outputs may not. "Flat" means a tensor is read in its own row-major
  * order, so two flat tensors need the same element count, not the same
  * shape. Outputs must not overlap inputs, except that the element-wise
  * kernels (COPY, ADD, MUL, SCALE, SILU_MUL, FILL) and ROPE may run in
@@ -253,21 +260,25 @@ typedef uint32_t hbg_task_id;
  * sum of squares and SOFTMAX's and ATTN's maximum and sum are "tree"
  * reductions: 256 partials (partial p over the elements i = p mod 256, in
  * ascending i), then s[p] += s[p + w] for w = 128, 64, ..., 1.
- * Wrong arity, dtype, mode, shape or scalar count is HBG_E_KERNEL.
+ * Wrong arity, dtype, mode, shape or scalar count is HBG_E_KERNEL, and
+ * hbg_last_error() names the kernel and the argument by index and name
+ * ("gemv: argument 1 (x) is bf16, must be f32").
  *
  *   NOP       any tensors of any dtype, any scalars: does nothing
  *   COPY      [in, out]                 out = in                    (flat)
+ *             (in f32 or bf16, out f32)
  *   ADD       [a, b, out]               out = a + b                 (flat)
  *   MUL       [a, b, out]               out = a * b                 (flat)
  *   SCALE     [in, out]; s0 = f32 alpha out = in * alpha            (flat)
  *   RMSNORM   [in, w, out]; s0 = f32 eps
  *             per row of the last dim d: out = in / sqrt(mean(in^2) + eps) * w;
- *             w has d elements (flat, one constant stride); out has in's shape
+ *             w has d elements (flat, one constant stride), f32 or bf16;
+ *             out has in's shape
  *   GEMV      [W, x, out]; optional s0 = f32 alpha
- *             W is 2-D [n][k], x has k elements, out n (each flat with one
- *             constant stride): out[i] = sum_j W[i][j] * x[j] (* alpha);
- *             the sum runs in four lanes j % 4, tail into lane 0, then
- *             (l0 + l1) + (l2 + l3)
+ *             W is 2-D [n][k] (f32 or bf16), x has k elements, out n (each
+ *             flat with one constant stride): out[i] = sum_j W[i][j] * x[j]
+ *             (* alpha); the sum runs in four lanes j % 4, tail into lane
+ *             0, then (l0 + l1) + (l2 + l3)
  *   ROPE      [x, cos, sin, out]; s0 = integer position p
  *             x [..][d] with d even, cos and sin 2-D [P][d/2] with p < P,
  *             out x's shape; rotate-half (NeoX/Qwen) on each row:
@@ -786,7 +797,11 @@ HBG_API int hbg_submit_graph_n(hbg_bind *b, const hbg_graph_submit *g,
  * it), a boundary tensor (same buffer, offset and layout), or lie inside
  * one: it is then a view of the smallest boundary tensor that contains it,
  * kept as an offset from that tensor's element 0, so that it moves with
- * the tensor in later replays. Element 0 of every argument must be aligned
+ * the tensor in later replays. A strided boundary tensor contains only its
+ * elements: a view must lie inside one of its innermost contiguous runs
+ * (a slice of one head's row of a [heads][D] row with stride T*D, not a
+ * range spanning the holes between heads, which stays with a dense tensor
+ * that holds it). Element 0 of every argument must be aligned
  * to its dtype, and a view's offset from its boundary tensor's element 0 a
  * multiple of its element size. An argument that writes (mode OUT or
  * INOUT) a boundary tensor, or a view of one, needs a boundary tensor whose

@@ -14,6 +14,37 @@
  *              dense FFN in two parts or a MoE router + routed experts),
  *              7 Definitions of 32 to 50 nodes, up to 99 boundary tensors
  *              and 30 boundary scalars per layer.
+ *   qwen3-0.6b Qwen3-0.6B at its real dims: 28 layers, hidden 1024, 16
+ *              query heads over 8 KV heads of 128, intermediate 3072,
+ *              vocabulary 151,936, tied embeddings; weights bf16 by
+ *              default (hbg_workload_config.weight_dtype), random from the
+ *              seed. One Definition per layer shape, tiled so the device's
+ *              workers share a layer (a GEMV node per head for q/k/v, row
+ *              tiles of about 2^17 weights for o, gate, up and down), one
+ *              submission per layer; before the layers the token's
+ *              embedding row, after them the final norm, the LM head in
+ *              row tiles and a softmax.
+ *   qwen3-14b-real  Qwen3-14B's dims (40 layers, hidden 5120, 40/8 heads
+ *              of 128, intermediate 17408, vocabulary 151,936, untied):
+ *              about 29.5 GB of bf16 weights, for a device with the
+ *              memory; elsewhere hbg_workload_create refuses it with
+ *              HBG_E_DEVMEM (or HBG_E_NOMEM for the host mirrors) and
+ *              hbg_last_error() names the bytes needed.
+ *   qwen3      the same decoder at the dims of a Hugging Face config.json,
+ *              read from hbg_workload_config.model: a checkpoint folder
+ *              (config.json plus model.safetensors, or
+ *              model.safetensors.index.json and its shards; the standard
+ *              tensor names, model.layers.{i}.self_attn.q_proj.weight,
+ *              ...) whose weights are loaded, or a config.json file alone
+ *              (random weights at its dims).
+ *              The three Qwen3 workloads run one decode step per bind:
+ *              input RMSNorm, q/k/v projections, per-head q_norm and
+ *              k_norm, rotate-half RoPE at the step's position, K and V
+ *              written into a KV cache of kv_len positions, grouped-query
+ *              attention over the positions so far, o projection and
+ *              residual, post-attention RMSNorm, SiLU-gated MLP and
+ *              residual. Step s decodes token hbg_workload_token(w, s) at
+ *              position s % kv_len.
  *   flat       no graph: a copy, then N (hbg_workload_config.tasks,
  *              1000 by default) ordinary three-tensor tasks over
  *              overlapping views of one buffer (alternately ADD and
@@ -41,7 +72,7 @@ typedef struct hbg_workload_config {
   uint32_t struct_size;
   uint32_t layers;    /* 0 = the workload's default; at most
                          HBG_WORKLOAD_MAX_LAYERS */
-  const char *name;   /* "qwen3-14b" or "dsv4" */
+  const char *name;   /* a built-in name (hbg_workload_name) */
   uint64_t seed;      /* input/weight generator seed, 0 = fixed default */
   uint32_t def_size;  /* pad every Definition to at least this many bytes
                          with an opaque section (hbg_record_pad), to
@@ -53,7 +84,21 @@ typedef struct hbg_workload_config {
                          HBG_WORKLOAD_MAX_TASKS; the other workloads
                          ignore it. A struct_size that ends before this
                          field reads as 0. */
+  /* The fields below are read only when struct_size covers them (0
+   * otherwise). */
+  const char *model;     /* workload "qwen3": a Hugging Face checkpoint
+                            folder or a config.json file; NULL for every
+                            other workload (which refuse one) */
+  uint32_t weight_dtype; /* Qwen3 workloads: HBG_DTYPE_BF16 (0 = this
+                            default) or HBG_DTYPE_F32; the others take 0 */
+  uint32_t kv_len;       /* Qwen3 workloads at real dims: KV-cache
+                            positions, 0 = HBG_WORKLOAD_DEFAULT_KV_LEN,
+                            at most HBG_WORKLOAD_MAX_KV_LEN */
 } hbg_workload_config;
+
+/* hbg_workload_config.kv_len when 0, and its largest value. */
+#define HBG_WORKLOAD_DEFAULT_KV_LEN 512u
+#define HBG_WORKLOAD_MAX_KV_LEN 65536u
 
 /* The largest hbg_workload_config.tasks. */
 #define HBG_WORKLOAD_MAX_TASKS 1000000u
@@ -81,6 +126,11 @@ typedef struct hbg_workload_info {
                                  struct_size ends before this field (a
                                  build before it) gets nothing written
                                  past its struct */
+  uint64_t weight_bytes;      /* of device_bytes: weights and tables */
+  uint64_t kv_bytes;          /* of device_bytes: the KV cache */
+  uint32_t hidden;            /* hidden size (floats per hidden state),
+                                 0 for a workload without hidden states */
+  uint32_t vocab;             /* vocabulary, 0 for one without tokens */
 } hbg_workload_info;
 
 HBG_API void hbg_workload_config_init(hbg_workload_config *cfg);
@@ -99,6 +149,15 @@ HBG_API int hbg_workload_create(hbg_runtime *rt, const hbg_workload_config *cfg,
                                 hbg_workload **out);
 /* Free device buffers. Accepts NULL. Call before hbg_runtime_destroy. */
 HBG_API void hbg_workload_destroy(hbg_workload *w);
+
+/* The device bytes hbg_workload_create(cfg) would allocate (weights, KV
+ * cache, activations), without allocating them: what an engine checks
+ * before it creates a workload, and what the CLI sizes the sim's memory
+ * by. Reads a model's config.json, not its weights.
+ * @return 0 and *bytes, or what hbg_workload_create would return for a
+ * bad cfg (hbg_last_error() names the problem). */
+HBG_API int hbg_workload_bytes(const hbg_workload_config *cfg,
+                               uint64_t *bytes);
 HBG_API int hbg_workload_get_info(const hbg_workload *w,
                                   hbg_workload_info *out);
 
@@ -114,6 +173,19 @@ HBG_API int hbg_workload_submit(hbg_workload *w, hbg_bind *b, uint32_t step);
  * @return 0 (match), HBG_E_VERIFY, HBG_E_NOMEM, or a device error. */
 HBG_API int hbg_workload_verify(hbg_workload *w, uint32_t step,
                                 double *max_abs_err);
+
+/* After the bind of a step completed: copy hidden state `index` of that
+ * step into out (n floats, n >= hbg_workload_info.hidden). Index 0 is the
+ * input of layer 0 (the token's embedding row), index i the output of
+ * layer i - 1 (the residual stream), up to index layers.
+ * @return 0, HBG_E_INVAL (NULL w or out, n too small), HBG_E_RANGE (index
+ * past layers), HBG_E_UNSUPPORTED (a workload without hidden states:
+ * dsv4, flat), or a device error. */
+HBG_API int hbg_workload_hidden(hbg_workload *w, uint32_t index, float *out,
+                                uint32_t n);
+/* The token decode step `step` embeds (Qwen3 workloads), or UINT32_MAX for
+ * a workload without tokens. */
+HBG_API uint32_t hbg_workload_token(const hbg_workload *w, uint32_t step);
 
 /* ---- the step as a flat list of kernel calls (peer executors) ---- */
 

@@ -38,9 +38,14 @@ const hbg_dev_ops *hbg_device_find(const char *name) {
   return NULL;
 }
 
-const hbg__backend *hbg__backend_of(hbg_device *dev, hbg_device **impl) {
+hbg_device *hbg__dev_base(hbg_device *dev) {
   for (hbg_device *inner; dev && (inner = hbg_fault_inner(dev));)
     dev = inner;
+  return dev;
+}
+
+const hbg__backend *hbg__backend_of(hbg_device *dev, hbg_device **impl) {
+  dev = hbg__dev_base(dev);
   if (!dev)
     return NULL;
   for (size_t i = 0; i < HBG__ARRAY_LEN(builtin); i++)

@@ -15,9 +15,23 @@
 #include <hbg/hbg_device.h>
 #include <hbg/hbg_peer.h>
 
-/* The peer executors a backend runs (hbg_peer.h), on its own peer object. */
+/* What a peer executor runs: a workload's kernel calls, as the workload
+ * layer (src/workload/peer.c) hands them down, so that no backend calls
+ * up into it. */
+typedef struct hbg__peer_src {
+  hbg_workload *w;
+  /* hbg_workload_nodes: the calls of a step */
+  int (*nodes)(hbg_workload *w, uint32_t step, uint64_t heap,
+               hbg_workload_node *out, uint32_t cap, uint32_t *n);
+  uint64_t node_heap_bytes; /* hbg_workload_info.node_heap_bytes */
+  const char *name;         /* the kind's hbg_peer_name, for messages */
+} hbg__peer_src;
+
+/* The peer executors a backend runs (hbg_peer.h), on its own peer object;
+ * create copies *src. */
 typedef struct hbg__peer_ops {
-  int (*create)(hbg_device *dev, hbg_workload *w, int kind, void **out);
+  int (*create)(hbg_device *dev, const hbg__peer_src *src, int kind,
+                void **out);
   int (*launch)(void *p, uint32_t step);
   int (*wait)(void *p, hbg_peer_stats *st);
   void (*destroy)(void *p);

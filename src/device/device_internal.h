@@ -50,4 +50,10 @@ extern const hbg__backend hbg__cuda_backend;
 extern const hbg_dev_ops hbg__acl_ops;
 #endif
 
+/* The device doing dev's work: dev itself, or under fault wrappers the
+ * wrapped one (NULL for NULL). The registry knows the wrappers; a backend
+ * finds its own device through this, never through another backend's
+ * calls. */
+hbg_device *hbg__dev_base(hbg_device *dev);
+
 #endif

@@ -184,6 +184,44 @@ static int same_layout(const hbg_tensor *a, const hbg_tensor *b) {
          memcmp(a->strides, b->strides, sizeof a->strides) == 0;
 }
 
+/* Whether the bytes [off, off + ext) of b's buffer (off at or past b's
+ * element 0, inside b's extent) are elements of b: always for a dense b;
+ * for a strided one (a row of a cache, say) only when they lie inside one
+ * contiguous innermost run of it. A view in a strided tensor's holes is
+ * not part of it, and must not follow it when a replay moves it. */
+static int holds_range(const hbg_tensor *b, uint64_t off, uint64_t ext) {
+  const uint32_t nd = b->ndim;
+  const uint64_t es = hbg_dtype_size(b->dtype);
+  uint64_t dense = 1;
+  int is_dense = 1;
+  for (uint32_t i = nd; i-- > 0;) {
+    if (b->shape[i] != 1 && b->strides[i] != dense)
+      is_dense = 0;
+    dense *= b->shape[i];
+  }
+  if (is_dense)
+    return 1;
+  if (b->strides[nd - 1] != 1 && b->shape[nd - 1] != 1)
+    return 0;
+  /* the run holding element `rel`: peel the outer dims off, largest
+   * stride first (a layout whose runs do not nest is never held) */
+  uint64_t rel = (off - b->offset) / es, inner = (off - b->offset) % es;
+  uint8_t done[HBG_MAX_DIMS] = {0};
+  for (uint32_t k = 0; k + 1 < nd; k++) {
+    uint32_t d = UINT32_MAX;
+    for (uint32_t i = 0; i + 1 < nd; i++)
+      if (!done[i] && (d == UINT32_MAX || b->strides[i] > b->strides[d]))
+        d = i;
+    done[d] = 1;
+    if (!b->strides[d])
+      continue;
+    uint64_t idx = HBG__MIN(rel / b->strides[d], (uint64_t)b->shape[d] - 1);
+    rel -= idx * b->strides[d];
+  }
+  const uint64_t run = b->strides[nd - 1] == 1 ? b->shape[nd - 1] : 1;
+  return rel < run && rel * es + inner + ext <= run * es;
+}
+
 /* The producer whose own-output range holds [lo, hi), or UINT32_MAX. */
 static uint32_t find_producer(const hbg_recorder *r, uint64_t lo, uint64_t hi) {
   uint32_t a = 0, b = r->n_prod;
@@ -287,7 +325,10 @@ static int classify(const hbg_recorder *r, uint32_t self, const hbg_tensor *a,
   }
   /* A view belongs to the smallest boundary tensor that contains it (the
    * first of equal ones): with a cache and a row of it both at the
-   * boundary, a slice of the row follows the row when a replay moves it. */
+   * boundary, a slice of the row follows the row when a replay moves it.
+   * A strided tensor contains only its elements, not the holes between
+   * them (holds_range): a slice of the cache that a strided row's extent
+   * spans stays with the cache. */
   uint32_t best = UINT32_MAX;
   uint64_t best_ext = 0;
   for (uint32_t i = 0; i < r->nbt; i++) {
@@ -295,7 +336,8 @@ static int classify(const hbg_recorder *r, uint32_t self, const hbg_tensor *a,
     if (b->addr != a->addr || a->offset < b->offset)
       continue;
     uint64_t bext = tensor_extent(b);
-    if (a->offset + ext > b->offset + bext)
+    if (a->offset + ext > b->offset + bext ||
+        !holds_range(b, a->offset, ext))
       continue;
     if (acc->write && !(b->mode & HBG_ACCESS_OUT)) {
       read_only = 1;

@@ -35,6 +35,13 @@
  * SOFTMAX, or a head of ATTN, is one phase; GEMV splits a row over four
  * lanes. Every addition and comparison is the same one on the same
  * operands in the same order as on the other path, so the bits are too.
+ *
+ * Data types: every tensor is f32 (HBG_IMG_DTYPE_F32) but GEMV's W,
+ * RMSNORM's w and COPY's input, which may be bf16 (2-byte elements,
+ * addressed in their own elements like the rest). A bf16 element is
+ * widened to f32 exactly where it is read (hbg__k_bf16_f32) and everything
+ * after runs as on f32 data, so the result is the f32 kernel's on the
+ * widened tensor, bit for bit.
  */
 #ifndef HBG_KERNELS_KERN_SRC_H
 #define HBG_KERNELS_KERN_SRC_H
@@ -198,6 +205,27 @@ static inline HBG__KFN float hbg__k_cosf(float x) {
 
 static inline HBG__KFN float hbg__k_f32(uint64_t v) {
   return HBG__K_U2F((uint32_t)v);
+}
+
+/* bfloat16: the high 16 bits of a binary32. Widening is exact (the bits
+ * shifted up, whatever they are: zeros, subnormals, infinities and NaNs
+ * keep their value and sign), so a kernel that reads a bf16 element as
+ * this f32 and then computes as on f32 data gives the bits of the same
+ * kernel on the weight widened beforehand. */
+static inline HBG__KFN float hbg__k_bf16_f32(uint16_t b) {
+  return HBG__K_U2F((uint32_t)b << 16);
+}
+
+/* Narrowing, round to nearest, ties to even: finite values too large
+ * round to an infinity of their sign, infinities stay; a NaN stays a NaN
+ * with its sign, made quiet (its top payload bits kept). Not used by the
+ * kernels (they never write bf16); the hosts' converter. */
+static inline HBG__KFN uint16_t hbg__k_f32_bf16(float f) {
+  uint32_t u = HBG__K_F2U(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return (uint16_t)((u >> 16) | 0x0040u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
 }
 
 static inline HBG__KFN uint64_t hbg__k_numel(const hbg__ktensor *t) {
@@ -471,9 +499,36 @@ static inline HBG__KFN float hbg__k_ew_op(uint32_t k, float a, float b,
   }
 }
 
+/* COPY of a bf16 input into an f32 output: each element widened exactly
+ * (unit: one output element, as every element-wise kernel). */
+static inline HBG__KFN void hbg__k_copy_bf16(const hbg__kcall *c,
+                                             uint32_t lane, uint32_t n_lanes) {
+  const hbg__ktensor *in = &c->t[0], *o = &c->t[1];
+  const uint16_t *pa = (const uint16_t *)in->data;
+  float *po = (float *)o->data;
+  uint64_t n = hbg__k_numel(o), so = 0, sa = 0;
+  if (hbg__k_lin_stride(o, &so) && hbg__k_lin_stride(in, &sa)) {
+    for (uint64_t i = lane; i < n; i += n_lanes)
+      po[i * so] = hbg__k_bf16_f32(pa[i * sa]);
+    return;
+  }
+  hbg__kit io, ia;
+  hbg__kit_seek(o, &io, lane);
+  hbg__kit_seek(in, &ia, lane);
+  for (uint64_t i = lane; i < n; i += n_lanes) {
+    po[io.off] = hbg__k_bf16_f32(pa[ia.off]);
+    hbg__kit_step(o, &io, n_lanes);
+    hbg__kit_step(in, &ia, n_lanes);
+  }
+}
+
 static inline HBG__KFN void hbg__k_ew(const hbg__kcall *c, uint32_t lane,
                                       uint32_t n_lanes) {
   uint32_t k = c->kernel;
+  if (k == HBG__K_COPY && c->t[0].dtype == HBG_IMG_DTYPE_BF16) {
+    hbg__k_copy_bf16(c, lane, n_lanes);
+    return;
+  }
   uint32_t nin = c->nt - 1;
   const hbg__ktensor *t = c->t, *o = &c->t[nin];
   float alpha = c->ns ? hbg__k_f32(c->sc[0]) : 0.0f;
@@ -531,7 +586,7 @@ static inline HBG__KFN void hbg__k_ew(const hbg__kcall *c, uint32_t lane,
 /* RMSNORM, per row: phase 0, partial p = sum of x[j]^2 over j = p mod 256
  * in ascending j; phase 1, the sum tree's root s, then out[j] = x[j] * inv
  * * w[j] with inv = 1 / sqrt(s / d + eps) (unit: an element; every lane
- * evaluates the root). The warp path: both in one phase. */
+ * evaluates the root; a bf16 w[j] widened to f32 as read). The warp path: both in one phase. */
 static inline HBG__KFN float hbg__k_sumsq(const float *pi, uint64_t si,
                                           uint32_t p, uint32_t d) {
   float acc = 0.0f;
@@ -570,9 +625,15 @@ static inline HBG__KFN void hbg__k_rmsnorm(const hbg__kcall *c, uint64_t ph,
     sum = hbg__k_tree_root(s, used, 0);
   uint64_t so = out->strides[out->ndim - 1], sw = 0;
   hbg__k_lin_stride(w, &sw);
-  const float *pw = (const float *)w->data;
   float *po = hbg__k_row(out, r);
   float inv = 1.0f / HBG__K_SQRTF(sum / (float)d + hbg__k_f32(c->sc[0]));
+  if (w->dtype == HBG_IMG_DTYPE_BF16) { /* w[j] widened, the same product */
+    const uint16_t *pw = (const uint16_t *)w->data;
+    for (uint32_t j = lane; j < d; j += n_lanes)
+      po[j * so] = pi[j * si] * inv * hbg__k_bf16_f32(pw[j * sw]);
+    return;
+  }
+  const float *pw = (const float *)w->data;
   for (uint32_t j = lane; j < d; j += n_lanes)
     po[j * so] = pi[j * si] * inv * pw[j * sw];
 }
@@ -684,7 +745,7 @@ static inline HBG__KFN void hbg__k_rope(const hbg__kcall *c, uint32_t lane,
 
 /* GEMV: unit, one output row; its dot product in four partials
  * l = j mod 4 over whole groups of four, the tail into l0, then
- * (l0 + l1) + (l2 + l3). The warp path: a row on four lanes, lane q of
+ * (l0 + l1) + (l2 + l3); a bf16 W's elements widened to f32 as read. The warp path: a row on four lanes, lane q of
  * them partial l_q, joined through two shuffles (eight rows at a time). */
 static inline HBG__KFN float hbg__k_gemv_part(const float *row, uint64_t sw1,
                                               const float *px, uint64_t sx,
@@ -704,14 +765,48 @@ static inline HBG__KFN float hbg__k_gemv_part(const float *row, uint64_t sw1,
   return l;
 }
 
+/* The same partial on a bf16 row: each W element widened, then the same
+ * products and sums in the same order. */
+static inline HBG__KFN float hbg__k_gemv_part_bf16(const uint16_t *row,
+                                                   uint64_t sw1,
+                                                   const float *px,
+                                                   uint64_t sx, uint32_t k,
+                                                   uint32_t q) {
+  float l = 0.0f;
+  uint32_t j = 0;
+  if (sw1 == 1 && sx == 1) {
+    for (; j + 4 <= k; j += 4)
+      l = l + hbg__k_bf16_f32(row[j + q]) * px[j + q];
+  } else {
+    for (; j + 4 <= k; j += 4)
+      l = l + hbg__k_bf16_f32(row[(j + q) * sw1]) * px[(j + q) * sx];
+  }
+  if (q == 0)
+    for (; j < k; j++)
+      l = l + hbg__k_bf16_f32(row[j * sw1]) * px[j * sx];
+  return l;
+}
+
+/* Partial q of row i of W, f32 or bf16 (addressed in its own elements). */
+static inline HBG__KFN float hbg__k_gemv_row(const hbg__ktensor *w,
+                                             uint32_t i, const float *px,
+                                             uint64_t sx, uint32_t q) {
+  const uint64_t off = i * (uint64_t)w->strides[0], sw1 = w->strides[1];
+  const uint32_t k = w->shape[1];
+  if (w->dtype == HBG_IMG_DTYPE_BF16)
+    return hbg__k_gemv_part_bf16((const uint16_t *)w->data + off, sw1, px, sx,
+                                 k, q);
+  return hbg__k_gemv_part((const float *)w->data + off, sw1, px, sx, k, q);
+}
+
 static inline HBG__KFN void hbg__k_gemv(const hbg__kcall *c, uint32_t lane,
                                         uint32_t n_lanes) {
   const hbg__ktensor *w = &c->t[0], *x = &c->t[1], *y = &c->t[2];
-  uint32_t n = w->shape[0], k = w->shape[1];
-  uint64_t sw0 = w->strides[0], sw1 = w->strides[1], sx = 0, sy = 0;
+  uint32_t n = w->shape[0];
+  uint64_t sx = 0, sy = 0;
   hbg__k_lin_stride(x, &sx);
   hbg__k_lin_stride(y, &sy);
-  const float *pw = (const float *)w->data, *px = (const float *)x->data;
+  const float *px = (const float *)x->data;
   float *py = (float *)y->data;
   int scaled = c->ns != 0;
   float alpha = scaled ? hbg__k_f32(c->sc[0]) : 0.0f;
@@ -720,8 +815,7 @@ static inline HBG__KFN void hbg__k_gemv(const hbg__kcall *c, uint32_t lane,
     const uint32_t q = lane % 4u;
     for (uint32_t r0 = 0; r0 < n; r0 += HBG__K_WARP / 4u) {
       const uint32_t i = r0 + lane / 4u; /* every lane shuffles */
-      float l = i < n ? hbg__k_gemv_part(pw + i * sw0, sw1, px, sx, k, q)
-                      : 0.0f;
+      float l = i < n ? hbg__k_gemv_row(w, i, px, sx, q) : 0.0f;
       float o = HBG__K_SHFL_XOR(l, 1u);
       const float l01 = (q & 1u) ? o + l : l + o; /* l0 + l1, l2 + l3 */
       o = HBG__K_SHFL_XOR(l01, 2u);
@@ -733,11 +827,10 @@ static inline HBG__KFN void hbg__k_gemv(const hbg__kcall *c, uint32_t lane,
   }
 #endif
   for (uint32_t i = lane; i < n; i += n_lanes) {
-    const float *row = pw + i * sw0;
-    float l0 = hbg__k_gemv_part(row, sw1, px, sx, k, 0);
-    float l1 = hbg__k_gemv_part(row, sw1, px, sx, k, 1);
-    float l2 = hbg__k_gemv_part(row, sw1, px, sx, k, 2);
-    float l3 = hbg__k_gemv_part(row, sw1, px, sx, k, 3);
+    float l0 = hbg__k_gemv_row(w, i, px, sx, 0);
+    float l1 = hbg__k_gemv_row(w, i, px, sx, 1);
+    float l2 = hbg__k_gemv_row(w, i, px, sx, 2);
+    float l3 = hbg__k_gemv_row(w, i, px, sx, 3);
     float acc = (l0 + l1) + (l2 + l3);
     py[i * sy] = scaled ? acc * alpha : acc;
   }

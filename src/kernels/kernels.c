@@ -32,6 +32,10 @@ uint64_t hbg__kernel_f32(float f) { return HBG__K_F2U(f); }
 
 float hbg__kernel_to_f32(uint64_t v) { return hbg__k_f32(v); }
 
+uint16_t hbg__bf16_from_f32(float f) { return hbg__k_f32_bf16(f); }
+
+float hbg__bf16_to_f32(uint16_t b) { return hbg__k_bf16_f32(b); }
+
 void hbg__ktensor_meta(hbg__ktensor *k, uint32_t dtype, uint32_t ndim,
                        uint32_t mode, const uint32_t *shape,
                        const uint32_t *strides) {
@@ -82,10 +86,12 @@ static int no_bcast(const hbg__ktensor *t) {
   return 1;
 }
 
-static int targ(const hbg__ktensor *t, uint32_t need, int f32) {
+/* A tensor's layout and mode are good for an argument that needs `need`
+ * (0: any mode). Its dtype is checked apart (arg_dtype_ok). */
+static int targ(const hbg__ktensor *t, uint32_t need) {
   return hbg__ktensor_extent(t) != 0 && (t->mode & need) == need &&
          (need != HBG_ACCESS_OUT || no_bcast(t)) && t->mode >= HBG_ACCESS_IN &&
-         t->mode <= HBG_ACCESS_INOUT && (!f32 || t->dtype == HBG_DTYPE_F32);
+         t->mode <= HBG_ACCESS_INOUT;
 }
 
 /* ---- registry ---- */
@@ -94,24 +100,45 @@ typedef struct kdesc {
   const char *name;
   uint32_t nt; /* tensor count; UINT32_MAX = any */
   uint32_t ns_min, ns_max;
-  uint32_t out_mask; /* bit i: tensor i is an output */
-  uint32_t in_place; /* the output may be one of the inputs (same layout) */
+  uint32_t out_mask;  /* bit i: tensor i is an output */
+  uint32_t in_place;  /* the output may be one of the inputs (same layout) */
+  uint32_t bf16_mask; /* bit i: tensor i may be bf16 as well as f32 */
+  const char *role[4]; /* each argument's name, as hbg.h lists them */
 } kdesc;
 
 static const kdesc kdescs[HBG_KERNEL__COUNT] = {
-    [HBG_KERNEL_NOP] = {"nop", UINT32_MAX, 0, UINT32_MAX, 0, 0},
-    [HBG_KERNEL_COPY] = {"copy", 2, 0, 0, 1u << 1, 1},
-    [HBG_KERNEL_ADD] = {"add", 3, 0, 0, 1u << 2, 1},
-    [HBG_KERNEL_MUL] = {"mul", 3, 0, 0, 1u << 2, 1},
-    [HBG_KERNEL_SCALE] = {"scale", 2, 1, 1, 1u << 1, 1},
-    [HBG_KERNEL_RMSNORM] = {"rmsnorm", 3, 1, 1, 1u << 2, 0},
-    [HBG_KERNEL_GEMV] = {"gemv", 3, 0, 1, 1u << 2, 0},
-    [HBG_KERNEL_ROPE] = {"rope", 4, 1, 1, 1u << 3, 1},
-    [HBG_KERNEL_SILU_MUL] = {"silu_mul", 3, 0, 0, 1u << 2, 1},
-    [HBG_KERNEL_SOFTMAX] = {"softmax", 2, 0, 0, 1u << 1, 0},
-    [HBG_KERNEL_ATTN] = {"attn", 4, 1, 2, 1u << 3, 0},
-    [HBG_KERNEL_FILL] = {"fill", 1, 1, 1, 1u << 0, 1},
+    [HBG_KERNEL_NOP] = {"nop", UINT32_MAX, 0, UINT32_MAX, 0, 0, 0, {0}},
+    [HBG_KERNEL_COPY] = {"copy", 2, 0, 0, 1u << 1, 1, 1u << 0, {"in", "out"}},
+    [HBG_KERNEL_ADD] = {"add", 3, 0, 0, 1u << 2, 1, 0, {"a", "b", "out"}},
+    [HBG_KERNEL_MUL] = {"mul", 3, 0, 0, 1u << 2, 1, 0, {"a", "b", "out"}},
+    [HBG_KERNEL_SCALE] = {"scale", 2, 1, 1, 1u << 1, 1, 0, {"in", "out"}},
+    [HBG_KERNEL_RMSNORM] = {"rmsnorm", 3, 1, 1, 1u << 2, 0, 1u << 1,
+                            {"in", "w", "out"}},
+    [HBG_KERNEL_GEMV] = {"gemv", 3, 0, 1, 1u << 2, 0, 1u << 0,
+                         {"W", "x", "out"}},
+    [HBG_KERNEL_ROPE] = {"rope", 4, 1, 1, 1u << 3, 1, 0,
+                         {"x", "cos", "sin", "out"}},
+    [HBG_KERNEL_SILU_MUL] = {"silu_mul", 3, 0, 0, 1u << 2, 1, 0,
+                             {"a", "b", "out"}},
+    [HBG_KERNEL_SOFTMAX] = {"softmax", 2, 0, 0, 1u << 1, 0, 0, {"in", "out"}},
+    [HBG_KERNEL_ATTN] = {"attn", 4, 1, 2, 1u << 3, 0, 0,
+                         {"q", "K", "V", "out"}},
+    [HBG_KERNEL_FILL] = {"fill", 1, 1, 1, 1u << 0, 1, 0, {"out"}},
 };
+
+/* Argument i of built-in kernel d (not NOP) may have dtype `dtype`: f32,
+ * or bf16 where the kernel reads it widened (GEMV's W, RMSNORM's w,
+ * COPY's input). */
+static int arg_dtype_ok(const kdesc *d, uint32_t i, uint32_t dtype) {
+  return dtype == HBG_DTYPE_F32 ||
+         (dtype == HBG_DTYPE_BF16 && i < 32 && ((d->bf16_mask >> i) & 1));
+}
+
+static const char *dtype_name(uint32_t dtype) {
+  static const char *const names[] = {NULL,  "f32", "f16", "bf16",
+                                      "i32", "i64", "u8"};
+  return dtype < HBG__ARRAY_LEN(names) ? names[dtype] : NULL;
+}
 
 const char *hbg__kernel_name(uint32_t kernel) {
   return kernel < HBG_KERNEL__COUNT ? kdescs[kernel].name : NULL;
@@ -165,7 +192,7 @@ static int user_check(const hbg__ktensor *t, uint32_t nt, uint32_t ns) {
                      ns > HBG_IMG_MAX_SCALARS_PER_NODE,
                  HBG_E_KERNEL);
   for (uint32_t i = 0; i < nt; i++)
-    HBG__RETURN_IF(!targ(&t[i], 0, 0), HBG_E_KERNEL);
+    HBG__RETURN_IF(!targ(&t[i], 0), HBG_E_KERNEL);
   return 0;
 }
 
@@ -179,10 +206,12 @@ int hbg__kernel_check(uint32_t kernel, const hbg__ktensor *t, uint32_t nt,
   HBG__RETURN_IF(k->nt != UINT32_MAX && nt != k->nt, HBG_E_KERNEL);
   HBG__RETURN_IF(ns < k->ns_min || ns > k->ns_max, HBG_E_KERNEL);
   for (uint32_t i = 0; i < nt; i++) {
-    uint32_t need = kernel == HBG_KERNEL_NOP ? 0
+    const int nop = kernel == HBG_KERNEL_NOP;
+    uint32_t need = nop                    ? 0
                     : (k->out_mask >> i) & 1 ? HBG_ACCESS_OUT
                                              : HBG_ACCESS_IN;
-    HBG__RETURN_IF(!targ(&t[i], need, kernel != HBG_KERNEL_NOP), HBG_E_KERNEL);
+    HBG__RETURN_IF(!targ(&t[i], need), HBG_E_KERNEL);
+    HBG__RETURN_IF(!nop && !arg_dtype_ok(k, i, t[i].dtype), HBG_E_KERNEL);
   }
   return shapes_check(kernel, t);
 }
@@ -221,15 +250,30 @@ int hbg__task_kernel_check(const hbg_task *t, const char *who) {
   for (uint32_t i = 0; i < t->n_args && t->kernel != HBG_KERNEL_NOP; i++) {
     int out = (d->out_mask >> i) & 1;
     uint32_t need = out ? HBG_ACCESS_OUT : HBG_ACCESS_IN;
-    if (targ(&k[i], need, 1))
+    const char *role = i < 4 && d->role[i] ? d->role[i] : "?";
+    if (!arg_dtype_ok(d, i, k[i].dtype)) {
+      const char *dn = dtype_name(k[i].dtype);
+      char dbuf[24];
+      if (!dn) {
+        snprintf(dbuf, sizeof dbuf, "dtype %u", k[i].dtype);
+        dn = dbuf;
+      }
+      hbg__error_set("%s: %s: argument %u (%s) is %s, must be %s", who,
+                     d->name, i, role, dn,
+                     arg_dtype_ok(d, i, HBG_DTYPE_BF16) ? "f32 or bf16"
+                                                        : "f32");
+      return rc;
+    }
+    if (targ(&k[i], need))
       continue;
-    hbg__error_set("%s: %s argument %u (%s) %s", who, d->name, i,
-                   out ? "output" : "input",
-                   k[i].dtype != HBG_DTYPE_F32 ? "must be f32"
-                   : (k[i].mode & need) != need
-                       ? (out ? "needs mode OUT" : "needs mode IN")
-                   : out ? "may not broadcast (stride 0)"
-                         : "has bad shape or strides");
+    hbg__error_set(
+        "%s: %s: argument %u (%s) %s", who, d->name, i, role,
+        k[i].mode < HBG_ACCESS_IN || k[i].mode > HBG_ACCESS_INOUT
+            ? "has an invalid mode"
+        : (k[i].mode & need) != need
+            ? (out ? "needs mode OUT" : "needs mode IN")
+        : out && !no_bcast(&k[i]) ? "may not broadcast (stride 0)"
+                                  : "has a bad shape or strides");
     return rc;
   }
   hbg__error_set("%s: %s: argument shapes do not fit together (see the "

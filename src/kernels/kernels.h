@@ -7,8 +7,17 @@
  * also the host's submit- and record-time checks (hbg__task_kernel_check),
  * so both sides agree on what a kernel takes.
  *
- * Every tensor is float32 (HBG_DTYPE_F32), 1..HBG_MAX_DIMS dims, no zero
- * dim, strides in elements, at most HBG__KERNEL_MAX_NUMEL elements. Inputs
+ * Every tensor is float32 (HBG_DTYPE_F32) except three weights that may
+ * be bfloat16 (HBG_DTYPE_BF16): GEMV's W, RMSNORM's w and COPY's input
+ * (COPY's output stays f32: a bf16 row read out widened). A bf16 element
+ * widens to f32 exactly (its bits shifted up 16) where the kernel reads
+ * it, and the kernel then runs in the order below on f32 values, so its
+ * result equals, bit for bit, the f32 kernel on the weight widened
+ * beforehand (on the sim, the host reference and the GPU alike). Any other
+ * dtype, f16 and the integers included, is refused (NOP excepted). Each
+ * tensor has 1..HBG_MAX_DIMS dims, no zero dim, strides in elements of its
+ * own dtype (hbg_dtype_size: 4 for f32, 2 for bf16), at most
+ * HBG__KERNEL_MAX_NUMEL elements. Inputs
  * may broadcast (stride 0); outputs may not. "Flat" means the tensor is read in
  * its own row-major logical order, so two tensors only need the same element
  * count, not the same shape. Inputs need HBG_ACCESS_IN in their mode,
@@ -30,18 +39,20 @@
  *
  *   NOP      any tensors (any dtype), any scalars; does nothing
  *   COPY     in, out                    out = in              (flat)
+ *            (in f32 or bf16, out f32)
  *   ADD      a, b, out                  out = a + b           (flat)
  *   MUL      a, b, out                  out = a * b           (flat)
  *   SCALE    in, out; s0 = f32 alpha    out = in * alpha      (flat)
  *   RMSNORM  in[rows][d], w[d], out[rows][d]; s0 = f32 eps
  *            out = in * (1 / sqrt(ss / d + eps)) * w, per row (rows = the
  *            leading dims; w flat, out the same shape as in); ss = the
- *            tree reduction of in[j]^2.
+ *            tree reduction of in[j]^2. w f32 or bf16.
  *   GEMV     W[n][k], x[k], y[n]; optional s0 = f32 alpha
  *            y[i] = (sum_j W[i][j] * x[j]) [* alpha]  (a dequant scale)
  *            (x and y flat, each of one constant stride). One lane per
  *            row; the sum runs in four partials l = j % 4 over whole
  *            groups of four, the tail into l0, then (l0 + l1) + (l2 + l3).
+ *            W f32 or bf16; x and y f32.
  *   ROPE     x[rows][d], cos[P][d/2], sin[P][d/2], out[rows][d];
  *            s0 = position p < P. Rotate-half (NeoX/Qwen) on each row:
  *            out[i] = x[i] c[i] - x[i+d/2] s[i],
@@ -149,5 +160,16 @@ int hbg__kernel_run(uint32_t kernel, const hbg__ktensor *t, uint32_t nt,
 /* f32 <-> scalar bits. */
 uint64_t hbg__kernel_f32(float f);
 float hbg__kernel_to_f32(uint64_t v);
+
+/* bfloat16 <-> f32 on the host (kern_src.h's hbg__k_f32_bf16 and
+ * hbg__k_bf16_f32, the kernels' own widening): for the workloads and
+ * checkpoint loaders that write bf16 weights and read them back.
+ * from_f32 rounds to nearest, ties to even; finite values past the bf16
+ * range become an infinity of their sign, infinities stay, a NaN stays a
+ * quiet NaN of its sign. to_f32 is exact (the 16 bits shifted up), so
+ * hbg__bf16_from_f32(hbg__bf16_to_f32(b)) == b for every b that is not a
+ * NaN. Thread-safe. */
+uint16_t hbg__bf16_from_f32(float f);
+float hbg__bf16_to_f32(uint16_t b);
 
 #endif

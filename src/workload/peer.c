@@ -54,10 +54,18 @@ int hbg_peer_create(hbg_workload *w, int kind, hbg_peer **out) {
                    hbg_peer_name(kind), name ? name : "no device");
     return HBG_E_UNSUPPORTED;
   }
+  hbg_workload_info info;
+  memset(&info, 0, sizeof info);
+  info.struct_size = sizeof info;
+  HBG__TRY(hbg_workload_get_info(w, &info));
+  const hbg__peer_src src = {.w = w,
+                             .nodes = hbg_workload_nodes,
+                             .node_heap_bytes = info.node_heap_bytes,
+                             .name = hbg_peer_name(kind)};
   hbg_peer *p = calloc(1, sizeof *p);
   HBG__RETURN_IF(!p, HBG_E_NOMEM);
   p->ops = be->peers;
-  int rc = p->ops->create(impl, w, kind, &p->impl);
+  int rc = p->ops->create(impl, &src, kind, &p->impl);
   if (rc < 0) {
     free(p);
     return rc;

@@ -29,6 +29,9 @@ struct hbg_workload {
   uint64_t seed;
   uint32_t def_size; /* hbg_record_pad target, 0 = none */
   uint32_t tasks;    /* flat: tasks per step */
+  char *model_path;  /* qwen3: a checkpoint folder or a config.json, owned */
+  uint32_t wdtype;   /* weight dtype (HBG_DTYPE_F32 or _BF16), 0 = default */
+  uint32_t kv_len;   /* KV-cache positions, 0 = the model's default */
   hbg__wl_buf buf[WL_BUF__COUNT];
   hbg_workload_info info;
   void *m; /* model state (layout), owned */
@@ -90,8 +93,13 @@ hbg_task_id hbg__wl_graph(hbg__wl_em *em, uint64_t key, const hbg_tensor *bt,
 /* Contiguous f32 tensor at float offset `off` of buffer b. */
 hbg_tensor hbg__wl_t(const hbg_workload *w, int b, uint64_t off, uint32_t mode,
                      uint32_t ndim, const uint32_t *dims);
-/* A view of base: element offset `eoff` from base's element 0, own dims,
- * strides (NULL = contiguous). */
+/* A tensor of any dtype at byte offset `boff` of buffer b, with strides in
+ * elements (NULL = contiguous). */
+hbg_tensor hbg__wl_tb(const hbg_workload *w, int b, uint64_t boff,
+                      uint32_t dtype, uint32_t mode, uint32_t ndim,
+                      const uint32_t *dims, const uint32_t *strides);
+/* A view of base: element offset `eoff` (elements of base's dtype) from
+ * base's element 0, own dims, strides (NULL = contiguous), base's dtype. */
 hbg_tensor hbg__wl_view(const hbg_tensor *base, uint64_t eoff, uint32_t mode,
                         uint32_t ndim, const uint32_t *dims,
                         const uint32_t *strides);
@@ -139,14 +147,27 @@ struct hbg__wl_model {
   int (*layout)(hbg_workload *w);
   /* Fill the host mirrors of the weight and global buffers. */
   void (*init)(hbg_workload *w);
+  /* Optional: fill the host mirrors from a checkpoint after init (named
+   * errors in hbg_last_error()). @return 0 or an error. */
+  int (*load)(hbg_workload *w);
   /* Emit decode step `step`. */
   void (*step)(hbg_workload *w, hbg__wl_em *em, uint32_t step);
   /* Free what w->m owns (not w->m itself); may be NULL. */
   void (*free)(void *m);
+  /* Where the hidden state `index` (0: the input of layer 0, i: the output
+   * of layer i - 1) lies in the activation buffer: float offset and count.
+   * NULL for a model without one residual stream. */
+  int (*hidden)(const hbg_workload *w, uint32_t index, uint64_t *off,
+                uint32_t *n);
+  /* The token decode step `step` reads; NULL for a model without tokens. */
+  uint32_t (*token)(const hbg_workload *w, uint32_t step);
 };
 
 extern const hbg__wl_model hbg__wl_qwen3;
 extern const hbg__wl_model hbg__wl_dsv4;
 extern const hbg__wl_model hbg__wl_flat;
+extern const hbg__wl_model hbg__wl_qwen3_hf;    /* "qwen3": from model */
+extern const hbg__wl_model hbg__wl_qwen3_06b;   /* "qwen3-0.6b" */
+extern const hbg__wl_model hbg__wl_qwen3_14b_real; /* "qwen3-14b-real" */
 
 #endif

@@ -1,5 +1,6 @@
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,8 +12,9 @@
 #define WL_MAX_LAYERS HBG_WORKLOAD_MAX_LAYERS
 #define WL_DEFAULT_SEED 0x5eed2024u
 
-static const hbg__wl_model *const models[] = {&hbg__wl_qwen3, &hbg__wl_dsv4,
-                                              &hbg__wl_flat};
+static const hbg__wl_model *const models[] = {
+    &hbg__wl_qwen3,     &hbg__wl_dsv4,           &hbg__wl_flat,
+    &hbg__wl_qwen3_06b, &hbg__wl_qwen3_14b_real, &hbg__wl_qwen3_hf};
 
 /* A runtime that infers dependencies gets no explicit ids from the
  * workloads: what it runs must come out right from the data alone. */
@@ -87,13 +89,14 @@ hbg_scalar hbg__wl_bscalar(uint32_t index) {
 
 /* ---- tensors ---- */
 
-static hbg_tensor mk(uint64_t addr, uint64_t off, uint32_t mode, uint32_t ndim,
-                     const uint32_t *dims, const uint32_t *strides) {
+static hbg_tensor mk(uint64_t addr, uint64_t off, uint32_t dtype,
+                     uint32_t mode, uint32_t ndim, const uint32_t *dims,
+                     const uint32_t *strides) {
   hbg_tensor t;
   memset(&t, 0, sizeof t);
   t.addr = addr;
   t.offset = off;
-  t.dtype = HBG_DTYPE_F32;
+  t.dtype = (uint8_t)dtype;
   t.ndim = (uint8_t)ndim;
   t.mode = (uint8_t)mode;
   uint32_t s = 1;
@@ -107,17 +110,24 @@ static hbg_tensor mk(uint64_t addr, uint64_t off, uint32_t mode, uint32_t ndim,
 
 hbg_tensor hbg__wl_t(const hbg_workload *w, int b, uint64_t off, uint32_t mode,
                      uint32_t ndim, const uint32_t *dims) {
-  return mk(w->buf[b].dev, off * 4, mode, ndim, dims, NULL);
+  return mk(w->buf[b].dev, off * 4, HBG_DTYPE_F32, mode, ndim, dims, NULL);
+}
+
+hbg_tensor hbg__wl_tb(const hbg_workload *w, int b, uint64_t boff,
+                      uint32_t dtype, uint32_t mode, uint32_t ndim,
+                      const uint32_t *dims, const uint32_t *strides) {
+  return mk(w->buf[b].dev, boff, dtype, mode, ndim, dims, strides);
 }
 
 hbg_tensor hbg__wl_view(const hbg_tensor *base, uint64_t eoff, uint32_t mode,
                         uint32_t ndim, const uint32_t *dims,
                         const uint32_t *strides) {
-  return mk(base->addr, base->offset + eoff * 4, mode, ndim, dims, strides);
+  return mk(base->addr, base->offset + eoff * hbg_dtype_size(base->dtype),
+            base->dtype, mode, ndim, dims, strides);
 }
 
 hbg_tensor hbg__wl_new(uint32_t ndim, const uint32_t *dims) {
-  return mk(0, 0, HBG_ACCESS_OUT, ndim, dims, NULL);
+  return mk(0, 0, HBG_DTYPE_F32, HBG_ACCESS_OUT, ndim, dims, NULL);
 }
 
 hbg_tensor hbg__wl_in(hbg_tensor t) {
@@ -395,21 +405,35 @@ static void free_buffers(hbg_workload *w) {
   }
 }
 
-int hbg_workload_create(hbg_runtime *rt, const hbg_workload_config *cfg,
-                        hbg_workload **out) {
-  HBG__RETURN_IF(!rt || !cfg || !out || !cfg->name, HBG_E_INVAL);
+static void free_workload(hbg_workload *w) {
+  if (!w)
+    return;
+  free_buffers(w);
+  free(w->scratch);
+  if (w->m && w->model->free)
+    w->model->free(w->m);
+  free(w->m);
+  free(w->model_path);
+  free(w);
+}
+
+/* cfg's field f when struct_size covers it, else 0. */
+#define CFG_FIELD(cfg, f)                                                      \
+  ((cfg)->struct_size >= offsetof(hbg_workload_config, f) + sizeof (cfg)->f    \
+       ? (cfg)->f                                                              \
+       : 0)
+
+/* A workload with cfg's settings and its model's layout (buffer sizes, w->m),
+ * nothing allocated on the device. */
+static int plan(const hbg_workload_config *cfg, hbg_workload **out) {
+  HBG__RETURN_IF(!cfg || !out || !cfg->name, HBG_E_INVAL);
   HBG__RETURN_IF(cfg->struct_size < offsetof(hbg_workload_config, def_size),
                  HBG_E_INVAL);
-  const uint32_t def_size =
-      cfg->struct_size >= offsetof(hbg_workload_config, def_size) +
-                              sizeof cfg->def_size
-          ? cfg->def_size
-          : 0;
-  const uint32_t tasks =
-      cfg->struct_size >= offsetof(hbg_workload_config, tasks) +
-                              sizeof cfg->tasks
-          ? cfg->tasks
-          : 0;
+  const uint32_t def_size = CFG_FIELD(cfg, def_size);
+  const uint32_t tasks = CFG_FIELD(cfg, tasks);
+  const char *model = CFG_FIELD(cfg, model);
+  const uint32_t wdtype = CFG_FIELD(cfg, weight_dtype);
+  const uint32_t kv_len = CFG_FIELD(cfg, kv_len);
   HBG__RETURN_IF(cfg->layers > WL_MAX_LAYERS, HBG_E_LIMIT);
   HBG__RETURN_IF(def_size > HBG_WORKLOAD_MAX_DEF_SIZE, HBG_E_LIMIT);
   HBG__RETURN_IF(tasks > HBG_WORKLOAD_MAX_TASKS, HBG_E_LIMIT);
@@ -417,39 +441,153 @@ int hbg_workload_create(hbg_runtime *rt, const hbg_workload_config *cfg,
   for (size_t i = 0; i < HBG__ARRAY_LEN(models); i++)
     if (strcmp(models[i]->name, cfg->name) == 0)
       m = models[i];
-  HBG__RETURN_IF(!m, HBG_E_NOTFOUND);
+  if (!m) {
+    hbg__error_set("hbg_workload_create: no built-in workload '%s'",
+                   cfg->name);
+    return HBG_E_NOTFOUND;
+  }
+  const int takes_model = m == &hbg__wl_qwen3_hf;
+  const int qwen_real = takes_model || m == &hbg__wl_qwen3_06b ||
+                        m == &hbg__wl_qwen3_14b_real;
+  if (takes_model != (model != NULL)) {
+    hbg__error_set(takes_model
+                       ? "hbg_workload_create: workload '%s' reads its dims "
+                         "from hbg_workload_config.model, which is NULL"
+                       : "hbg_workload_create: workload '%s' takes no model "
+                         "(only 'qwen3' does)",
+                   cfg->name);
+    return HBG_E_INVAL;
+  }
+  if ((wdtype && !qwen_real) ||
+      (wdtype && wdtype != HBG_DTYPE_F32 && wdtype != HBG_DTYPE_BF16)) {
+    hbg__error_set("hbg_workload_create: weight_dtype %u: '%s' takes %s",
+                   wdtype, cfg->name,
+                   qwen_real ? "HBG_DTYPE_F32 or HBG_DTYPE_BF16" : "only 0");
+    return HBG_E_INVAL;
+  }
+  if (kv_len && !qwen_real) {
+    hbg__error_set("hbg_workload_create: kv_len: '%s' takes only 0",
+                   cfg->name);
+    return HBG_E_INVAL;
+  }
+  if (kv_len > HBG_WORKLOAD_MAX_KV_LEN) {
+    hbg__error_set("hbg_workload_create: kv_len %u is past %u", kv_len,
+                   HBG_WORKLOAD_MAX_KV_LEN);
+    return HBG_E_LIMIT;
+  }
   hbg_workload *w = calloc(1, sizeof *w);
   if (!w)
     return HBG_E_NOMEM;
-  w->rt = rt;
   w->model = m;
-  w->layers = cfg->layers ? cfg->layers : m->default_layers;
+  /* 0 layers: the model's default; one read from a config.json sets its
+   * own in layout */
+  w->layers = cfg->layers || takes_model ? cfg->layers : m->default_layers;
   w->seed = cfg->seed ? cfg->seed : WL_DEFAULT_SEED;
   w->def_size = def_size;
   w->tasks = tasks ? tasks : HBG_WORKLOAD_DEFAULT_TASKS;
+  w->wdtype = wdtype ? wdtype : HBG_DTYPE_BF16;
+  w->kv_len = kv_len ? kv_len : HBG_WORKLOAD_DEFAULT_KV_LEN;
   w->info.struct_size = sizeof w->info;
-  w->info.layers = w->layers;
-  int rc = m->layout(w);
-  if (rc)
-    goto err;
-  rc = HBG_E_NOMEM;
-  for (int b = 0; b < WL_BUF__COUNT; b++) {
-    if (!w->buf[b].floats)
-      continue;
-    w->buf[b].host = calloc(w->buf[b].floats, 4);
-    if (!w->buf[b].host)
-      goto err;
+  if (model && !(w->model_path = strdup(model))) {
+    free(w);
+    return HBG_E_NOMEM;
   }
-  m->init(w);
+  int rc = m->layout(w);
+  if (rc) {
+    free_workload(w);
+    return rc;
+  }
+  w->info.layers = w->layers;
+  *out = w;
+  return 0;
+}
+
+static uint64_t buf_bytes(const hbg_workload *w, int b) {
+  return w->buf[b].floats * 4;
+}
+
+int hbg_workload_bytes(const hbg_workload_config *cfg, uint64_t *bytes) {
+  HBG__RETURN_IF(!bytes, HBG_E_INVAL);
+  hbg_workload *w;
+  HBG__TRY(plan(cfg, &w));
+  uint64_t n = 0;
+  for (int b = 0; b < WL_BUF__COUNT; b++)
+    n += buf_bytes(w, b);
+  free_workload(w);
+  *bytes = n;
+  return 0;
+}
+
+/* "1.23 GB" style, for messages. */
+static const char *gb(uint64_t n, char *buf, size_t cap) {
+  snprintf(buf, cap, "%.2f GB", (double)n / 1e9);
+  return buf;
+}
+
+/* The device buffers, before any host memory: a device short of memory is
+ * named with what the workload needs. */
+static int alloc_device(hbg_workload *w, const char *name) {
+  uint64_t need = 0;
+  for (int b = 0; b < WL_BUF__COUNT; b++)
+    need += buf_bytes(w, b);
   for (int b = 0; b < WL_BUF__COUNT; b++) {
     hbg__wl_buf *wb = &w->buf[b];
     if (!wb->floats)
       continue;
-    if ((rc = hbg_buffer_alloc(rt, wb->floats * 4, &wb->dev)) ||
-        (rc = hbg_buffer_write(rt, wb->dev, wb->host, wb->floats * 4)))
-      goto err;
-    w->info.device_bytes += wb->floats * 4;
+    int rc = hbg_buffer_alloc(w->rt, buf_bytes(w, b), &wb->dev);
+    if (rc == HBG_E_DEVMEM || rc == HBG_E_NOMEM) {
+      char t[32], a[32], k[32];
+      hbg__error_set(
+          "hbg_workload_create: '%s' needs %llu bytes (%s) of device memory "
+          "(weights and tables %s, KV cache %s); the device refused a buffer "
+          "of %llu bytes",
+          name, (unsigned long long)need, gb(need, t, sizeof t),
+          gb(buf_bytes(w, WL_BUF_W) + buf_bytes(w, WL_BUF_G), a, sizeof a),
+          gb(buf_bytes(w, WL_BUF_KV), k, sizeof k),
+          (unsigned long long)buf_bytes(w, b));
+      return rc;
+    }
+    HBG__TRY(rc);
   }
+  for (int b = 0; b < WL_BUF__COUNT; b++) {
+    hbg__wl_buf *wb = &w->buf[b];
+    if (!wb->floats)
+      continue;
+    wb->host = calloc(wb->floats, 4);
+    if (!wb->host) {
+      char t[32];
+      hbg__error_set("hbg_workload_create: '%s' needs %llu bytes (%s) of "
+                     "host memory for its host-reference mirrors",
+                     name, (unsigned long long)need, gb(need, t, sizeof t));
+      return HBG_E_NOMEM;
+    }
+  }
+  return 0;
+}
+
+int hbg_workload_create(hbg_runtime *rt, const hbg_workload_config *cfg,
+                        hbg_workload **out) {
+  HBG__RETURN_IF(!rt || !out, HBG_E_INVAL);
+  hbg_workload *w;
+  HBG__TRY(plan(cfg, &w));
+  const hbg__wl_model *m = w->model;
+  w->rt = rt;
+  int rc = alloc_device(w, cfg->name);
+  if (rc)
+    goto err;
+  m->init(w);
+  if (m->load && (rc = m->load(w)))
+    goto err;
+  for (int b = 0; b < WL_BUF__COUNT; b++) {
+    hbg__wl_buf *wb = &w->buf[b];
+    if (!wb->floats)
+      continue;
+    if ((rc = hbg_buffer_write(rt, wb->dev, wb->host, buf_bytes(w, b))))
+      goto err;
+    w->info.device_bytes += buf_bytes(w, b);
+  }
+  w->info.weight_bytes = buf_bytes(w, WL_BUF_W) + buf_bytes(w, WL_BUF_G);
+  w->info.kv_bytes = buf_bytes(w, WL_BUF_KV);
   /* One reference run: proves the description and counts the Definitions
    * (the mirrors are re-synchronised by every verify). */
   hbg__wl_em em;
@@ -472,38 +610,54 @@ int hbg_workload_create(hbg_runtime *rt, const hbg_workload_config *cfg,
   *out = w;
   return 0;
 
-err:
-  free_buffers(w);
-  free(w->scratch);
-  if (w->m && m->free)
-    m->free(w->m);
-  free(w->m);
-  free(w);
+err:;
+  /* freeing the buffers goes through public calls, which clear the
+   * thread's message: keep the one that says why */
+  char why[1024];
+  snprintf(why, sizeof why, "%s", hbg_last_error());
+  free_workload(w);
+  if (why[0])
+    hbg__error_set("%s", why);
   return rc;
 }
 
-void hbg_workload_destroy(hbg_workload *w) {
-  if (!w)
-    return;
-  free_buffers(w);
-  free(w->scratch);
-  if (w->m && w->model->free)
-    w->model->free(w->m);
-  free(w->m);
-  free(w);
-}
+void hbg_workload_destroy(hbg_workload *w) { free_workload(w); }
 
 int hbg_workload_get_info(const hbg_workload *w, hbg_workload_info *out) {
   HBG__RETURN_IF(!w || !out, HBG_E_INVAL);
-  /* A caller built before node_heap_bytes says so with its struct_size:
-   * its struct ends there, so nothing past it is written. */
-  size_t n = out->struct_size == offsetof(hbg_workload_info, node_heap_bytes)
-                 ? offsetof(hbg_workload_info, node_heap_bytes)
-                 : sizeof *out;
+  /* A caller built before a field says so with its struct_size: its struct
+   * ends there, so nothing past it is written. Each size a released build
+   * had is served; any other is refused. */
+  static const size_t sizes[] = {offsetof(hbg_workload_info, node_heap_bytes),
+                                 offsetof(hbg_workload_info, weight_bytes),
+                                 sizeof(hbg_workload_info)};
+  size_t n = 0;
+  for (size_t i = 0; i < HBG__ARRAY_LEN(sizes); i++)
+    if (out->struct_size == sizes[i])
+      n = sizes[i];
+  if (!n)
+    n = sizeof *out; /* as before: an unknown size gets the whole struct */
   hbg_workload_info info = w->info;
   info.struct_size = (uint32_t)n;
   memcpy(out, &info, n);
   return 0;
+}
+
+int hbg_workload_hidden(hbg_workload *w, uint32_t index, float *out,
+                        uint32_t n) {
+  HBG__RETURN_IF(!w || !out, HBG_E_INVAL);
+  HBG__RETURN_IF(!w->model->hidden, HBG_E_UNSUPPORTED);
+  HBG__RETURN_IF(index > w->layers, HBG_E_RANGE);
+  uint64_t off;
+  uint32_t h;
+  HBG__TRY(w->model->hidden(w, index, &off, &h));
+  HBG__RETURN_IF(n < h, HBG_E_INVAL);
+  return hbg_buffer_read(w->rt, out, w->buf[WL_BUF_ACT].dev + off * 4,
+                         (uint64_t)h * 4);
+}
+
+uint32_t hbg_workload_token(const hbg_workload *w, uint32_t step) {
+  return w && w->model->token ? w->model->token(w, step) : UINT32_MAX;
 }
 
 int hbg_workload_submit(hbg_workload *w, hbg_bind *b, uint32_t step) {

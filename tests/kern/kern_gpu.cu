@@ -3,7 +3,9 @@
  * 77 where no GPU is present). Each call runs as one CTA of 256 threads,
  * its scratch in shared memory, through hbg__k_run_cta; the reference is
  * the host pass of kern_src.h with one lane, as the sim and the workloads'
- * host reference run it. exp, sin and cos are compared over a sweep. */
+ * host reference run it. exp, sin and cos are compared over a sweep. The
+ * bf16 cases read their weight (GEMV's W, RMSNORM's w, COPY's input) as
+ * bf16 packed into the pool. */
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -60,6 +62,22 @@ static hbg__ktensor mk(float *data, uint32_t ndim, const uint32_t *shape,
     s *= shape[i];
   }
   return k;
+}
+
+/* The same over bf16 elements stored in the pool from base (2 a float). */
+static hbg__ktensor mkb(float *base, uint32_t ndim, const uint32_t *shape,
+                        const uint32_t *strides) {
+  hbg__ktensor k = mk(base, ndim, shape, strides);
+  k.dtype = 3; /* HBG_IMG_DTYPE_BF16 */
+  return k;
+}
+
+/* n bf16 values (nearest to random floats) packed into the pool at p. */
+static void fill_bf16(float *p, uint32_t n) {
+  std::vector<uint16_t> b(n);
+  for (auto &v : b)
+    v = hbg__k_f32_bf16(frand());
+  std::memcpy(p, b.data(), (size_t)n * 2);
 }
 
 /* One pool of floats; tensors are offsets into it, on both sides. */
@@ -158,6 +176,10 @@ int main() {
   float *a = p.h.data(), *b = a + R * D, *o = b + R * D, *w = o + R * D;
   float *x = w + N * K, *kc = x + K, *vc = kc + HK * T * HD,
         *cs = vc + HK * T * HD, *sn = cs + 4 * 32;
+  /* bf16 weights: W [N][K] and w [D] */
+  float *wb = sn + 4 * 32, *nb = wb + (N * K + 1) / 2;
+  fill_bf16(wb, N * K);
+  fill_bf16(nb, D);
   const uint32_t s_rd[] = {R, D}, s_dr[] = {D, R}, st_dr[] = {1, D},
                  s_flat[] = {R * D}, s_d[] = {D}, s_nk[] = {N, K}, s_k[] = {K},
                  s_n[] = {N}, st3[] = {3}, s_rope[] = {5, 64},
@@ -182,6 +204,13 @@ int main() {
       {"attn", 10, 4, 2, {mk(a, 2, s_q, nullptr), mk(kc, 3, s_kv, st_kv),
                           mk(vc, 3, s_kv, nullptr), mk(o, 2, s_q, nullptr)},
        {290, f32(0.3f)}},
+      {"gemv_bf16", 6, 3, 1, {mkb(wb, 2, s_nk, nullptr),
+                              mk(x, 1, s_k, nullptr), mk(o, 1, s_n, st3)},
+       {f32(0.5f), 0}},
+      {"rms_bf16", 5, 3, 1, {mk(a, 2, s_rd, nullptr), mkb(nb, 1, s_d, nullptr),
+                             mk(o, 2, s_rd, nullptr)}, {f32(1e-5f), 0}},
+      {"copy_bf16", 1, 2, 0, {mkb(wb, 1, s_flat, nullptr),
+                              mk(o, 1, s_flat, nullptr)}, {0, 0}},
       {"attn_l5", 10, 4, 1, {mk(a, 2, s_q, nullptr), mk(kc, 3, s_kv, st_kv),
                              mk(vc, 3, s_kv, nullptr), mk(o, 2, s_q, nullptr)},
        {5, 0}},

@@ -35,7 +35,8 @@ from ._core import (Access, Bind, BindStats, Buffer, DeviceStats, DType,
                     TraceEvent, UserKernel,
                     Workload, WorkloadInfo, WorkloadNode, devices,
                     dtype_size, f32,
-                    image_dump, pack, policies, version, workloads)
+                    image_dump, pack, policies, version, workloads,
+                    workload_bytes)
 from ._bench import BenchResult, CliNotFoundError, bench, find_cli
 from ._peer import Peer, PeerStats, peers
 
@@ -58,5 +59,6 @@ __all__ = [
     "UserKernel", "Workload",
     "WorkloadInfo", "WorkloadNode", "bench", "devices", "dtype_size", "err_name",
     "backend", "error_class", "f32", "find_cli", "image_dump", "library_path",
-    "peers", "policies", "strerror", "version", "workloads", "__version__",
+    "peers", "policies", "strerror", "version", "workloads", "workload_bytes",
+    "__version__",
 ]

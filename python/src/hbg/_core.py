@@ -1,9 +1,11 @@
 """Runtimes, device buffers, tensors, binds, graphs and workloads."""
+import array
 import ctypes
 import dataclasses
 import enum
 import itertools
 import mmap
+import os
 import struct
 import typing
 import weakref
@@ -575,6 +577,10 @@ class WorkloadInfo:
     tasks_after: int
     device_bytes: int
     node_heap_bytes: int
+    weight_bytes: int = 0
+    kv_bytes: int = 0
+    hidden: int = 0
+    vocab: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -1110,12 +1116,19 @@ class Runtime:
         return Bind(self)
 
     # -- workloads
-    def workload(self, name: str = "qwen3-14b", layers: int = 0,
-                 seed: int = 0, def_size: int = 0) -> "Workload":
-        """Create a built-in workload (its buffers) on this runtime;
-        ``def_size`` pads every Definition to at least that many bytes
-        (``hbg_workload_config.def_size``, 0 = natural size)."""
-        return Workload(self, name, layers, seed, def_size)
+    def workload(self, name: Optional[str] = None, layers: int = 0,
+                 seed: int = 0, def_size: int = 0, *,
+                 model: Optional[str] = None, weights: Any = None,
+                 kv_len: int = 0) -> "Workload":
+        """Create a built-in workload (its buffers) on this runtime.
+        ``name`` defaults to "qwen3-14b", or to "qwen3" with a ``model``
+        (a Hugging Face Qwen3 checkpoint folder, or a config.json alone for
+        random weights at its dims). ``def_size`` pads every Definition to
+        at least that many bytes (0 = natural size). The Qwen3 workloads at
+        real dims take ``weights`` ("bf16", the default, or "f32") and
+        ``kv_len`` (KV-cache positions, 0 = 512)."""
+        return Workload(self, name, layers, seed, def_size, model=model,
+                        weights=weights, kv_len=kv_len)
 
     # -- tracing
     def set_trace(self, fn: Optional[Callable[["TraceEvent"], Any]]) -> None:
@@ -2132,6 +2145,36 @@ class Bind:
 
 # ---------------------------------------------------------------- workloads
 
+def _workload_config(name, layers=0, seed=0, def_size=0, model=None,
+                     weights=None, kv_len=0):
+    cfg = L.out_struct(L.WorkloadConfig_c)
+    lib.hbg_workload_config_init(ctypes.addressof(cfg))
+    keep = [name.encode(), None if model is None else os.fsencode(model)]
+    cfg.name = keep[0]
+    cfg.model = keep[1]
+    cfg.layers = int(layers)
+    cfg.seed = int(seed)
+    cfg.def_size = int(def_size)
+    cfg.weight_dtype = 0 if weights is None else int(_dtype(weights))
+    cfg.kv_len = int(kv_len)
+    cfg._strs = keep
+    return cfg
+
+
+def workload_bytes(name: Optional[str] = None, layers: int = 0, *,
+                   model: Optional[str] = None, weights: Any = None,
+                   kv_len: int = 0) -> int:
+    """The device bytes a workload would allocate (``hbg_workload_bytes``),
+    without creating it: reads a model's config.json, not its weights."""
+    if name is None:
+        name = "qwen3" if model is not None else "qwen3-14b"
+    cfg = _workload_config(name, layers, 0, 0, model, weights, kv_len)
+    n = c_uint64()
+    _check(lib.hbg_workload_bytes(ctypes.addressof(cfg), byref(n)),
+           "hbg_workload_bytes")
+    return n.value
+
+
 def _destroy_workload(h, cell):
     if cell[0] is not None and h.ptr is not None:
         lib.hbg_workload_destroy(cell[0])
@@ -2144,15 +2187,14 @@ class Workload:
     step from C, ``verify(step)`` checks it against the host reference."""
     _order = 1
 
-    def __init__(self, rt: "Runtime", name: str = "qwen3-14b",
-                 layers: int = 0, seed: int = 0, def_size: int = 0) -> None:
-        cfg = L.out_struct(L.WorkloadConfig_c)
-        lib.hbg_workload_config_init(ctypes.addressof(cfg))
-        self._name = name.encode()
-        cfg.name = self._name
-        cfg.layers = int(layers)
-        cfg.seed = int(seed)
-        cfg.def_size = int(def_size)
+    def __init__(self, rt: "Runtime", name: Optional[str] = None,
+                 layers: int = 0, seed: int = 0, def_size: int = 0, *,
+                 model: Optional[str] = None, weights: Any = None,
+                 kv_len: int = 0) -> None:
+        if name is None:
+            name = "qwen3" if model is not None else "qwen3-14b"
+        cfg = _workload_config(name, layers, seed, def_size, model, weights,
+                               kv_len)
         p = c_void_p()
         _check(lib.hbg_workload_create(rt._ptr(), ctypes.addressof(cfg),
                                        byref(p)), "hbg_workload_create", rt)
@@ -2219,6 +2261,27 @@ class Workload:
                                    for i in range(c.n_tensors)),
                              tuple(c.scalars[:c.n_scalars]))
                 for c in arr[:n.value]]
+
+    def hidden(self, index: int) -> Any:
+        """Hidden state `index` of the last step run, as float32 (a numpy
+        array, or an array.array without numpy): 0 is the input of layer 0
+        (the token's embedding row), i the output of layer i - 1
+        (``hbg_workload_hidden``). OutOfRangeError past the layers;
+        UnsupportedError for a workload without hidden states."""
+        n = self.info.hidden
+        out = (_np.empty(max(n, 1), dtype=_np.float32) if _np is not None
+               else array.array("f", bytes(4 * max(n, 1))))
+        addr = (out.ctypes.data if _np is not None
+                else out.buffer_info()[0])
+        _check(lib.hbg_workload_hidden(self._ptr(), int(index), addr, n),
+               "hbg_workload_hidden", self.runtime)
+        return out
+
+    def token(self, step: int) -> Optional[int]:
+        """The token decode step `step` embeds (``hbg_workload_token``), or
+        None for a workload without tokens."""
+        t = lib.hbg_workload_token(self._ptr(), int(step))
+        return None if t == 0xFFFFFFFF else t
 
     def verify(self, step: int) -> float:
         """Compare step's outputs with the host reference, bit for bit.

@@ -142,7 +142,9 @@ TRACE_FN = CFUNCTYPE(None, c_void_p, POINTER(TraceEvent_c))
 class WorkloadConfig_c(Structure):
     _fields_ = [("struct_size", c_uint32), ("layers", c_uint32),
                 ("name", c_char_p), ("seed", c_uint64),
-                ("def_size", c_uint32)]
+                ("def_size", c_uint32), ("tasks", c_uint32),
+                ("model", c_char_p), ("weight_dtype", c_uint32),
+                ("kv_len", c_uint32)]
 
 
 class WorkloadInfo_c(Structure):
@@ -151,7 +153,9 @@ class WorkloadInfo_c(Structure):
                 ("max_nodes", c_uint32), ("max_btensors", c_uint32),
                 ("max_bscalars", c_uint32), ("tasks_before", c_uint32),
                 ("tasks_after", c_uint32), ("device_bytes", c_uint64),
-                ("node_heap_bytes", c_uint64)]
+                ("node_heap_bytes", c_uint64), ("weight_bytes", c_uint64),
+                ("kv_bytes", c_uint64), ("hidden", c_uint32),
+                ("vocab", c_uint32)]
 
 
 NODE_MAX_TENSORS = 16  # HBG_WORKLOAD_NODE_MAX_TENSORS
@@ -258,6 +262,9 @@ _SIGS = {
     "hbg_workload_get_info": (c_int, [_P, _P]),
     "hbg_workload_submit": (c_int, [_P, _P, c_uint32]),
     "hbg_workload_verify": (c_int, [_P, c_uint32, POINTER(c_double)]),
+    "hbg_workload_bytes": (c_int, [_P, POINTER(c_uint64)]),
+    "hbg_workload_hidden": (c_int, [_P, c_uint32, _P, c_uint32]),
+    "hbg_workload_token": (c_uint32, [_P, c_uint32]),
     "hbg_workload_nodes": (c_int, [_P, c_uint32, c_uint64,
                                    POINTER(WorkloadNode_c), c_uint32,
                                    POINTER(c_uint32)]),

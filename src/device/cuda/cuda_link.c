@@ -62,12 +62,8 @@ struct hbg__cu_link {
 /* ---------------- small helpers ---------------- */
 
 hbg__cuda *hbg__cu_from(hbg_device *dev) {
-  while (dev) {
-    if (dev->ops == &hbg__cuda_ops)
-      return dev->impl;
-    dev = hbg_fault_inner(dev);
-  }
-  return NULL;
+  dev = hbg__dev_base(dev);
+  return dev && dev->ops == &hbg__cuda_ops ? dev->impl : NULL;
 }
 
 static hbg__cu_link *link_get(hbg__cuda *c) {

@@ -44,7 +44,7 @@ _Static_assert(HBG_DC_NODE_MAX_TENSORS == HBG_WORKLOAD_NODE_MAX_TENSORS &&
 typedef struct cu_peer cu_peer;
 
 struct cu_peer {
-  hbg_workload *w;
+  hbg__peer_src src; /* the workload's calls, the kind's name */
   hbg_device *dev;
   hbg__cuda *c;
   int kind;
@@ -76,7 +76,7 @@ struct cu_peer {
 static int pe_note(cu_peer *p, int rc) {
   const char *msg = NULL;
   if (hbg_device_native_error(p->dev, NULL, &msg) == 0 && msg)
-    hbg__error_set("peer %s: %s", hbg_peer_name(p->kind), msg);
+    hbg__error_set("peer %s: %s", p->src.name, msg);
   return rc;
 }
 
@@ -122,8 +122,8 @@ static int pe_nodes(cu_peer *p, uint32_t step) {
   for (;;) {
     uint32_t n = 0;
     /* (out NULL would only count) */
-    int rc = p->calls ? hbg_workload_nodes(p->w, step, p->heap, p->calls,
-                                           p->cap, &n)
+    int rc = p->calls ? p->src.nodes(p->src.w, step, p->heap, p->calls,
+                                     p->cap, &n)
                       : HBG_E_LIMIT;
     if (!p->calls)
       n = 256;
@@ -325,7 +325,7 @@ static int cu_peer_launch(void *pv, uint32_t step) {
   cu_peer *p = pv;
   if (p->launched) {
     hbg__error_set("peer %s: step %u is launched and not waited yet",
-                   hbg_peer_name(p->kind), p->step);
+                   p->src.name, p->step);
     return HBG_E_BUSY;
   }
   uint64_t t0 = hbg__now_ns();
@@ -380,7 +380,7 @@ out:
 static int cu_peer_wait(void *pv, hbg_peer_stats *st) {
   cu_peer *p = pv;
   if (!p->launched) {
-    hbg__error_set("peer %s: nothing launched", hbg_peer_name(p->kind));
+    hbg__error_set("peer %s: nothing launched", p->src.name);
     return HBG_E_STATE;
   }
   p->launched = 0;
@@ -404,7 +404,7 @@ static int cu_peer_wait(void *pv, hbg_peer_stats *st) {
     const hbg_workload_node *nd = i < p->n ? &p->calls[i] : NULL;
     hbg__error_set("peer %s: step %u: the device rejected call %u (task "
                    "%u, kernel %u): %s",
-                   hbg_peer_name(p->kind), p->step, i,
+                   p->src.name, p->step, i,
                    nd ? nd->task : UINT32_MAX, nd ? nd->kernel : UINT32_MAX,
                    hbg_strerror(err));
     static const uint64_t zero = 0;
@@ -457,8 +457,8 @@ static const char *pe_graph_missing(const hbg__cuda *c) {
   return NULL;
 }
 
-static int cu_peer_create(hbg_device *dev, hbg_workload *w, int kind,
-                          void **out) {
+static int cu_peer_create(hbg_device *dev, const hbg__peer_src *src,
+                          int kind, void **out) {
   hbg__cuda *c = hbg_device_impl(dev);
   const char *missing = kind == HBG_PEER_CUDA_GRAPH ? pe_graph_missing(c)
                                                     : NULL;
@@ -468,14 +468,10 @@ static int cu_peer_create(hbg_device *dev, hbg_workload *w, int kind,
                    missing);
     return HBG_E_UNSUPPORTED;
   }
-  hbg_workload_info info;
-  memset(&info, 0, sizeof info);
-  info.struct_size = sizeof info;
-  HBG__TRY(hbg_workload_get_info(w, &info));
   cu_peer *p = calloc(1, sizeof *p);
   if (!p)
     return HBG_E_NOMEM;
-  p->w = w;
+  p->src = *src;
   p->dev = dev;
   p->c = c;
   p->kind = kind;
@@ -491,7 +487,7 @@ static int cu_peer_create(hbg_device *dev, hbg_workload *w, int kind,
   unsigned ef = p->timed ? CU_EVENT_DEFAULT : CU_EVENT_DISABLE_TIMING;
   PE_CU(p, err, rc, cuEventCreate, &p->e0, ef);
   PE_CU(p, err, rc, cuEventCreate, &p->e1, ef);
-  rc = hbg_dev_mem_alloc(dev, HBG__MAX(info.node_heap_bytes, (uint64_t)64),
+  rc = hbg_dev_mem_alloc(dev, HBG__MAX(src->node_heap_bytes, (uint64_t)64),
                          &p->heap);
   if (rc == 0)
     rc = hbg_dev_mem_alloc(dev, sizeof(uint64_t), &p->status);

@@ -345,12 +345,8 @@ const hbg__backend hbg__sim_backend = {
 };
 
 hbg__sim *hbg__sim_from(hbg_device *dev) {
-  while (dev) {
-    if (dev->ops == &hbg__sim_ops)
-      return dev->impl;
-    dev = hbg_fault_inner(dev);
-  }
-  return NULL;
+  dev = hbg__dev_base(dev);
+  return dev && dev->ops == &hbg__sim_ops ? dev->impl : NULL;
 }
 
 int hbg__sim_get_info(hbg__sim *s, hbg__sim_info *out) {
