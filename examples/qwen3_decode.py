@@ -14,21 +14,23 @@ hidden state after every layer is compared.
     qwen3_decode.py --model DIR          # a Hugging Face Qwen3 checkpoint
                                          # (config.json + safetensors)
 
-The layer graph (per layer: 18 + 2 * kv_heads boundary tensors, 2
-boundary scalars: position p and attention length p + 1) is tiled so that
+The layer graph (per layer: 20 boundary tensors, 2 boundary scalars:
+position p and attention length p + 1) is tiled so that
 several of the sim's workers share a layer: one GEMV node per head for q,
 k and v, q_norm / k_norm / RoPE / attention per head, 128-row tiles for
 the o, gate, up and down projections (the residual adds and SiLU * up per
 tile). The step's K and V rows are boundary tensors [kv_heads][head_dim]
 with strides [T * head_dim, 1], views of the cache at position p, so the
 same Definition writes a new row every step; each head's k RoPE and v
-projection writes its row of them. Attention reads the cache as one
-boundary tensor per kv head ([T][head_dim]), not as slices of a
-[kv_heads][T][head_dim] one: the recorder takes a slice for a view of
-the smallest boundary tensor holding it, and the strided row's extent
-holds whole heads of the cache, so such a slice would move with the row
-in later replays (wrong keys, no error). The writes into the row are
-views of the row, the only writable boundary tensor holding them. Around
+projection writes its [head_dim] run of them. The layer's caches are
+boundary tensors too ([kv_heads][T][head_dim], inputs), and attention
+reads its kv head's [T][head_dim] slice of them. The recorder takes each
+view for a view of the smallest boundary tensor holding it: a head's run
+of the row belongs to the row (and moves with it), a head's slice of the
+cache to the cache, since a strided tensor holds only its elements, not
+the holes between them (before main's 0db40f8 the row's extent held the
+slice, which then followed the row: wrong keys from the second step on,
+and no error). Around
 the layer chain, two ordinary tasks: the embedding row (COPY, bf16 ->
 f32 with bf16 weights) and the final RMSNorm (model.norm). Per-layer
 scratch (attention output, post-attention residual, SiLU * up) is a torch
@@ -86,10 +88,10 @@ TILE = 128              # rows per o / gate / up / down tile
 _HBG_DTYPE = {torch.float32: hbg.DType.F32, torch.bfloat16: hbg.DType.BF16}
 _ESIZE = {hbg.DType.F32: 4, hbg.DType.BF16: 2}
 
-# boundary tensors of the layer graph, in order (then the per-head caches)
+# boundary tensors of the layer graph, in order
 (B_X, B_XOUT, B_NORM_IN, B_WQ, B_WK, B_WV, B_QNORM, B_KNORM, B_WO,
  B_NORM_POST, B_WG, B_WU, B_WD, B_COS, B_SIN, B_KROW, B_VROW, B_SCRATCH,
- B_KCACHE) = range(19)
+ B_KCACHE, B_VCACHE) = range(20)
 
 
 def _sub(t, shape, start=0, mode=hbg.Access.IN, strides=None):
@@ -175,12 +177,11 @@ class HbgQwen3:
                 w["o_proj"].tensor(), w["post_attention_layernorm"].tensor(),
                 w["gate_proj"].tensor(), w["up_proj"].tensor(),
                 w["down_proj"].tensor(), b_cos.tensor(), b_sin.tensor()])
-            tail = [b_scr.tensor((S,), offset=i * S * 4, mode="inout")]
             base = i * Hk * T * D * 4
-            for bc in (b_k, b_v):
-                tail += [bc.tensor((T, D), offset=base + g * T * D * 4)
-                         for g in range(Hk)]
-            self._tail.append(tail)
+            self._tail.append([
+                b_scr.tensor((S,), offset=i * S * 4, mode="inout"),
+                b_k.tensor((Hk, T, D), offset=base),
+                b_v.tensor((Hk, T, D), offset=base)])
         self.stats = None
 
     # -- the layer graph, recorded once (on the first step's layer 0)
@@ -192,8 +193,7 @@ class HbgQwen3:
         bt = rec.tensors
         x, xout = bt[B_X], bt[B_XOUT]
         cos, sin, scr = bt[B_COS], bt[B_SIN], bt[B_SCRATCH]
-        kc = bt[B_KCACHE:B_KCACHE + Hk]
-        vc = bt[B_KCACHE + Hk:B_KCACHE + 2 * Hk]
+        kc, vc = bt[B_KCACHE], bt[B_VCACHE]
         o_attn, o_h, o_f = self.offs
         eps = [float(self.eps)]
         pos, length = hbg.Scalar.boundary(0), hbg.Scalar.boundary(1)
@@ -215,8 +215,7 @@ class HbgQwen3:
             t = task(K.RMSNORM, [t, bt[B_QNORM], new(D)], eps)
             q.append(task(K.ROPE, [t, cos, sin, new(D)], [pos]))
         # k (k_norm, RoPE) and v per head, written into the step's cache
-        # rows: a write into the row resolves to the row, the only
-        # writable boundary tensor holding it (the caches are inputs)
+        # rows (a head's run of the row: a view of the row)
         for g in range(Hk):
             t = task(K.GEMV, [_sub(bt[B_WK], (D, H), g * D * H), xn, new(D)])
             t = task(K.RMSNORM, [t, bt[B_KNORM], new(D)], eps)
@@ -224,9 +223,12 @@ class HbgQwen3:
                               _sub(bt[B_KROW], (D,), g * T * D, OUT)], [pos])
             rec.task(K.GEMV, [_sub(bt[B_WV], (D, H), g * D * H), xn,
                               _sub(bt[B_VROW], (D,), g * T * D, OUT)])
-        # attention per query head over its kv head's cache, positions [0, p]
+        # attention per query head over its kv head's cache slice [T][D]
+        # (a view of the cache), positions [0, p]
         for h in range(Hq):
-            rec.task(K.ATTN, [q[h], kc[h // G], vc[h // G],
+            g = h // G
+            rec.task(K.ATTN, [q[h], _sub(kc, (T, D), g * T * D),
+                              _sub(vc, (T, D), g * T * D),
                               _sub(scr, (D,), o_attn + h * D, OUT)], [length])
         attn = _sub(scr, (QD,), o_attn)
         # o projection + residual, in row tiles
