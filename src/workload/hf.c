@@ -20,6 +20,7 @@
 #include <cjson/cJSON.h>
 
 #include "common/util.h"
+#include "kernels/kernels.h"
 #include "workload/hf.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -37,27 +38,6 @@ static const char HF_SINGLE[] = "model.safetensors";
 static const char HF_INDEX[] = "model.safetensors.index.json";
 
 /* ---- number conversions ---- */
-
-/* TODO(merge): use hbg__bf16_* from kernels.h */
-/* f32 -> bf16, rounding to nearest even; a NaN stays a NaN (quiet, its
- * sign and upper payload kept). */
-static uint16_t hf_bf16_from_f32(float f) {
-  uint32_t b;
-  memcpy(&b, &f, 4);
-  if ((b & 0x7fffffffu) > 0x7f800000u)
-    return (uint16_t)((b >> 16) | 0x0040u);
-  b += 0x7fffu + ((b >> 16) & 1u);
-  return (uint16_t)(b >> 16);
-}
-
-/* TODO(merge): use hbg__bf16_* from kernels.h */
-/* bf16 -> f32, exact. */
-static float hf_bf16_to_f32(uint16_t h) {
-  uint32_t b = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &b, 4);
-  return f;
-}
 
 /* IEEE binary16 -> binary32 bits, exact: subnormals normalized, inf and
  * NaN (payload kept) mapped to theirs. */
@@ -909,20 +889,20 @@ static void hf_convert(const uint8_t *src, uint32_t sd, uint8_t *dst,
     if (sd == HF_F32) { /* dd is BF16 */
       float f;
       memcpy(&f, src + 4 * i, 4);
-      uint16_t h = hf_bf16_from_f32(f);
+      uint16_t h = hbg__bf16_from_f32(f);
       memcpy(dst + 2 * i, &h, 2);
       continue;
     }
     uint16_t h;
     memcpy(&h, src + 2 * i, 2);
     if (sd == HF_BF16) { /* dd is F32 */
-      float f = hf_bf16_to_f32(h);
+      float f = hbg__bf16_to_f32(h);
       memcpy(dst + 4 * i, &f, 4);
     } else if (dd == HBG_DTYPE_F32) { /* F16 -> F32, as bits */
       uint32_t b = hf_f16_bits(h);
       memcpy(dst + 4 * i, &b, 4);
     } else { /* F16 -> BF16 through f32 */
-      uint16_t o = hf_bf16_from_f32(hf_f16_to_f32(h));
+      uint16_t o = hbg__bf16_from_f32(hf_f16_to_f32(h));
       memcpy(dst + 2 * i, &o, 2);
     }
   }

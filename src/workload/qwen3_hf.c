@@ -245,16 +245,6 @@ static int layout(hbg_workload *w) {
   return 0;
 }
 
-/* TODO(merge): hbg__bf16_from_f32 from kernels.h */
-static uint16_t bf16_round(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u)
-    return (uint16_t)((u >> 16) | 0x40);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (uint16_t)(u >> 16);
-}
-
 /* n weights in wdt at p, uniform in [lo, hi) from seed. */
 static void fill_w(const q3 *q, void *p, uint64_t n, uint64_t seed, float lo,
                    float hi) {
@@ -268,7 +258,7 @@ static void fill_w(const q3 *q, void *p, uint64_t n, uint64_t seed, float lo,
     uint64_t m = HBG__MIN(n - i, (uint64_t)HBG__ARRAY_LEN(chunk));
     hbg__wl_fill(chunk, m, seed ^ (i * 0x9E3779B97F4A7C15ull), lo, hi);
     for (uint64_t j = 0; j < m; j++)
-      b[i + j] = bf16_round(chunk[j]);
+      b[i + j] = hbg__bf16_from_f32(chunk[j]);
   }
 }
 

@@ -74,8 +74,12 @@ class Kernel(enum.IntEnum):
     """Built-in kernels (``hbg_kernel_id``): what each computes, its
     arguments in ``args`` order (outputs last) and scalars s0, s1.
 
-    Every tensor of every kernel but NOP is f32, 1 to 4 dims, no zero dim,
-    strides in elements, at most 2**26 elements. Inputs need mode IN (or
+    Every tensor of every kernel but NOP is f32, except the weights: GEMV's
+    W, RMSNORM's w and COPY's input may be bf16 (widened exactly as read,
+    then the same f32 arithmetic in the same order, so the result equals
+    the f32 kernel on the widened weight, on the sim and the GPU alike).
+    Tensors have 1 to 4 dims, no zero dim, strides in elements, at most
+    2**26 elements. Inputs need mode IN (or
     INOUT), outputs OUT (or INOUT); inputs may broadcast (stride 0),
     outputs may not. "Flat": a tensor is read in its own row-major order,
     so two flat tensors need the same element count, not the same shape.
