@@ -138,7 +138,9 @@ HBG_API void hbg_workload_config_init(hbg_workload_config *cfg);
 HBG_API uint32_t hbg_workload_count(void);
 HBG_API const char *hbg_workload_name(uint32_t i);
 
-/* Allocate and fill the workload's device buffers on rt (weights from a
+/* Allocate and fill the workload's device buffers on rt (hbg_last_error()
+ * says why a creation failed: the model file and tensor, the bytes a short
+ * device lacks, the setting a workload does not take) (weights from a
  * generator seeded by cfg->seed; layers beyond 64 (qwen3-14b) or 48 (dsv4)
  * reuse earlier layers' weights).
  * @return 0, HBG_E_INVAL, HBG_E_NOTFOUND (unknown name), HBG_E_LIMIT

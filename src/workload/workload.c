@@ -507,6 +507,7 @@ static uint64_t buf_bytes(const hbg_workload *w, int b) {
 }
 
 int hbg_workload_bytes(const hbg_workload_config *cfg, uint64_t *bytes) {
+  hbg__error_clear();
   HBG__RETURN_IF(!bytes, HBG_E_INVAL);
   hbg_workload *w;
   HBG__TRY(plan(cfg, &w));
@@ -567,6 +568,7 @@ static int alloc_device(hbg_workload *w, const char *name) {
 
 int hbg_workload_create(hbg_runtime *rt, const hbg_workload_config *cfg,
                         hbg_workload **out) {
+  hbg__error_clear();
   HBG__RETURN_IF(!rt || !out, HBG_E_INVAL);
   hbg_workload *w;
   HBG__TRY(plan(cfg, &w));

@@ -267,6 +267,14 @@ def _check(rc, where, rt=None, message=None):
     return rc
 
 
+def _last_error(rc):
+    """hbg_last_error()'s text after a failed call that clears it on entry
+    (None on success or when it says nothing)."""
+    if rc >= 0:
+        return None
+    return lib.hbg_last_error().decode(errors="replace") or None
+
+
 def _names(fn):
     out = []
     i = 0
@@ -2174,8 +2182,8 @@ def workload_bytes(name: Optional[str] = None, layers: int = 0, *,
         name = "qwen3" if model is not None else "qwen3-14b"
     cfg = _workload_config(name, layers, 0, 0, model, weights, kv_len)
     n = c_uint64()
-    _check(lib.hbg_workload_bytes(ctypes.addressof(cfg), byref(n)),
-           "hbg_workload_bytes")
+    rc = lib.hbg_workload_bytes(ctypes.addressof(cfg), byref(n))
+    _check(rc, "hbg_workload_bytes", None, _last_error(rc))
     return n.value
 
 
@@ -2200,8 +2208,9 @@ class Workload:
         cfg = _workload_config(name, layers, seed, def_size, model, weights,
                                kv_len)
         p = c_void_p()
-        _check(lib.hbg_workload_create(rt._ptr(), ctypes.addressof(cfg),
-                                       byref(p)), "hbg_workload_create", rt)
+        rc = lib.hbg_workload_create(rt._ptr(), ctypes.addressof(cfg),
+                                     byref(p))
+        _check(rc, "hbg_workload_create", rt, _last_error(rc))
         self.runtime = rt
         self.name = name
         self._cell = [p.value]
