@@ -799,6 +799,50 @@ static inline HBG__KFN float hbg__k_gemv_row(const hbg__ktensor *w,
   return hbg__k_gemv_part((const float *)w->data + off, sw1, px, sx, k, q);
 }
 
+/* All four partials of row i in one pass over it (a lane that owns the
+ * whole row): each partial gets exactly the products and sums, in the
+ * same order, as hbg__k_gemv_row gives it, so the result is the same bits;
+ * one pass reads the row once, and the four independent sums are what a
+ * CPU's 4-wide vector add does (no reassociation, no contraction). */
+#define HBG__K_GEMV_ROW4(T, WID)                                               \
+  do {                                                                         \
+    const T *row = (const T *)w->data + off;                                   \
+    if (sw1 == 1 && sx == 1) {                                                 \
+      for (; j + 4 <= k; j += 4) {                                             \
+        l0 = l0 + WID(row[j]) * px[j];                                         \
+        l1 = l1 + WID(row[j + 1]) * px[j + 1];                                 \
+        l2 = l2 + WID(row[j + 2]) * px[j + 2];                                 \
+        l3 = l3 + WID(row[j + 3]) * px[j + 3];                                 \
+      }                                                                        \
+    } else {                                                                   \
+      for (; j + 4 <= k; j += 4) {                                             \
+        l0 = l0 + WID(row[j * sw1]) * px[j * sx];                              \
+        l1 = l1 + WID(row[(j + 1) * sw1]) * px[(j + 1) * sx];                  \
+        l2 = l2 + WID(row[(j + 2) * sw1]) * px[(j + 2) * sx];                  \
+        l3 = l3 + WID(row[(j + 3) * sw1]) * px[(j + 3) * sx];                  \
+      }                                                                        \
+    }                                                                          \
+    for (; j < k; j++)                                                         \
+      l0 = l0 + WID(row[j * sw1]) * px[j * sx];                                \
+  } while (0)
+#define HBG__K_F32_ID(v) (v)
+
+static inline HBG__KFN float hbg__k_gemv_row4(const hbg__ktensor *w,
+                                              uint32_t i, const float *px,
+                                              uint64_t sx) {
+  const uint64_t off = i * (uint64_t)w->strides[0], sw1 = w->strides[1];
+  const uint32_t k = w->shape[1];
+  float l0 = 0.0f, l1 = 0.0f, l2 = 0.0f, l3 = 0.0f;
+  uint32_t j = 0;
+  if (w->dtype == HBG_IMG_DTYPE_BF16)
+    HBG__K_GEMV_ROW4(uint16_t, hbg__k_bf16_f32);
+  else
+    HBG__K_GEMV_ROW4(float, HBG__K_F32_ID);
+  return (l0 + l1) + (l2 + l3);
+}
+#undef HBG__K_GEMV_ROW4
+#undef HBG__K_F32_ID
+
 static inline HBG__KFN void hbg__k_gemv(const hbg__kcall *c, uint32_t lane,
                                         uint32_t n_lanes) {
   const hbg__ktensor *w = &c->t[0], *x = &c->t[1], *y = &c->t[2];
@@ -827,11 +871,7 @@ static inline HBG__KFN void hbg__k_gemv(const hbg__kcall *c, uint32_t lane,
   }
 #endif
   for (uint32_t i = lane; i < n; i += n_lanes) {
-    float l0 = hbg__k_gemv_row(w, i, px, sx, 0);
-    float l1 = hbg__k_gemv_row(w, i, px, sx, 1);
-    float l2 = hbg__k_gemv_row(w, i, px, sx, 2);
-    float l3 = hbg__k_gemv_row(w, i, px, sx, 3);
-    float acc = (l0 + l1) + (l2 + l3);
+    const float acc = hbg__k_gemv_row4(w, i, px, sx);
     py[i * sy] = scaled ? acc * alpha : acc;
   }
 }
