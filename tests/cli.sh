@@ -147,6 +147,32 @@ tail -1 "$tmp/v.csv" | grep -q ',virtual$' || fail "bench: CSV lacks sim_clock"
 expect_rc 1 "$hbg" bench --layers 2 --rounds 1 --warmup 0 --policy deferred \
   --device-options clock=sundial
 grep -q "clock=sundial" "$tmp/err" || fail "bench: bad clock= not named"
+# a model at its dims: --model a config.json alone (random weights), the
+# weight dtype and bytes in the table and the JSON, the sim's mem= sized;
+# a config that lacks a key names it; usage errors exit 2
+cat >"$tmp/q3.json" <<'JSON'
+{"model_type": "qwen3", "hidden_size": 64, "intermediate_size": 96,
+ "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+ "num_hidden_layers": 2, "vocab_size": 128, "rms_norm_eps": 1e-6,
+ "rope_theta": 1000000.0, "tie_word_embeddings": true}
+JSON
+expect_rc 0 "$hbg" bench --model "$tmp/q3.json" --weights f32 --kv-len 16 \
+  --rounds 2 --warmup 0 --policy coalesced --json "$tmp/m.json"
+grep -q 'workload qwen3, 2 layers' "$tmp/out" || fail "bench --model: header"
+grep -q 'weights f32, .* MB; KV cache 0.0 MB' "$tmp/out" || fail "bench --model: weight line"
+grep -q '^coalesced .*yes' "$tmp/out" || fail "bench --model: not verified"
+grep -Eq '"weight_dtype":[[:space:]]*"f32"' "$tmp/m.json" || fail "bench --model: JSON weight_dtype"
+grep -Eq '"kv_bytes":[[:space:]]*8192' "$tmp/m.json" || fail "bench --model: JSON kv_bytes"
+sed 's/"intermediate_size": 96,//' "$tmp/q3.json" >"$tmp/q3bad.json"
+expect_rc 1 "$hbg" bench --model "$tmp/q3bad.json" --rounds 1 --policy coalesced
+grep -q "q3bad.json: intermediate_size is missing" "$tmp/err" || fail "bench --model: missing key not named"
+expect_rc 2 "$hbg" bench --model "$tmp/q3.json" --workload dsv4
+grep -q -- "--model is for --workload qwen3" "$tmp/err" || fail "bench --model with another workload"
+expect_rc 2 "$hbg" bench --workload qwen3
+grep -q -- "--workload qwen3 needs --model" "$tmp/err" || fail "bench qwen3 without --model"
+expect_rc 2 "$hbg" bench --weights f16
+grep -q "bad --weights 'f16'" "$tmp/err" || fail "bench: bad --weights message"
+expect_rc 2 "$hbg" bench --kv-len 70000
 expect_rc 2 "$hbg" bench --deps sometimes
 grep -q 'bad --deps' "$tmp/err" || fail "bench: bad --deps message"
 expect_rc 2 "$hbg" bench --record always

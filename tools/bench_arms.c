@@ -102,7 +102,10 @@ static int open_arm(bench *B, uint32_t i, const char **device,
   hbg_workload_config wc;
   workload_config(&B->o, &wc);
   rc = hbg_workload_create(a->rt, &wc, &a->w);
-  if (rc == HBG_E_NOTFOUND) {
+  int known = 0;
+  for (uint32_t k = 0; k < hbg_workload_count(); k++)
+    known |= !strcmp(B->o.workload, hbg_workload_name(k));
+  if (rc == HBG_E_NOTFOUND && !known) {
     fprintf(stderr, "hbg bench: unknown workload '%s'; built in:",
             B->o.workload);
     for (uint32_t k = 0; k < hbg_workload_count(); k++)
