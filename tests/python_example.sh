@@ -9,19 +9,14 @@
 # slash (examples/qwen3_decode.py); ARGS are passed to it.
 #   python_example.sh LIBHBG SOURCE_DIR NATIVE_MODULE|none EXAMPLE [ARGS...]
 set -u
+. "$(dirname "$0")/py_helpers.sh"
 lib=$1; src=$2; native=$3; example=$4
 shift 4
 case $example in
   */*) script=$src/$example ;;
   *) script=$src/python/examples/$example ;;
 esac
-py=
-for cand in /usr/bin/python3 python3; do
-  if command -v "$cand" >/dev/null 2>&1 &&
-     "$cand" -c 'import numpy, torch' >/dev/null 2>&1; then
-    py=$(command -v "$cand"); break
-  fi
-done
+pick_python 'import numpy, torch'
 if [ -z "$py" ]; then
   echo "python example: no python3 imports numpy and torch (tried /usr/bin/python3, python3)" >&2
   echo "  as root: apt-get update && apt-get install -y --no-install-recommends python3-numpy python3-torch" >&2
@@ -31,9 +26,7 @@ fi
 echo "python example: using $py ($("$py" -c 'import sys, torch; print(sys.version.split()[0], "torch", torch.__version__)'))"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cp -r "$src/python/src/hbg" "$tmp/hbg"
-rm -rf "$tmp/hbg/__pycache__" "$tmp/hbg/"libhbg.so* "$tmp/hbg/hbg" \
-  "$tmp/hbg/"_native*.so
+stage_hbg "$src" "$tmp"
 export HBG_LIBRARY=$lib PYTHONPATH=$tmp${PYTHONPATH:+:$PYTHONPATH}
 if [ "$native" != none ]; then
   cp "$native" "$tmp/hbg/"

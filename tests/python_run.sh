@@ -8,20 +8,13 @@
 # relative to python/tests (default: all of them).
 #   python_run.sh LIBHBG HBG_CLI CORPUS_GEN SOURCE_DIR NATIVE_MODULE|none [TESTS...]
 set -u
+. "$(dirname "$0")/py_helpers.sh"
 lib=$1; cli=$2; gen=$3; src=$4; native=${5:-none}
 shift 5 2>/dev/null || shift $#
 targets=()
 for t in "$@"; do targets+=("$src/python/tests/$t"); done
 [ ${#targets[@]} = 0 ] && targets=("$src/python/tests")
-py=
-for need in 'import pytest, numpy, torch' 'import pytest, numpy'; do
-  for cand in /usr/bin/python3 python3; do
-    if command -v "$cand" >/dev/null 2>&1 &&
-       "$cand" -c "$need" >/dev/null 2>&1; then
-      py=$(command -v "$cand"); break 2
-    fi
-  done
-done
+pick_python 'import pytest, numpy, torch' 'import pytest, numpy'
 if [ -z "$py" ]; then
   echo "python test: no python3 with pytest and numpy (tried /usr/bin/python3, python3)." >&2
   echo "  as root: apt-get update && apt-get install -y --no-install-recommends python3-pytest python3-numpy python3-torch" >&2
@@ -39,9 +32,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export HBG_CLI=$cli HBG_CORPUS_GEN=$gen HBG_LIBRARY=$lib
 # The package's sources, without whatever a local install left in them.
-cp -r "$src/python/src/hbg" "$tmp/hbg"
-rm -rf "$tmp/hbg/__pycache__" "$tmp/hbg/"libhbg.so* "$tmp/hbg/hbg" \
-  "$tmp/hbg/"_native*.so
+stage_hbg "$src" "$tmp"
 export PYTHONPATH=$tmp${PYTHONPATH:+:$PYTHONPATH}
 cd "$tmp" || exit 1
 rc=0

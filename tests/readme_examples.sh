@@ -16,6 +16,7 @@
 #   readme_examples.sh c SOURCE_DIR LIBHBG CC
 #   readme_examples.sh python SOURCE_DIR LIBHBG NATIVE_MODULE|none
 set -u
+. "$(dirname "$0")/py_helpers.sh"
 lang=$1; src=$2; lib=$3; extra=${4:-}
 readme=$src/README.md
 name=readme_example_$lang
@@ -75,23 +76,13 @@ c)
   ;;
 python)
   native=${extra:-none}
-  py=
-  for need in 'import pytest, numpy, torch' 'import pytest, numpy'; do
-    for cand in /usr/bin/python3 python3; do
-      if command -v "$cand" >/dev/null 2>&1 &&
-         "$cand" -c "$need" >/dev/null 2>&1; then
-        py=$(command -v "$cand"); break 2
-      fi
-    done
-  done
+  pick_python 'import pytest, numpy, torch' 'import pytest, numpy'
   if [ -z "$py" ]; then
     echo "$name: no python3 with pytest and numpy (tried /usr/bin/python3, python3)" >&2
     exit 1
   fi
   printf '%s\n' "$code" >"$tmp/readme.py"
-  cp -r "$src/python/src/hbg" "$tmp/hbg"
-  rm -rf "$tmp/hbg/__pycache__" "$tmp/hbg/"libhbg.so* "$tmp/hbg/hbg" \
-    "$tmp/hbg/"_native*.so
+  stage_hbg "$src" "$tmp"
   backends=0
   if [ "$native" != none ]; then
     cp "$native" "$tmp/hbg/"

@@ -15,9 +15,9 @@
 #include <hbg/hbg.h>
 
 #include "test.h"
+#include "tmpdir_fixture.h"
 #include "workload/hf.h"
 
-static char g_root[64];
 
 static uint32_t f2u(float f) {
   uint32_t u;
@@ -125,14 +125,6 @@ static void st_build(const char *dir, const char *file, const tsp *t,
   st_raw(dir, file, h, data, total);
   free(data);
   free(h);
-}
-
-static int rm_one(const char *p, const struct stat *sb, int flag,
-                  struct FTW *ftw) {
-  (void)sb;
-  (void)flag;
-  (void)ftw;
-  return remove(p);
 }
 
 static void open_fails(const char *dir, int code, const char *tag, ...) {
@@ -916,24 +908,14 @@ static void test_corrupt_sharded(void) {
   open_fails(dir, HBG_E_INVAL, "ix-badshard", SH2, "w.b", (const char *)NULL);
 }
 
-/* The temporary folder goes at exit, also after a failed assert. */
-static void cleanup(void) {
-  if (g_root[0])
-    nftw(g_root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 int main(void) {
-  snprintf(g_root, sizeof g_root, "/tmp/hbg_model_loader.XXXXXX");
-  if (!mkdtemp(g_root))
-    T_FAIL("mkdtemp: %s", strerror(errno));
-  atexit(cleanup);
+  tmpdir_make("hbg_model_loader");
   test_config();
   test_single();
   test_sharded();
   test_corrupt_file();
   test_corrupt_sharded();
-  ASSERT(nftw(g_root, rm_one, 16, FTW_DEPTH | FTW_PHYS) == 0);
-  g_root[0] = '\0';
+  ASSERT(tmpdir_remove() == 0);
   printf("model_loader: ok\n");
   return 0;
 }

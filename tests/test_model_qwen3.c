@@ -16,8 +16,8 @@
 #include <hbg/hbg_workload.h>
 
 #include "test.h"
+#include "tmpdir_fixture.h"
 
-static char g_root[64];
 
 static hbg_runtime *sim(int policy, int deps, const char *opts) {
   hbg_config cfg;
@@ -422,23 +422,8 @@ static void test_refusals(void) {
   printf("refusals: named\n");
 }
 
-static int rm_one(const char *p, const struct stat *sb, int flag,
-                  struct FTW *ftw) {
-  (void)sb;
-  (void)flag;
-  (void)ftw;
-  return remove(p);
-}
-
-static void cleanup(void) {
-  if (g_root[0])
-    nftw(g_root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 int main(void) {
-  snprintf(g_root, sizeof g_root, "/tmp/hbg_model_XXXXXX");
-  ASSERT(mkdtemp(g_root));
-  atexit(cleanup);
+  tmpdir_make("hbg_model_qwen3");
   test_refusals();
   test_checkpoint();
   test_06b(HBG_DTYPE_F32);

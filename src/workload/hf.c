@@ -179,20 +179,32 @@ static cJSON *hf_json(const char *text, size_t len, const char *who) {
 
 /* A count: an integer >= 1 that fits uint32. *present tells whether the
  * key was there (a JSON null counts as absent where !required). */
-static int cfg_count(const cJSON *root, const char *who, const char *key,
-                     int required, uint32_t *out, int *present) {
-  const cJSON *it = cJSON_GetObjectItemCaseSensitive(root, key);
-  *present = 0;
-  if (!it || (!required && cJSON_IsNull(it))) {
+/* Key `key` as a number in *it, or *it NULL when it is absent (or a JSON
+ * null) and not required. */
+static int cfg_number(const cJSON *root, const char *who, const char *key,
+                      int required, const cJSON **it) {
+  *it = cJSON_GetObjectItemCaseSensitive(root, key);
+  if (!*it || (!required && cJSON_IsNull(*it))) {
+    *it = NULL;
     if (!required)
       return 0;
     hbg__error_set("%s: %s is missing", who, key);
     return HBG_E_NOTFOUND;
   }
-  if (!cJSON_IsNumber(it)) {
+  if (!cJSON_IsNumber(*it)) {
     hbg__error_set("%s: %s is not a number", who, key);
     return HBG_E_INVAL;
   }
+  return 0;
+}
+
+static int cfg_count(const cJSON *root, const char *who, const char *key,
+                     int required, uint32_t *out, int *present) {
+  const cJSON *it;
+  *present = 0;
+  HBG__TRY(cfg_number(root, who, key, required, &it));
+  if (!it)
+    return 0;
   double v = it->valuedouble;
   if (!(v >= 1)) {
     hbg__error_set("%s: %s is %.17g, it must be at least 1", who, key, v);
@@ -215,17 +227,10 @@ static int cfg_count(const cJSON *root, const char *who, const char *key,
 /* A number > 0 and finite; absent leaves *out (where !required). */
 static int cfg_positive(const cJSON *root, const char *who, const char *key,
                         int required, double *out) {
-  const cJSON *it = cJSON_GetObjectItemCaseSensitive(root, key);
-  if (!it || (!required && cJSON_IsNull(it))) {
-    if (!required)
-      return 0;
-    hbg__error_set("%s: %s is missing", who, key);
-    return HBG_E_NOTFOUND;
-  }
-  if (!cJSON_IsNumber(it)) {
-    hbg__error_set("%s: %s is not a number", who, key);
-    return HBG_E_INVAL;
-  }
+  const cJSON *it;
+  HBG__TRY(cfg_number(root, who, key, required, &it));
+  if (!it)
+    return 0;
   if (!(it->valuedouble > 0) || !isfinite(it->valuedouble)) {
     hbg__error_set("%s: %s is %g, it must be positive and finite", who, key,
                    it->valuedouble);
